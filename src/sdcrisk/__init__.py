@@ -1,0 +1,63 @@
+"""sdcrisk: statistical disclosure risk for categorical microdata.
+
+Data flow: file or frame -> :class:`Microdata` -> :func:`tabulate` -> :class:`CellTable`
+-> ``estimator.fit`` -> :class:`RiskResult` (measures with intervals, record risk on demand,
+diagnostics, provenance); :func:`evaluate` compares estimators with the truth.
+"""
+
+from ._version import __version__
+from .estimators import (
+    ESTIMATORS,
+    Estimator,
+    NegativeBinomialRisk,
+    PoissonGammaRisk,
+    SkinnerElliotTheta,
+    bf_risk,
+    get_estimator,
+)
+from .exceptions import (
+    ApproximationWarning,
+    ConvergenceError,
+    ConvergenceWarning,
+    InputError,
+    MemoryLimitError,
+    ParameterError,
+    SdcRiskError,
+    SdcRiskWarning,
+)
+from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
+from .predictive import CellPredictive, NegativeBinomialPredictive
+from .result import RiskResult
+from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
+
+__all__ = [
+    "__version__",
+    "Microdata",
+    "CellTable",
+    "PopulationCounts",
+    "tabulate",
+    "check_memory",
+    "CellPredictive",
+    "NegativeBinomialPredictive",
+    "Measure",
+    "RiskResult",
+    "Estimator",
+    "NegativeBinomialRisk",
+    "PoissonGammaRisk",
+    "SkinnerElliotTheta",
+    "ESTIMATORS",
+    "get_estimator",
+    "bf_risk",
+    "truth_measures",
+    "global_risk_threshold",
+    "household_risk",
+    "roc_auc",
+    "SdcRiskError",
+    "InputError",
+    "ParameterError",
+    "ConvergenceError",
+    "MemoryLimitError",
+    "SdcRiskWarning",
+    "ConvergenceWarning",
+    "ApproximationWarning",
+]

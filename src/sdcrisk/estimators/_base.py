@@ -1,0 +1,156 @@
+"""Estimator base class: frozen configuration; ``fit(table)`` returns a RiskResult."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..exceptions import InputError, ParameterError
+from ..measures import (
+    DESCRIPTIONS,
+    Measure,
+    expected_reidentifications,
+    global_risk_threshold,
+    household_risk,
+    predictive_measures,
+)
+from ..predictive import CellPredictive
+from ..result import RiskResult, provenance
+from ..table import CellTable
+
+__all__ = ["Estimator"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Estimator(ABC):
+    """Base of all estimators: keyword-only settings, no data.
+
+    Parameters
+    ----------
+    ci_level : float
+        Level of the intervals reported with the measures (default 0.95).
+    max_global_risk : float
+        Target global risk (expected re-identifications / n) for the sdcMicro/mu-Argus record
+        risk threshold reported with the result (default 0.01, as in sdcMicro).
+    """
+
+    name: ClassVar[str] = "estimator"
+    ci_level: float = 0.95
+    max_global_risk: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not 0 < self.ci_level < 1:
+            raise ParameterError(f"ci_level={self.ci_level} must lie in (0, 1)")
+        if not 0 < self.max_global_risk < 1:
+            raise ParameterError(f"max_global_risk={self.max_global_risk} must lie in (0, 1)")
+        self._validate()
+
+    def _validate(self) -> None:  # pragma: no cover - subclasses extend
+        """Check the settings; raise ParameterError."""
+
+    def get_params(self) -> dict[str, Any]:
+        """The settings as a dict."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def fit(self, table: CellTable, *, population_size: float | None = None) -> RiskResult:
+        """Estimate the disclosure risk of the sample tabulated in ``table``.
+
+        Parameters
+        ----------
+        table : CellTable
+            From :func:`sdcrisk.tabulate`.
+        population_size : float, optional
+            Override N (default: the table's).
+        """
+        if not isinstance(table, CellTable):
+            raise ParameterError(f"fit() takes a CellTable (see sdcrisk.tabulate), "
+                                 f"not {type(table).__name__}")
+        if table.n == 0:
+            raise InputError("the sample is empty")
+        if population_size is not None:
+            if population_size < table.n:
+                raise InputError(f"population size N={population_size:g} is smaller than the "
+                                 f"sample size n={table.n}")
+            table = dataclasses.replace(table, population_size=float(population_size),
+                                        population_size_source="given")
+        start = time.perf_counter()
+        result = self._fit(table)
+        diagnostics = {**result.diagnostics, "seconds": time.perf_counter() - start}
+        return dataclasses.replace(result, diagnostics=diagnostics)
+
+    @abstractmethod
+    def _fit(self, table: CellTable) -> RiskResult:
+        """Fit on a validated table."""
+
+    # helpers shared by estimators that produce a CellPredictive ------------------------------
+    def _predictive_result(
+        self,
+        table: CellTable,
+        pred: CellPredictive,
+        *,
+        reid_risk: np.ndarray | None = None,
+        fitted: dict | None = None,
+        assumptions: tuple[str, ...] = (),
+        diagnostics: dict | None = None,
+        seed: int | None = None,
+    ) -> RiskResult:
+        """Measures, record risks and sdcMicro-style global figures from a predictive law.
+
+        ``reid_risk`` replaces E[1/F|f] as the record re-identification risk where a method
+        reproduces a package approximation; tau2 then sums it over the sample uniques.
+        """
+        measures = predictive_measures(pred, population_size=table.population_size,
+                                       level=self.ci_level)
+        exact = pred.expected_inverse()
+        risk = exact if reid_risk is None else np.asarray(reid_risk, float)
+        su = table.counts == 1
+        if reid_risk is not None:
+            tau2 = float(risk[su].sum())
+            old = measures["tau2"]
+            same = abs(tau2 - (old.estimate or 0.0)) <= 1e-12 * max(1.0, abs(tau2))
+            measures["tau2"] = dataclasses.replace(
+                old, estimate=tau2, **({} if same else
+                                       {"lower": None, "upper": None, "level": None,
+                                        "interval": None}))
+        measures.update(expected_reidentifications(table.counts, risk, table.n))
+        record = risk[table.record_cell]
+        threshold = global_risk_threshold(record, self.max_global_risk)
+        if table.household is not None:
+            hh = household_risk(record, table.household)
+            er_h = float(hh.sum())
+            measures["household_expected_reidentifications"] = Measure(
+                "household_expected_reidentifications", er_h,
+                description=DESCRIPTIONS["household_expected_reidentifications"])
+            measures["household_global_risk"] = Measure(
+                "household_global_risk", er_h / table.n,
+                description=DESCRIPTIONS["household_global_risk"])
+        p_unique = np.where(su, pred.prob_zero(), 0.0)
+        thresholds = {
+            "max_global_risk": self.max_global_risk,
+            "record_risk_threshold": threshold,
+            "record_risk_threshold_rule": "mu-Argus/sdcMicro: cap record risks at the threshold "
+            "so that expected re-identifications <= max_global_risk * n; null = already met",
+            "ci_level": self.ci_level,
+            "k_anonymity": [2, 3, 5],
+        }
+        diag = dict(diagnostics or {})
+        if table.weight_sums is not None:
+            diag["weighted_k_anonymity_violations"] = {
+                str(k): int(table.counts[table.weight_sums < k].sum()) for k in (2, 3, 5)}
+        return RiskResult(
+            method=self.name,
+            measures=measures,
+            table=table,
+            parameters=self.get_params(),
+            fitted={"predictive_law": pred.law, **(fitted or {})},
+            thresholds=thresholds,
+            assumptions=assumptions,
+            diagnostics=diag,
+            provenance=provenance(table, seed),
+            cell_risk_values={"reidentification": risk, "population_unique": p_unique,
+                              **({} if reid_risk is None else {"expected_inverse": exact})},
+        )

@@ -1,0 +1,51 @@
+"""The exceptions and warnings raised by sdcrisk.
+
+Every error the package raises on purpose derives from :class:`SdcRiskError`; the CLI turns
+it into a one-line message and a non-zero exit code. Messages say what is wrong, the
+offending value, and what to do instead.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SdcRiskError",
+    "InputError",
+    "ParameterError",
+    "ConvergenceError",
+    "MemoryLimitError",
+    "SdcRiskWarning",
+    "ConvergenceWarning",
+    "ApproximationWarning",
+]
+
+
+class SdcRiskError(Exception):
+    """Base class of every error raised by sdcrisk."""
+
+
+class InputError(SdcRiskError, ValueError):
+    """The data are unusable as given (missing column, empty file, non-categorical key...)."""
+
+
+class ParameterError(SdcRiskError, ValueError):
+    """An option or hyper-parameter is out of range or inconsistent with another."""
+
+
+class ConvergenceError(SdcRiskError, RuntimeError):
+    """A fitting procedure failed to converge and no usable result exists."""
+
+
+class MemoryLimitError(SdcRiskError, MemoryError):
+    """A method would need more memory than the configured limit allows."""
+
+
+class SdcRiskWarning(UserWarning):
+    """Base class of every warning emitted by sdcrisk."""
+
+
+class ConvergenceWarning(SdcRiskWarning):
+    """A fit stopped at a boundary or iteration limit; the result is usable with care."""
+
+
+class ApproximationWarning(SdcRiskWarning):
+    """A numerical approximation was used where an exact value was not available."""
