@@ -15,6 +15,14 @@ from .estimators import (
     bf_risk,
     get_estimator,
 )
+from .evaluate import (
+    Bernoulli,
+    Evaluation,
+    HouseholdBernoulli,
+    SimpleRandomSample,
+    draw_sample,
+    evaluate,
+)
 from .exceptions import (
     ApproximationWarning,
     ConvergenceError,
@@ -52,6 +60,12 @@ __all__ = [
     "global_risk_threshold",
     "household_risk",
     "roc_auc",
+    "evaluate",
+    "Evaluation",
+    "Bernoulli",
+    "SimpleRandomSample",
+    "HouseholdBernoulli",
+    "draw_sample",
     "SdcRiskError",
     "InputError",
     "ParameterError",

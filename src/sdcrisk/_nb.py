@@ -27,7 +27,7 @@ evaluations whatever the number of cells.
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate, special
+from scipy import special
 
 __all__ = [
     "expected_inverse",
@@ -93,6 +93,12 @@ def _terms_needed(q: np.ndarray) -> np.ndarray:
         return np.where(q > 0, 40.0 / -np.log(np.where(q > 0, q, 0.5)), 0.0)
 
 
+def _direct_terms_needed(r: np.ndarray, p: np.ndarray) -> np.ndarray:
+    # the pmf series must run past the mode (about r q / p) and then decay geometrically
+    q = 1.0 - p
+    return r * q / p + 10 * np.sqrt(r * q) / p + _terms_needed(q)
+
+
 def _euler_series(f, r, p):
     """(p/f) sum_m (f+1-r)_m/(f+1)_m q^m for r <= f+1 (all terms >= 0)."""
     q = 1.0 - p
@@ -147,6 +153,8 @@ def _log_pgf_at(s: float, r: float, p: float) -> float:
 
 def _quadrature(f: float, r: float, p: float, power: int) -> float:
     """int_0^inf s^(power-1)/(power-1)! exp(-f s) G(e^{-s}) ds with breakpoints at the peak."""
+    from scipy import integrate  # lazy: rarely needed, slow to import
+
     q = 1.0 - p
     width = 1.0 / (f + r * q / p)
 
@@ -188,9 +196,9 @@ def expected_inverse(f, r, p) -> np.ndarray:
     pc, qc = pu[closed2], q[closed2]
     out[closed2] = pc / qc - (pc / qc) ** 2 * -np.log(pc)
     rest = ~(done | closed1 | closed2)
-    series = rest & (_terms_needed(q) <= _MAX_TERMS)
-    euler = series & (ru <= fu + 1)
-    direct = series & (ru > fu + 1)
+    euler = rest & (ru <= fu + 1) & (_terms_needed(q) <= _MAX_TERMS)
+    direct = rest & (ru > fu + 1) & (_direct_terms_needed(ru, pu) <= _MAX_TERMS)
+    series = euler | direct
     if np.any(euler):
         out[euler] = _euler_series(fu[euler], ru[euler], pu[euler])
     if np.any(direct):
@@ -214,7 +222,7 @@ def expected_inverse_square(f, r, p) -> np.ndarray:
     geo = ~done & (ru == 1) & (fu == 1)
     out[geo] = pu[geo] / q[geo] * special.spence(pu[geo])
     rest = ~(done | geo)
-    series = rest & (_terms_needed(q) <= _MAX_TERMS)
+    series = rest & (_direct_terms_needed(ru, pu) <= _MAX_TERMS)
     if np.any(series):
         out[series] = _direct_series(fu[series], ru[series], pu[series], 2)
     for i in np.flatnonzero(rest & ~series):

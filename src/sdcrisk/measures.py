@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from . import _nb
 from .predictive import CellPredictive
@@ -133,7 +133,7 @@ def theta_expectation(n1: int, mean_sum: float, var_sum: float) -> float:
 
 
 def _normal_interval(mean: float, var: float, level: float, lo: float, hi: float):
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = float(special.ndtri(0.5 + level / 2))
     sd = float(np.sqrt(max(var, 0.0)))
     return max(lo, mean - z * sd), min(hi, mean + z * sd)
 
@@ -234,7 +234,10 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     n_neg = len(labels) - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
-    ranks = stats.rankdata(scores)
+    ordered = np.sort(scores)
+    # average rank of tied scores: positions left+1 .. right (1-based)
+    ranks = (np.searchsorted(ordered, scores, "left") + np.searchsorted(ordered, scores,
+                                                                          "right") + 1) / 2
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

@@ -15,7 +15,7 @@ import warnings
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from .. import _nb
 from ..exceptions import ConvergenceWarning, ParameterError
@@ -260,6 +260,8 @@ class PoissonGammaRisk(Estimator):
 
     @staticmethod
     def _ml_alpha(counts, n, k):
+        from scipy import optimize  # lazy: slow to import, only needed here
+
         lo, hi = np.log(1e-10), np.log(1e8)
         grid = np.linspace(lo, hi, 91)
         vals = np.array([_pg_loglik(np.exp(g), counts, n, k) for g in grid])

@@ -1,0 +1,195 @@
+"""Accuracy scoreboard: every estimator against the true tau1/tau2 of real populations.
+
+For each population in ../shared/data that has a ``ground_truth.csv`` (its 6- and 8-key sets
+and its 1%, 3%, 5% Bernoulli samples drawn with ``numpy.random.default_rng(0)``), draw the
+sample with :func:`sdcrisk.evaluate`, check that the truth equals the shared ground truth, run
+every estimator and record estimate, relative error, seconds and ROC AUC.
+
+Writes ``benchmarks/accuracy.csv`` and the section between the ACCURACY markers of
+``benchmarks/RESULTS.md``.
+
+Usage::
+
+    python benchmarks/accuracy.py [--data ../shared/data] [--methods nb,poisson-gamma,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import sdcrisk
+from sdcrisk import Bernoulli, Microdata, evaluate, get_estimator
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
+BEGIN, END = "<!-- ACCURACY:BEGIN -->", "<!-- ACCURACY:END -->"
+
+# estimator variants on the scoreboard: label -> (method, options)
+VARIANTS = {
+    "nb": ("nb", {}),
+    "nb-sdcmicro": ("nb", {"mode": "sdcmicro"}),
+    "poisson-gamma": ("poisson-gamma", {}),
+    "skinner-elliot": ("skinner-elliot", {}),
+}
+
+
+def populations(data_dir: Path):
+    for folder in sorted(p for p in data_dir.iterdir() if (p / "ground_truth.csv").exists()):
+        files = sorted(folder.glob("*.csv.gz"))
+        if not files:
+            continue
+        with open(folder / "ground_truth.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        yield folder.name, files[0], rows
+
+
+def run(data_dir: Path, variants: dict, only: set[str] | None) -> list[dict]:
+    out = []
+    for name, path, rows in populations(data_dir):
+        if only and name not in only:
+            continue
+        keysets = {}
+        for r in rows:
+            keysets.setdefault(r["keyset"], (r["keys"].split("+"), []))[1].append(r)
+        for keyset, (keys, truth_rows) in keysets.items():
+            pop = Microdata.from_source(path, keys, max_levels=None)
+            for gt in truth_rows:
+                frac = float(gt["fraction"])
+                ests = [get_estimator(m, **opts) for m, opts in variants.values()]
+                t0 = time.perf_counter()
+                ev = evaluate(pop, ests, design=Bernoulli(frac), seed=0)
+                truth = ev.truth
+                assert int(truth["n"]) == int(gt["n"]), (name, keyset, frac)
+                assert int(truth["sample_uniques"]) == int(gt["SU"])
+                assert int(truth["tau1"]) == int(gt["tau1"])
+                assert math.isclose(truth["tau2"], float(gt["tau2"]), rel_tol=1e-9)
+                for label, m in zip(variants, ev.methods.values(), strict=True):
+                    out.append({
+                        "population": name, "keyset": keyset, "fraction": frac,
+                        "n": int(truth["n"]), "N": int(truth["population_size"]),
+                        "K": ev.cell_space, "SU": int(truth["sample_uniques"]),
+                        "method": label,
+                        "tau1_true": truth["tau1"], "tau1": m.estimates["tau1"],
+                        "tau1_rel_err": m.relative_errors["tau1"],
+                        "tau2_true": truth["tau2"], "tau2": m.estimates["tau2"],
+                        "tau2_rel_err": m.relative_errors["tau2"],
+                        "theta_true": truth["theta"], "theta": m.estimates["theta"],
+                        "theta_rel_err": m.relative_errors["theta"],
+                        "auc": m.auc, "seconds": m.seconds,
+                    })
+                print(f"{name:<24}{keyset:<5}{frac:<6g} n={int(truth['n']):>6} "
+                      f"{time.perf_counter() - t0:6.2f}s", file=sys.stderr)
+    return out
+
+
+def _f(x, fmt="{:.4g}"):
+    return "–" if x is None else fmt.format(x)
+
+
+def _pct(x):
+    return "–" if x is None else f"{100 * x:+.1f}%"
+
+
+def markdown(rows: list[dict], seconds: float) -> str:
+    lines = [
+        BEGIN,
+        "## Accuracy scoreboard (`benchmarks/accuracy.py`)",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.platform()}, Python "
+        f"{platform.python_version()}; sdcrisk {sdcrisk.__version__}; "
+        f"date {datetime.date.today().isoformat()}; whole run {seconds:.0f} s.",
+        "Bernoulli samples with `numpy.random.default_rng(0)` (the shared ground-truth design; "
+        "the script asserts that n, sample uniques, tau1 and tau2 equal `ground_truth.csv`). "
+        "Relative error = (estimate − truth)/truth. AUC: ROC area of P(F=1|f) for telling "
+        "population uniques among the sample uniques (0.5 = no discrimination, as for every "
+        "exchangeable model with equal weights).",
+        "",
+        "### Median |relative error| by method",
+        "",
+        "| method | tau1 | tau2 | theta | cases | tau2 under-estimated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        sub = [r for r in rows if r["method"] == method]
+
+        def med(col, sub=sub):
+            vals = [abs(r[col]) for r in sub if r[col] is not None]
+            return None if not vals else statistics.median(vals)
+
+        under = sum(1 for r in sub if r["tau2_rel_err"] is not None and r["tau2_rel_err"] < 0)
+        n_t2 = sum(1 for r in sub if r["tau2_rel_err"] is not None)
+        lines.append(f"| {method} | {_pct(med('tau1_rel_err'))} | {_pct(med('tau2_rel_err'))} "
+                     f"| {_pct(med('theta_rel_err'))} | {len(sub)} | "
+                     f"{under}/{n_t2 if n_t2 else '–'} |")
+    lines += [
+        "",
+        "### Every case",
+        "",
+        "| population | keys | fraction | n | SU | method | tau1 true | tau1 | err | "
+        "tau2 true | tau2 | err | theta true | theta | AUC | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['population']} | {r['keyset']} | {r['fraction']:g} | {r['n']} | {r['SU']} | "
+            f"{r['method']} | {r['tau1_true']:.0f} | {_f(r['tau1'], '{:.1f}')} | "
+            f"{_pct(r['tau1_rel_err'])} | {r['tau2_true']:.1f} | {_f(r['tau2'], '{:.1f}')} | "
+            f"{_pct(r['tau2_rel_err'])} | {r['theta_true']:.4f} | {_f(r['theta'], '{:.4f}')} | "
+            f"{_f(r['auc'], '{:.3f}')} | {r['seconds']:.3f} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_results(section: str, path: Path) -> None:
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--methods", default=",".join(VARIANTS),
+                    help=f"labels among {', '.join(VARIANTS)}")
+    ap.add_argument("--populations", default=None, help="comma-separated folder names")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    if not args.data.exists():
+        print(f"no data at {args.data}", file=sys.stderr)
+        return 2
+    variants = {k: VARIANTS[k] for k in args.methods.split(",")}
+    only = set(args.populations.split(",")) if args.populations else None
+    t0 = time.perf_counter()
+    with np.errstate(all="ignore"):
+        rows = run(args.data, variants, only)
+    section = markdown(rows, time.perf_counter() - t0)
+    if args.no_write:
+        print(section)
+        return 0
+    with open(HERE / "accuracy.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_results(section, HERE / "RESULTS.md")
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""Command-line interface: a thin shell over the public API.
+
+``sdcrisk assess DATA --keys a,b,c ...``  estimate the disclosure risk of a sample file;
+``sdcrisk evaluate POPULATION --keys ...``  draw a sample, compare estimators with the truth.
+
+Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
+unexpected failure); ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._version import __version__
+from .datasets import EXAMPLES
+from .estimators import ESTIMATORS, get_estimator
+from .exceptions import ParameterError, SdcRiskError
+from .table import DEFAULT_MAX_LEVELS, Microdata, tabulate
+
+__all__ = ["main"]
+
+
+def _keys(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    if not keys:
+        raise ParameterError("--keys is empty")
+    return keys
+
+
+def _methods(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    for m in names:
+        if m not in ESTIMATORS:
+            raise ParameterError(f"unknown method {m!r}; available: {', '.join(ESTIMATORS)}")
+    return names
+
+
+def _levels(path: str | None):
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ParameterError("--levels must be a JSON object {key: [levels...]}")
+    return data
+
+
+def _data_defaults(args) -> None:
+    """For ``example:NAME`` fill in the example's documented keys and N when not given."""
+    if args.data.startswith("example:"):
+        spec = EXAMPLES.get(args.data.split(":", 1)[1])
+        if spec is not None:
+            if args.keys is None:
+                args.keys = ",".join(spec["keys"])
+            if (args.population_size is None and args.sampling_fraction is None
+                    and args.weights is None):
+                args.population_size = spec["population_size"]
+    if args.keys is None:
+        raise ParameterError("--keys is required (comma-separated key variable names)")
+
+
+def _common_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
+    p.add_argument("--household", help="household id column")
+    p.add_argument("--missing", choices=["category", "error"], default="category",
+                   help="missing key values: own category (default) or error")
+    p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
+                   help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
+    p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
+    p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
+                   default=None, help="nb method: how E[1/F|f] is evaluated (default exact)")
+    p.add_argument("--max-global-risk", type=float, default=None,
+                   help="target global risk for the record-risk threshold (default 0.01)")
+    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--out", help="write the output to this file instead of stdout")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sdcrisk", description="Disclosure risk for categorical microdata.")
+    parser.add_argument("--version", action="version", version=f"sdcrisk {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
+    a.add_argument("data", help="CSV/Parquet file or example:NAME "
+                   f"(examples: {', '.join(EXAMPLES)})")
+    size = a.add_mutually_exclusive_group()
+    size.add_argument("--population-size", type=float, help="population size N")
+    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
+    a.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    a.add_argument("--method", default="nb", choices=list(ESTIMATORS),
+                   help="estimator (default nb)")
+    _common_input(a)
+
+    e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
+                       "estimators with the truth")
+    e.add_argument("population", help="population CSV/Parquet file (one row per person)")
+    how = e.add_mutually_exclusive_group(required=True)
+    how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
+    how.add_argument("--n", type=int, help="simple random sample size")
+    how.add_argument("--sample", help="a sample file whose records come from the population")
+    e.add_argument("--methods", default="nb,poisson-gamma,skinner-elliot",
+                   help="comma-separated estimators (default: all)")
+    _common_input(e)
+    return parser
+
+
+def _options(args) -> dict:
+    return {"mode": args.mode, "max_global_risk": args.max_global_risk,
+            "ci_level": args.ci_level}
+
+
+def _assess(args) -> str:
+    _data_defaults(args)
+    md = Microdata.from_source(
+        args.data, _keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    est = get_estimator(args.method, **_options(args))
+    result = est.fit(tabulate(md))
+    if args.format == "json":
+        d = result.to_dict()
+        d["provenance"]["seed"] = args.seed
+        er = result.measures.get("expected_reidentifications")
+        if er is not None:
+            d["expected_reidentifications"] = er.estimate
+        return json.dumps(d, indent=2)
+    return _result_table(result)
+
+
+def _evaluate(args) -> str:
+    from .evaluate import Bernoulli, HouseholdBernoulli, SimpleRandomSample, evaluate
+
+    keys = _keys(args.keys)
+    if keys is None:
+        raise ParameterError("--keys is required")
+    pop = Microdata.from_source(args.population, keys, household=args.household,
+                                levels=_levels(args.levels), missing=args.missing,
+                                max_levels=args.max_levels)
+    estimators = [get_estimator(m, **_options(args)) for m in _methods(args.methods)]
+    if args.sample is not None:
+        sample = Microdata.from_source(args.sample, keys, household=args.household,
+                                       levels=dict(zip(pop.keys, pop.levels, strict=True)),
+                                       missing=args.missing, max_levels=None)
+        ev = evaluate(pop, estimators, sample=sample)
+    else:
+        if args.fraction is not None:
+            design = HouseholdBernoulli(args.fraction) if args.household else Bernoulli(
+                args.fraction)
+        else:
+            design = SimpleRandomSample(args.n)
+        ev = evaluate(pop, estimators, design=design, seed=args.seed)
+    if args.format == "json":
+        return json.dumps(ev.to_dict(), indent=2)
+    return _evaluation_table(ev)
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _result_table(result) -> str:
+    t = result.table
+    lines = [
+        f"sdcrisk {__version__} - method: {result.method}",
+        f"records n = {t.n:,}; population N = {t.population_size:,.0f} "
+        f"({t.population_size_source}); sampling fraction {t.n / t.population_size:.4g}",
+        f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
+        f"{t.n_cells:,}; sample uniques {t.sample_uniques:,}",
+        "k-anonymity violations (records in cells with f < k): " + ", ".join(
+            f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),
+        "",
+        f"{'measure':<38}{'estimate':>14}{'lower':>14}{'upper':>14}",
+    ]
+    for name, m in result.measures.items():
+        lines.append(f"{name:<38}{_fmt(m.estimate):>14}{_fmt(m.lower):>14}{_fmt(m.upper):>14}")
+    intervals = {m.interval for m in result.measures.values() if m.interval}
+    for kind in sorted(intervals):
+        lines.append(f"  intervals: {result.thresholds.get('ci_level', 0.95):.0%} {kind}")
+    thr = result.thresholds
+    if "record_risk_threshold" in thr:
+        value = thr["record_risk_threshold"]
+        lines += ["", f"record risk threshold for max global risk {thr['max_global_risk']:g}: "
+                  + ("none needed (target already met)" if value is None else f"{value:.6g}")]
+    lines += ["", "assumptions:"] + [f"  - {a}" for a in result.assumptions]
+    return "\n".join(lines)
+
+
+def _evaluation_table(ev) -> str:
+    t = ev.truth
+    lines = [
+        f"{ev.design}, seed {ev.seed}; keys {', '.join(ev.keys)}; K = {ev.cell_space:,}",
+        f"truth: n = {int(t['n']):,}, N = {int(t['population_size']):,}, sample uniques "
+        f"{int(t['sample_uniques']):,}, tau1 = {t['tau1']:.0f}, tau2 = {t['tau2']:.4g}, "
+        f"P(PU|SU) = {t['p_pu_given_su']:.4g}, theta = {t['theta']:.4g}",
+        "",
+        f"{'method':<16}{'tau1':>10}{'err':>9}{'tau2':>10}{'err':>9}{'theta':>10}"
+        f"{'AUC':>7}{'seconds':>9}",
+    ]
+    for name, m in ev.methods.items():
+        e, r = m.estimates, m.relative_errors
+
+        def pct(x):
+            return "-" if x is None else f"{100 * x:+.1f}%"
+
+        lines.append(
+            f"{name:<16}{_fmt(e['tau1']):>10}{pct(r['tau1']):>9}{_fmt(e['tau2']):>10}"
+            f"{pct(r['tau2']):>9}{_fmt(e['theta']):>10}{_fmt(m.auc):>7}{m.seconds:>9.3f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        text = _assess(args) if args.command == "assess" else _evaluate(args)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        else:
+            sys.stdout.write(text + "\n")
+        return 0
+    except SdcRiskError as exc:
+        if args.debug:
+            raise
+        print(f"sdcrisk: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug
+        if args.debug:
+            raise
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"sdcrisk: internal error: {type(exc).__name__}: {msg} (rerun with --debug)",
+              file=sys.stderr)
+        return 1
