@@ -40,6 +40,8 @@ __all__ = [
 
 _RTOL = 1e-14
 _MAX_TERMS = 20_000
+_SHORT_TERMS = 2_000
+_MAX_QUADRATURES = 64
 
 
 def prob_zero(r: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -91,6 +93,19 @@ def _check(f, r, p):
 def _terms_needed(q: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.where(q > 0, 40.0 / -np.log(np.where(q > 0, q, 0.5)), 0.0)
+
+
+def _use_series(rest: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """Which triples to sum as series; the others go to quadrature (about 1 ms each).
+
+    A series step costs ~10 us of Python overhead whatever the number of triples, so short
+    series always win, long ones win only when many triples share the loop.
+    """
+    short = rest & (terms <= _SHORT_TERMS)
+    long = rest & ~short
+    if np.count_nonzero(long) > _MAX_QUADRATURES:
+        return short | (long & (terms <= _MAX_TERMS))
+    return short
 
 
 def _direct_terms_needed(r: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -196,9 +211,10 @@ def expected_inverse(f, r, p) -> np.ndarray:
     pc, qc = pu[closed2], q[closed2]
     out[closed2] = pc / qc - (pc / qc) ** 2 * -np.log(pc)
     rest = ~(done | closed1 | closed2)
-    euler = rest & (ru <= fu + 1) & (_terms_needed(q) <= _MAX_TERMS)
-    direct = rest & (ru > fu + 1) & (_direct_terms_needed(ru, pu) <= _MAX_TERMS)
-    series = euler | direct
+    terms = np.where(ru <= fu + 1, _terms_needed(q), _direct_terms_needed(ru, pu))
+    series = _use_series(rest, terms)
+    euler = series & (ru <= fu + 1)
+    direct = series & (ru > fu + 1)
     if np.any(euler):
         out[euler] = _euler_series(fu[euler], ru[euler], pu[euler])
     if np.any(direct):
@@ -222,7 +238,7 @@ def expected_inverse_square(f, r, p) -> np.ndarray:
     geo = ~done & (ru == 1) & (fu == 1)
     out[geo] = pu[geo] / q[geo] * special.spence(pu[geo])
     rest = ~(done | geo)
-    series = rest & (_direct_terms_needed(ru, pu) <= _MAX_TERMS)
+    series = _use_series(rest, _direct_terms_needed(ru, pu))
     if np.any(series):
         out[series] = _direct_series(fu[series], ru[series], pu[series], 2)
     for i in np.flatnonzero(rest & ~series):

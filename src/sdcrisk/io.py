@@ -184,10 +184,21 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
             elif values.dtype == object:
                 miss = np.array([v is None or (isinstance(v, float) and v != v) for v in values])
                 missing = miss if miss.any() else None
-                values = np.where(miss, "", values).astype(str)
+                values = _object_values(values, miss)
             out[name] = Column(name, values, missing)
         return out
     return None
+
+
+def _object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
+    """An object array with missing entries as int, float or str (numbers stay numbers)."""
+    present = [v for v, m in zip(values, miss, strict=True) if not m]
+    if present and all(isinstance(v, int | np.integer) for v in present):
+        return np.array([0 if m else int(v) for v, m in zip(values, miss, strict=True)],
+                        dtype=np.int64)
+    if present and all(isinstance(v, int | float | np.number) for v in present):
+        return np.array([np.nan if m else float(v) for v, m in zip(values, miss, strict=True)])
+    return np.where(miss, "", values).astype(str)
 
 
 def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column], int]:

@@ -174,10 +174,17 @@ class NegativeBinomialRisk(Estimator):
 
 
 def _pg_loglik(alpha: float, counts: np.ndarray, n: int, k: int) -> float:
-    # log-likelihood of the K cells (log f! dropped), beta = 1 / (K alpha)  (spec B.1)
+    """Log-likelihood of the K cells (spec B.1), log f! dropped, beta = 1/(K alpha).
+
+    Written so that it stays accurate as alpha grows (the Poisson limit): with x = n/(K alpha),
+    sum_k [log Gamma(alpha + f_k) - log Gamma(alpha)] = n log(alpha) + sum_k sum_{i<f_k}
+    log1p(i / alpha), and the n log(alpha) cancels against n log(x).
+    """
     x = n / (k * alpha)
-    return float(np.sum(special.gammaln(alpha + counts) - special.gammaln(alpha))
-                 - k * alpha * np.log1p(x) + n * (np.log(x) - np.log1p(x)))
+    f_values, multiplicity = np.unique(counts.astype(np.int64), return_counts=True)
+    rising = np.concatenate([[0.0], np.cumsum(np.log1p(np.arange(f_values[-1]) / alpha))])
+    return float(np.dot(rising[f_values], multiplicity) + n * np.log(n / k)
+                 - k * alpha * np.log1p(x) - n * np.log1p(x))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
