@@ -6,6 +6,7 @@ Kept apart from :mod:`sdcrisk.table` so that the hot paths (measured in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,6 +31,8 @@ def _code_dtype(n_levels: int):
 
 
 def _format_value(value) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return repr(value) if isinstance(value, str) else str(value)
@@ -66,7 +69,8 @@ def encode_column(
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"column {name!r} is not categorical: value {vals[i]!r} is not an integer code; "
+                f"column {name!r} is not categorical: value {_format_value(vals[i])} is not an "
+                f"integer code; "
                 "band it into categories (or give it as text) before using it as a key"
             )
         vals = vals.astype(np.int64)
@@ -107,13 +111,18 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
         return np.zeros(len(values), np.int64), ()
     lo, hi = int(vals.min()), int(vals.max())
     if hi - lo < _INT_RANGE_LOOKUP:
-        seen = np.bincount((vals - lo).astype(np.int64), minlength=hi - lo + 1) > 0
-        level_values = np.flatnonzero(seen) + lo
-        lookup = np.cumsum(seen) - 1
-        shifted = (values - lo).astype(np.int64)
+        # shift in int64 (a narrow dtype could overflow), one copy, and gather the codes
+        # straight into a narrow dtype
+        shifted = values.astype(np.int64)
+        shifted -= lo
         if present is not None:
-            shifted = np.where(present, shifted, 0)
-        codes = lookup[shifted]
+            seen = np.bincount(shifted[present], minlength=hi - lo + 1) > 0
+            shifted[~present] = 0
+        else:
+            seen = np.bincount(shifted, minlength=hi - lo + 1) > 0
+        level_values = np.flatnonzero(seen) + lo
+        lookup = (np.cumsum(seen) - 1).astype(_code_dtype(len(level_values) + 1))
+        return lookup[shifted], tuple(int(v) for v in level_values)
     else:
         level_values, inv = np.unique(vals, return_inverse=True)
         codes = np.zeros(len(values), np.int64)
@@ -148,7 +157,8 @@ def _encode_declared(name, values, present, vals, levels):
                 f"column {name!r} has value {_format_value(bad)} that is not among its declared "
                 f"levels {order[:10]}{'...' if len(order) > 10 else ''}"
             )
-        idx_in_keys = np.array([keys.index(order[i]) for i in range(len(order))], dtype=np.int64)
+        position = {k: i for i, k in enumerate(keys)}
+        idx_in_keys = np.array([position[k] for k in order], dtype=np.int64)
         inv = idx_in_keys[sorter][pos] if vals.size else np.zeros(0, np.int64)
     else:
         lookup = {k: i for i, k in enumerate(keys)}
@@ -158,7 +168,7 @@ def _encode_declared(name, values, present, vals, levels):
         for j, u in enumerate(uniq):
             if u not in lookup:
                 raise InputError(
-                    f"column {name!r} has value {u!r} that is not among its declared levels"
+                    f"column {name!r} has value {str(u)!r} that is not among its declared levels"
                 )
             mapped[j] = lookup[u]
         inv = mapped[uinv]
@@ -182,6 +192,22 @@ def _normalise(v):
     return v if isinstance(v, int) else str(v)
 
 
+# Records (or cells) are processed in blocks of this many so that the per-key passes of the
+# mixed-radix arithmetic stay in cache instead of streaming n-long arrays once per key.
+_BLOCK = 1 << 15
+# Mixed-radix ids are kept below this; past it partial ids are compressed to ranks.
+_ID_LIMIT = 1 << 62
+
+
+def _radices(radices: Sequence[int]) -> list[int]:
+    return [max(int(d), 1) for d in radices]
+
+
+def is_mixed_radix(radices: Sequence[int]) -> bool:
+    """Whether :func:`cell_ids` returns plain mixed-radix ids (no rank compression)."""
+    return math.prod(_radices(radices)) < _ID_LIMIT
+
+
 def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int]) -> tuple[np.ndarray, int]:
     """Mixed-radix cell ids of records and an upper bound on them.
 
@@ -190,21 +216,73 @@ def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int]) -> tuple[np.
     to the number of records whatever the size of the key space.
     """
     n = len(columns[0]) if columns else 0
-    ids = np.zeros(n, np.int64)
+    radices = _radices(radices)
+    if len(radices) != len(columns):
+        raise ValueError("cell_ids: one radix per column is needed")
+    ids = None  # None stands for all zeros (bound 1)
     bound = 1
-    for col, d in zip(columns, radices, strict=True):
-        d = max(int(d), 1)
-        if bound * d >= (1 << 62):
+    i, n_cols = 0, len(columns)
+    while i < n_cols:
+        if bound > 1 and bound * radices[i] >= _ID_LIMIT:
             uniq, inv = np.unique(ids, return_inverse=True)
             ids = inv.astype(np.int64).ravel()
             bound = len(uniq)
-        if bound == 1:
-            ids = col.astype(np.int64)
-        else:
-            ids *= d
-            ids += col
-        bound *= d
+        # take the longest run of columns whose ids stay below the limit
+        j, end = i + 1, bound * radices[i]
+        while j < n_cols and end * radices[j] < _ID_LIMIT:
+            end *= radices[j]
+            j += 1
+        ids = _mixed_radix(ids if bound > 1 else None, columns[i:j], radices[i:j], end, n)
+        bound, i = end, j
+    if ids is None:
+        ids = np.zeros(n, np.int64)
     return ids, bound
+
+
+def _mixed_radix(prefix, columns, radices, bound, n) -> np.ndarray:
+    """prefix * prod(radices) + mixed-radix value of columns, block by block (int64 out).
+
+    The arithmetic runs in int32 when every id is below 2**31 (half the memory traffic).
+    """
+    out = np.empty(n, np.int64)
+    narrow = bound < (1 << 31)
+    buf = np.empty(min(n, _BLOCK), np.int32) if narrow else None
+    if prefix is None:
+        first, rest, rest_radices = columns[0], columns[1:], radices[1:]
+    else:
+        first, rest, rest_radices = prefix, columns, radices
+    for s in range(0, n, _BLOCK):
+        e = min(s + _BLOCK, n)
+        x = buf[: e - s] if narrow else out[s:e]
+        np.copyto(x, first[s:e], casting="unsafe")
+        for col, d in zip(rest, rest_radices, strict=True):
+            x *= d
+            x += col[s:e]
+        if narrow:
+            out[s:e] = x
+    return out
+
+
+def decode_cells(cells: np.ndarray, radices: Sequence[int], dtype) -> np.ndarray:
+    """Level codes (n_cells, J) of mixed-radix cell ids (only when :func:`is_mixed_radix`)."""
+    radices = _radices(radices)
+    if math.prod(radices) >= _ID_LIMIT:
+        raise ValueError("decode_cells: ids of this key space are compressed ranks")
+    m, n_keys = len(cells), len(radices)
+    out = np.empty((m, n_keys), dtype)
+    if n_keys == 0:
+        return out
+    work = np.int32 if math.prod(radices) < (1 << 31) else np.int64
+    for s in range(0, m, 2 * _BLOCK):
+        e = min(s + 2 * _BLOCK, m)
+        rem = cells[s:e].astype(work)
+        for j in range(n_keys - 1, 0, -1):
+            d = radices[j]
+            q = rem // d
+            np.subtract(rem, q * d, out=out[s:e, j], casting="unsafe")
+            rem = q
+        np.copyto(out[s:e, 0], rem, casting="unsafe")
+    return out
 
 
 def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,7 +290,7 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
     n = len(ids)
     if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
         counts = np.bincount(ids, minlength=bound)
-        cells = np.flatnonzero(counts)
+        cells = np.flatnonzero(counts != 0)
         lookup = np.empty(bound, np.int32 if len(cells) < (1 << 31) else np.int64)
         lookup[cells] = np.arange(len(cells), dtype=lookup.dtype)
         return cells, counts[cells], lookup[ids]

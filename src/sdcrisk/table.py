@@ -297,7 +297,7 @@ def _validate_weights(name: str, col) -> np.ndarray:
         except ValueError:
             bad = next(v for v in values if not _is_number(v))
             raise InputError(
-                f"weights column {name!r} is not numeric: value {bad!r}"
+                f"weights column {name!r} is not numeric: value {str(bad)!r}"
             ) from None
     w = values.astype(float)
     bad = ~np.isfinite(w) | (w <= 0)
@@ -498,9 +498,17 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
     md = microdata
     ids, bound = _cells.cell_ids(md.codes, md.n_levels)
     cells, counts, record_cell = _cells.observed_cells(ids, bound)
-    rep = np.empty(len(cells), np.int64)
-    rep[record_cell] = np.arange(md.n)
-    cell_codes = np.stack([c[rep] for c in md.codes], axis=1) if md.codes else np.zeros((0, 0))
+    del ids
+    if not md.codes:
+        cell_codes = np.zeros((0, 0))
+    elif _cells.is_mixed_radix(md.n_levels):
+        # cell ids are mixed-radix numbers: read the codes off them (no pass over records)
+        cell_codes = _cells.decode_cells(cells, md.n_levels, np.result_type(*md.codes))
+    else:
+        # ids were compressed to ranks: take the codes of one record of each cell
+        rep = np.empty(len(cells), np.int64)
+        rep[record_cell] = np.arange(md.n)
+        cell_codes = np.stack([c[rep] for c in md.codes], axis=1)
     weight_sums = None
     if md.weights is not None:
         weight_sums = np.bincount(record_cell, weights=md.weights, minlength=len(cells))
@@ -535,16 +543,12 @@ def _population_counts(sample: Microdata, population: Microdata,
             f"levels of {bad!r} differ between sample and population; build the sample with "
             "levels=population.levels"
         )
-    pop_ids, bound = _cells.cell_ids(population.codes, population.n_levels)
-    samp_ids, _ = _cells.cell_ids([sample_cell_codes[:, j] for j in range(len(sample.keys))],
-                                  sample.n_levels)
-    if bound >= (1 << 62):
-        # ids were compressed: locate sample cells by a joint tabulation instead
-        joint = [np.concatenate([p, s]) for p, s in
-                 zip(population.codes, (sample_cell_codes[:, j] for j in
-                                        range(len(sample.keys))), strict=True)]
-        ids, jb = _cells.cell_ids(joint, population.n_levels)
-        pop_ids, samp_ids = ids[: population.n], ids[population.n:]
+    # one joint id space for population records and sample cells: ids stay comparable even
+    # when cell_ids had to compress them (key spaces of 2^62 cells or more)
+    joint = [np.concatenate([p, sample_cell_codes[:, j].astype(p.dtype)])
+             for j, p in enumerate(population.codes)]
+    ids, _ = _cells.cell_ids(joint, population.n_levels)
+    pop_ids, samp_ids = ids[: population.n], ids[population.n:]
     pcells, pcounts = np.unique(pop_ids, return_counts=True)
     pos = np.searchsorted(pcells, samp_ids)
     pos = np.clip(pos, 0, len(pcells) - 1)

@@ -49,7 +49,7 @@ class Estimator(ABC):
             raise ParameterError(f"max_global_risk={self.max_global_risk} must lie in (0, 1)")
         self._validate()
 
-    def _validate(self) -> None:  # pragma: no cover - subclasses extend
+    def _validate(self) -> None:  # noqa: B027 - optional hook, subclasses extend
         """Check the settings; raise ParameterError."""
 
     def get_params(self) -> dict[str, Any]:

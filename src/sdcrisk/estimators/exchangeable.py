@@ -15,7 +15,6 @@ import warnings
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy import special
 
 from .. import _nb
 from ..exceptions import ConvergenceWarning, ParameterError
