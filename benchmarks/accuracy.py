@@ -101,6 +101,10 @@ def _pct(x):
     return "–" if x is None else f"{100 * x:+.1f}%"
 
 
+def _abs(x):
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
 def markdown(rows: list[dict], seconds: float) -> str:
     lines = [
         BEGIN,
@@ -129,8 +133,8 @@ def markdown(rows: list[dict], seconds: float) -> str:
 
         under = sum(1 for r in sub if r["tau2_rel_err"] is not None and r["tau2_rel_err"] < 0)
         n_t2 = sum(1 for r in sub if r["tau2_rel_err"] is not None)
-        lines.append(f"| {method} | {_pct(med('tau1_rel_err'))} | {_pct(med('tau2_rel_err'))} "
-                     f"| {_pct(med('theta_rel_err'))} | {len(sub)} | "
+        lines.append(f"| {method} | {_abs(med('tau1_rel_err'))} | {_abs(med('tau2_rel_err'))} "
+                     f"| {_abs(med('theta_rel_err'))} | {len(sub)} | "
                      f"{under}/{n_t2 if n_t2 else '–'} |")
     lines += [
         "",
