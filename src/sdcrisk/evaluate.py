@@ -38,14 +38,17 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Bernoulli:
-    """Bernoulli sampling of records at ``fraction``."""
-
+class _FractionDesign:
     fraction: float
 
     def __post_init__(self):
         if not 0 < self.fraction <= 1:
             raise ParameterError(f"fraction={self.fraction} must lie in (0, 1]")
+
+
+@dataclass(frozen=True)
+class Bernoulli(_FractionDesign):
+    """Bernoulli sampling of records at ``fraction``."""
 
     def describe(self) -> str:
         return f"Bernoulli sampling of records, fraction {self.fraction:g}"
@@ -66,14 +69,8 @@ class SimpleRandomSample:
 
 
 @dataclass(frozen=True)
-class HouseholdBernoulli:
+class HouseholdBernoulli(_FractionDesign):
     """Bernoulli sampling of whole households at ``fraction`` (needs household ids)."""
-
-    fraction: float
-
-    def __post_init__(self):
-        if not 0 < self.fraction <= 1:
-            raise ParameterError(f"fraction={self.fraction} must lie in (0, 1]")
 
     def describe(self) -> str:
         return f"Bernoulli sampling of whole households, fraction {self.fraction:g}"
