@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--method", default="nb", choices=list(ESTIMATORS),
                    help="estimator (default nb)")
     _common_input(a)
+    a.set_defaults(run=_assess)
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
                        "estimators with the truth")
@@ -113,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--methods", default="nb,poisson-gamma,skinner-elliot",
                    help="comma-separated estimators (default: all)")
     _common_input(e)
+    e.set_defaults(run=_evaluate)
+    # further subcommands register themselves here: each adds a parser with
+    # set_defaults(run=handler), handler(args) -> str (the text to print or write)
     return parser
 
 
@@ -229,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        text = _assess(args) if args.command == "assess" else _evaluate(args)
+        text = args.run(args)
         if args.out:
             Path(args.out).write_text(text + "\n")
         else:
