@@ -9,6 +9,7 @@ from ._version import __version__
 from .estimators import (
     ESTIMATORS,
     Estimator,
+    LogLinearRisk,
     NegativeBinomialRisk,
     PoissonGammaRisk,
     SkinnerElliotTheta,
@@ -34,7 +35,7 @@ from .exceptions import (
     SdcRiskWarning,
 )
 from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
-from .predictive import CellPredictive, NegativeBinomialPredictive
+from .predictive import CellPredictive, NegativeBinomialPredictive, PoissonPredictive
 from .result import RiskResult
 from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
 
@@ -47,10 +48,12 @@ __all__ = [
     "check_memory",
     "CellPredictive",
     "NegativeBinomialPredictive",
+    "PoissonPredictive",
     "Measure",
     "RiskResult",
     "Estimator",
     "NegativeBinomialRisk",
+    "LogLinearRisk",
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",

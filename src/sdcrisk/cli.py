@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._cli_decide import register
 from ._version import __version__
 from .datasets import EXAMPLES
 from .estimators import ESTIMATORS, get_estimator
@@ -77,6 +78,13 @@ def _common_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
     p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
                    default=None, help="nb method: how E[1/F|f] is evaluated (default exact)")
+    p.add_argument("--terms", default=None,
+                   help="loglinear: independence, all-2-way (default), all-3-way, search, or a "
+                   "formula like 'all-2-way + a:b:c'")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="loglinear: maximum IPF iterations (default 40)")
+    p.add_argument("--bootstrap", type=int, default=None,
+                   help="loglinear: parametric-bootstrap replicates for intervals (default 0)")
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
@@ -117,12 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=_evaluate)
     # further subcommands register themselves here: each adds a parser with
     # set_defaults(run=handler), handler(args) -> str (the text to print or write)
+    register(sub)
     return parser
 
 
 def _options(args) -> dict:
     return {"mode": args.mode, "max_global_risk": args.max_global_risk,
-            "ci_level": args.ci_level}
+            "ci_level": args.ci_level, "terms": args.terms, "max_iter": args.iterations,
+            "bootstrap": args.bootstrap, "random_state": args.seed}
 
 
 def _assess(args) -> str:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _nb
+from . import _nb, _poisson
 
-__all__ = ["CellPredictive", "NegativeBinomialPredictive"]
+__all__ = ["CellPredictive", "NegativeBinomialPredictive", "PoissonPredictive"]
 
 
 class CellPredictive(ABC):
@@ -122,3 +122,54 @@ class NegativeBinomialPredictive(CellPredictive):
     def sample(self, rng, size, cells=None):
         _, r, p = self._args(cells)
         return rng.negative_binomial(r, p, size=(size, len(r)))
+
+
+@dataclass(frozen=True, eq=False)
+class PoissonPredictive(CellPredictive):
+    """U_k ~ Poisson(mean_k) independently over cells (log-linear models, spec C.1).
+
+    Parameters
+    ----------
+    f : ndarray
+        Sample counts of the observed cells.
+    mean : ndarray
+        (1 - pi) lambda_hat_k for each observed cell.
+    unobserved_prob_one : float or None
+        Sum over f = 0 cells of P(F = 1) = m e^{-m}.
+    law_name : str
+        Human-readable description.
+    """
+
+    f: np.ndarray
+    mean_: np.ndarray
+    unobserved_prob_one: float | None = 0.0
+    law_name: str = "Poisson"
+
+    def __post_init__(self):
+        f = np.asarray(self.f, float)
+        object.__setattr__(self, "f", f)
+        object.__setattr__(self, "mean_", np.broadcast_to(np.asarray(self.mean_, float),
+                                                          f.shape))
+
+    @property
+    def law(self) -> str:
+        return self.law_name
+
+    def prob_zero(self, cells=None):
+        return np.exp(-_sel(self.mean_, cells))
+
+    def expected_inverse(self, cells=None):
+        return _poisson.expected_inverse(_sel(self.f, cells), _sel(self.mean_, cells))
+
+    def expected_inverse_square(self, cells=None):
+        return _poisson.expected_inverse_square(_sel(self.f, cells), _sel(self.mean_, cells))
+
+    def mean(self, cells=None):
+        return np.array(_sel(self.mean_, cells), float)
+
+    def variance(self, cells=None):
+        return np.array(_sel(self.mean_, cells), float)
+
+    def sample(self, rng, size, cells=None):
+        m = _sel(self.mean_, cells)
+        return rng.poisson(m, size=(size, len(m)))

@@ -7,12 +7,14 @@ import dataclasses
 from ..exceptions import ParameterError
 from ._base import Estimator
 from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
+from .loglinear import LogLinearRisk
 
 __all__ = [
     "Estimator",
     "NegativeBinomialRisk",
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
+    "LogLinearRisk",
     "bf_risk",
     "ESTIMATORS",
     "get_estimator",
@@ -20,7 +22,8 @@ __all__ = [
 
 #: estimator classes by the method name used in the CLI and in results
 ESTIMATORS: dict[str, type[Estimator]] = {
-    cls.name: cls for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta)
+    cls.name: cls
+    for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, LogLinearRisk)
 }
 
 

@@ -307,7 +307,7 @@ def ipf(
     converged = False
     it = 0
     fmin = fmax = float("nan")
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is reported after the loop
         dev = 0.0
         fmin, fmax = np.inf, -np.inf
         for gi in range(n_gen):
@@ -342,7 +342,7 @@ def ipf_numpy(shape, generators, targets, *, max_iter=40, tol=1e-3, dtype=np.flo
     deviations = []
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is reported after the loop
         dev = 0.0
         for g, target in zip(generators, targets, strict=True):
             others = tuple(a for a in range(j) if a not in g)

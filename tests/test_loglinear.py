@@ -1,0 +1,191 @@
+"""Log-linear risk: IPF oracles, risk functions, the minimum-error statistic, search, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import sdcrisk
+from sdcrisk.cli import main
+from sdcrisk.estimators import _ipf
+from sdcrisk.estimators._minerror import h1, h2, minimum_error_dense
+
+RNG = np.random.default_rng(2026)
+
+
+def _margins(f, gens):
+    j = f.ndim
+    return [f.sum(axis=tuple(a for a in range(j) if a not in g)) for g in gens]
+
+
+def test_parse_terms():
+    keys = ["a", "b", "c", "d"]
+    assert _ipf.parse_terms("independence", keys) == ((0,), (1,), (2,), (3,))
+    assert len(_ipf.parse_terms("all-2-way", keys)) == 6
+    assert (0, 1, 2) in _ipf.parse_terms("all-2-way + a:b:c", keys)
+    # hierarchical reduction: a:b is inside a:b:c
+    assert (0, 1) not in _ipf.parse_terms("all-2-way + a:b:c", keys)
+    assert _ipf.parse_terms([("b", "a")], keys) == ((0, 1), (2,), (3,))
+    with pytest.raises(sdcrisk.ParameterError, match="'zz'"):
+        _ipf.parse_terms("a:zz", keys)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ipf_independence_closed_form(dtype):
+    shape = (4, 6, 3, 5)
+    f = RNG.poisson(RNG.gamma(0.7, 2.0, size=shape)).astype(float)
+    gens = _ipf.parse_terms("independence", list("abcd"))
+    res = _ipf.ipf(shape, gens, _margins(f, gens), max_iter=5, dtype=dtype)
+    n = f.sum()
+    one_way = _margins(f, gens)
+    closed = n * np.einsum("i,j,k,l->ijkl", *[m / n for m in one_way])
+    tol = 1e-12 if dtype == np.float64 else 2e-6
+    np.testing.assert_allclose(res.fitted, closed, rtol=tol, atol=tol)
+    assert res.converged and res.iterations == 2  # exact after one sweep, confirmed by the next
+
+
+def test_ipf_decomposable_closed_form_and_margins():
+    # model ab + bc (decomposable: cliques ab, bc, separator b): mu = f_ab f_bc / f_b
+    shape = (3, 4, 5)
+    f = RNG.poisson(3.0, size=shape).astype(float)
+    gens = _ipf.parse_terms([("a", "b"), ("b", "c")], list("abc"))
+    res = _ipf.ipf(shape, gens, _margins(f, gens), max_iter=10, tol=1e-10)
+    f_ab, f_bc, f_b = f.sum(2), f.sum(0), f.sum((0, 2))
+    closed = f_ab[:, :, None] * f_bc[None, :, :] / f_b[None, :, None]
+    np.testing.assert_allclose(res.fitted, closed, rtol=1e-10)
+
+
+def test_ipf_all_two_way_matches_numpy_and_keeps_structural_zeros():
+    shape = (3, 5, 2, 4, 3)
+    f = RNG.poisson(RNG.gamma(0.5, 3.0, size=shape)).astype(float)
+    zeros = RNG.random(shape) < 0.1
+    f[zeros] = 0
+    gens = _ipf.parse_terms("all-2-way", list("abcde"))
+    targets = _margins(f, gens)
+    a = _ipf.ipf(shape, gens, targets, max_iter=200, tol=1e-9, structural_zeros=zeros)
+    b = _ipf.ipf_numpy(shape, gens, targets, max_iter=200, tol=1e-9, structural_zeros=zeros)
+    assert a.converged and a.iterations == b.iterations
+    np.testing.assert_allclose(a.fitted, b.fitted, rtol=1e-10, atol=1e-12)
+    assert np.all(a.fitted[zeros] == 0)
+    for g, t in zip(gens, _margins(a.fitted, gens), strict=True):
+        np.testing.assert_allclose(t, targets[gens.index(g)], atol=1e-8)
+    assert 0 < a.min_factor <= 1 <= a.max_factor
+
+
+def test_ipf_memory_guard():
+    with pytest.raises(sdcrisk.MemoryLimitError, match="partition"):
+        _ipf.ipf((1000, 1000, 1000), ((0,), (1,), (2,)), [np.ones(1000)] * 3,
+                 memory_limit=10**6)
+
+
+def test_risk_functions_golden_values():
+    # spec G.2 log-linear risk functions
+    assert h1(1, 0.01) == pytest.approx(0.3715766910, abs=1e-10)
+    assert h2(1, 0.01) == pytest.approx(0.6347710192, abs=1e-10)
+    assert h1(5, 0.1) == pytest.approx(0.0111089965, abs=1e-10)
+    assert h2(5, 0.1) == pytest.approx(0.2197535563, abs=1e-10)
+    assert h1(10, 0.01) == pytest.approx(0.0000501747, abs=1e-10)
+    assert h2(10, 0.01) == pytest.approx(0.1010050329, abs=1e-10)
+    assert h2(0.5, 0.1) == pytest.approx(0.8052707742, abs=1e-10)
+    assert h2(0.0, 0.1) == 1.0
+
+
+def test_minimum_error_toy_values():
+    # spec G.2: f = (1,0,2,1,0,3), mu = (0.5,0.2,1.5,0.8,0.1,2.0), pi = 0.05
+    f = np.array([1, 0, 2, 1, 0, 3.0])
+    mu = np.array([0.5, 0.2, 1.5, 0.8, 0.1, 2.0])
+    t1 = minimum_error_dense(f, mu, 0.05, "tau1")
+    t2 = minimum_error_dense(f, mu, 0.05, "tau2")
+    assert t1["B"] == pytest.approx(0.00836960, abs=1e-8)
+    assert t1["v"] == pytest.approx(0.16190913, abs=1e-8)
+    assert t1["Z"] == pytest.approx(0.020800, abs=1e-6)
+    assert t2["B"] == pytest.approx(-0.11806786, abs=1e-8)
+    assert t2["v"] == pytest.approx(0.11694307, abs=1e-8)
+    assert t2["Z"] == pytest.approx(-0.345259, abs=1e-6)
+    su = f == 1
+    assert h1(mu[su] / 0.05, 0.05).sum() == pytest.approx(0.00007510, abs=1e-8)
+    assert h2(mu[su] / 0.05, 0.05).sum() == pytest.approx(0.17104474, abs=1e-8)
+
+
+def test_poisson_predictive_against_brute_force():
+    from scipy import stats
+
+    from sdcrisk import _poisson
+
+    for f, m in [(1, 0.3), (2, 5.0), (3, 50.0), (1, 700.0), (5, 1000.0), (40, 10.0)]:
+        j = np.arange(0, int(m + 60 * math.sqrt(m) + 200))
+        pmf = stats.poisson.pmf(j, m)
+        assert _poisson.expected_inverse(f, m)[0] == pytest.approx(
+            np.sum(pmf / (f + j)), rel=1e-11)
+        assert _poisson.expected_inverse_square(f, m)[0] == pytest.approx(
+            np.sum(pmf / (f + j) ** 2), rel=1e-11)
+
+
+def _skewed_microdata(n=3000, seed=4, population_size=100_000):
+    rng = np.random.default_rng(seed)
+    latent = rng.integers(0, 4, n)
+    data = {}
+    for name, k in (("a", 12), ("b", 6), ("c", 5), ("d", 4)):
+        probs = rng.dirichlet(np.full(k, 0.4), size=4)
+        data[name] = np.array([rng.choice(k, p=probs[z]) for z in latent])
+    return sdcrisk.Microdata.from_source(data, list(data), population_size=population_size)
+
+
+def test_estimator_measures_are_sums_of_h_over_sample_uniques():
+    md = _skewed_microdata()
+    table = sdcrisk.tabulate(md)
+    res = sdcrisk.LogLinearRisk(terms="all-2-way", tol=1e-8, max_iter=500).fit(table)
+    pi = md.n / md.population_size
+    gens = _ipf.parse_terms("all-2-way", md.keys)
+    shape = tuple(len(lv) for lv in md.levels)
+    dense = table.dense_counts()
+    ref = _ipf.ipf_numpy(shape, gens, _margins(dense, gens), max_iter=500, tol=1e-8)
+    su = table.counts == 1
+    lam = ref.fitted[tuple(table.cell_codes[su].T)] / pi
+    assert res.estimate("tau1") == pytest.approx(h1(lam, pi).sum(), rel=1e-8)
+    assert res.estimate("tau2") == pytest.approx(h2(lam, pi).sum(), rel=1e-8)
+    assert res.estimate("p_pu_given_su") == pytest.approx(res.estimate("tau1") / su.sum())
+    z = res.fitted["minimum_error"]["tau2"]["Z"]
+    assert z == pytest.approx(minimum_error_dense(dense, ref.fitted, pi, "tau2")["Z"], rel=1e-7)
+    assert res.record_risk("population_unique").sum() == pytest.approx(res.estimate("tau1"))
+
+
+def test_search_path_and_rule():
+    md = _skewed_microdata()
+    res = sdcrisk.LogLinearRisk(terms="search").fit(sdcrisk.tabulate(md))
+    path = res.diagnostics["search_path"]
+    assert path[0]["model"] == "a + b + c + d" and path[1]["step"] == "all-2-way"
+    chosen = [r for r in path if r.get("chosen")]
+    assert len(chosen) == 1 and chosen[0]["model"] == res.diagnostics["model"]
+    z2 = path[1]["Z"]
+    if 0 <= z2 < 1.96:
+        assert res.diagnostics["model"] == path[1]["model"]
+    else:
+        # the search moved off all-2-way; the chosen model's Z is in [0, 1.96) or the search
+        # stopped at the candidate closest to 0 from below
+        assert chosen[0]["Z"] < 1.96
+
+
+def test_bootstrap_interval_contains_estimate():
+    md = _skewed_microdata(n=1500)
+    res = sdcrisk.LogLinearRisk(terms="independence", bootstrap=20, random_state=1).fit(
+        sdcrisk.tabulate(md))
+    m = res.measures["tau2"]
+    assert m.lower <= m.estimate <= m.upper and "bootstrap" in m.interval
+    again = sdcrisk.LogLinearRisk(terms="independence", bootstrap=20, random_state=1).fit(
+        sdcrisk.tabulate(md))
+    assert again.measures["tau2"] == m
+
+
+def test_cli_loglinear(capsys):
+    code = main(["assess", "example:uk_census2011", "--keys", "region,sex,age_band,religion",
+                 "--method", "loglinear", "--terms", "all-2-way", "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    d = json.loads(out)
+    assert d["method"] == "loglinear"
+    assert d["fitted"]["model"].startswith("region:sex")
+    assert d["measures"]["tau2"]["estimate"] > 0
