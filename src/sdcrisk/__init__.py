@@ -2,10 +2,34 @@
 
 Data flow: file or frame -> :class:`Microdata` -> :func:`tabulate` -> :class:`CellTable`
 -> ``estimator.fit`` -> :class:`RiskResult` (measures with intervals, record risk on demand,
-diagnostics, provenance); :func:`evaluate` compares estimators with the truth.
+diagnostics, provenance); :func:`evaluate` compares estimators with the truth;
+:func:`decide` turns risk into publish/suppress decisions (Zaslavsky-Horton) and
+:func:`recommend` finds suppressions or recodings that reach a risk target.
 """
 
 from ._version import __version__
+from .decision import (
+    BetaBinomialFit,
+    BetaBinomialPrior,
+    CallableLoss,
+    DecisionTable,
+    DomainDecision,
+    DomainTable,
+    ExponentialLoss,
+    GammaLoss,
+    Loss,
+    LossSensitivity,
+    MixtureLoss,
+    SuppressionLoss,
+    TradeoffCurve,
+    decide,
+    decision_table,
+    fit_beta_binomial,
+    parse_loss,
+    plot_tradeoff,
+    posterior_table,
+    sensitivity,
+)
 from .estimators import (
     ESTIMATORS,
     Estimator,
@@ -36,6 +60,7 @@ from .exceptions import (
 )
 from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
 from .predictive import CellPredictive, NegativeBinomialPredictive, PoissonPredictive
+from .recommend import Plan, Recommendations, RiskTarget, recommend
 from .result import RiskResult
 from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
 
@@ -69,6 +94,30 @@ __all__ = [
     "SimpleRandomSample",
     "HouseholdBernoulli",
     "draw_sample",
+    "BetaBinomialPrior",
+    "BetaBinomialFit",
+    "fit_beta_binomial",
+    "Loss",
+    "SuppressionLoss",
+    "ExponentialLoss",
+    "GammaLoss",
+    "MixtureLoss",
+    "CallableLoss",
+    "parse_loss",
+    "posterior_table",
+    "TradeoffCurve",
+    "DecisionTable",
+    "decision_table",
+    "LossSensitivity",
+    "sensitivity",
+    "DomainTable",
+    "DomainDecision",
+    "decide",
+    "plot_tradeoff",
+    "RiskTarget",
+    "Plan",
+    "Recommendations",
+    "recommend",
     "SdcRiskError",
     "InputError",
     "ParameterError",

@@ -83,6 +83,8 @@ def _common_input(p: argparse.ArgumentParser) -> None:
                    "formula like 'all-2-way + a:b:c'")
     p.add_argument("--iterations", type=int, default=None,
                    help="loglinear: maximum IPF iterations (default 40)")
+    p.add_argument("--partition", default=None,
+                   help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
     p.add_argument("--bootstrap", type=int, default=None,
                    help="loglinear: parametric-bootstrap replicates for intervals (default 0)")
     p.add_argument("--max-global-risk", type=float, default=None,
@@ -132,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _options(args) -> dict:
     return {"mode": args.mode, "max_global_risk": args.max_global_risk,
             "ci_level": args.ci_level, "terms": args.terms, "max_iter": args.iterations,
-            "bootstrap": args.bootstrap, "random_state": args.seed}
+            "bootstrap": args.bootstrap, "random_state": args.seed,
+            "partition": args.partition}
 
 
 def _assess(args) -> str:

@@ -1,0 +1,205 @@
+"""Recommendations: greedy local suppression and global recoding, re-estimated after changes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcrisk import (
+    InputError,
+    Microdata,
+    NegativeBinomialRisk,
+    ParameterError,
+    PoissonGammaRisk,
+    RiskTarget,
+    recommend,
+    tabulate,
+)
+from sdcrisk.cli import main
+from sdcrisk.evaluate import truth_of
+
+
+def refit_tau2(md, est=None):
+    return (est or NegativeBinomialRisk()).fit(tabulate(md)).estimate("tau2")
+
+
+def ages():
+    # cells (30,1) (31,1) (32,2) (33,2) are sample uniques; (40,1) and (41,2) hold two each
+    data = {"age": [30, 31, 32, 33, 40, 40, 41, 41], "sex": [1, 1, 2, 2, 1, 1, 2, 2]}
+    return Microdata.from_source(data, keys=["age", "sex"], population_size=80)
+
+
+def test_recoding_merges_neighbours_and_reaches_zero():
+    md = ages()
+    rec = recommend(md, RiskTarget(value=0.0), actions=["recoding"], keys=["age"])
+    plan = rec.best
+    assert plan.key == "age" and plan.reached
+    # 30 and 31 share sex 1, 32 and 33 share sex 2: two merges make every cell a pair
+    assert plan.merges == ((30, 31), (32, 33))
+    assert (plan.records_changed, plan.cells_changed, plan.objective_after) == (4, 4, 0.0)
+    assert [s["records_changed"] for s in plan.path] == [0, 2, 4]
+    out = plan.apply(md)
+    assert out.levels[0] == ("30-31", "32-33", 40, 41)
+    assert tabulate(out).sample_uniques == 0
+    # before: 4 uniques, each E[1/F | f=1] at p = n/N = 0.1
+    assert rec.objective_before == pytest.approx(4 * 0.1 / 0.9 * np.log(10), rel=1e-12)
+
+
+def test_suppression_uses_the_missing_category():
+    md = ages()
+    rec = recommend(md, RiskTarget(value=0.0), actions=["suppression"])
+    plan = rec.plans[0]
+    assert plan.reached and plan.values_changed == 4 and plan.records_changed == 4
+    # suppressing age puts (30,1),(31,1) into (NA,1) and (32,2),(33,2) into (NA,2)
+    assert sorted(map(tuple, plan.suppressions.tolist())) == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    out = plan.apply(md)
+    assert out.levels[0][-1] is None and out.levels[1] == md.levels[1]
+    assert tabulate(out).sample_uniques == 0
+    assert refit_tau2(out) == plan.objective_after == 0.0
+
+
+def test_suppression_of_two_keys_when_one_is_not_enough():
+    data = {"a": [1, 2, 3, 3], "b": [1, 2, 3, 3], "c": [1, 1, 2, 2]}
+    md = Microdata.from_source(data, keys=["a", "b", "c"], population_size=40)
+    one = recommend(md, RiskTarget(value=0.0), actions=["suppression"], max_pattern_size=1)
+    assert not one.plans[0].reached and one.plans[0].values_changed == 0
+    two = recommend(md, RiskTarget(value=0.0), actions=["suppression"], max_pattern_size=2)
+    plan = two.plans[0]
+    # only suppressing a and b in records 0 and 1 leaves them sharing c = 1
+    assert plan.reached
+    assert sorted(map(tuple, plan.suppressions.tolist())) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_suppressed_record_joins_existing_missing_values():
+    data = {"a": [1, None, None, 7, 7], "b": [5, 5, 5, 6, 6]}
+    md = Microdata.from_source(data, keys=["a", "b"], population_size=50)
+    plan = recommend(md, RiskTarget(value=0.0), actions=["suppression"]).plans[0]
+    assert plan.reached and plan.suppressions.tolist() == [[0, 0]]
+    assert plan.cells_changed == 1 and plan.measures_after["sample_uniques"] == 0
+
+
+def test_nominal_keys_merge_any_pair():
+    data = {"job": ["x", "y", "z", "w", "w"], "area": [1, 2, 1, 3, 3]}
+    md = Microdata.from_source(data, keys=["job", "area"], population_size=50)
+    plan = recommend(md, RiskTarget(value=0.0), actions=["recoding"], keys=["job"]).best
+    # x and z share area 1 and are not neighbours in level order (w, x, y, z); y stays unique
+    assert plan is None  # y (area 2) cannot be helped by merging jobs
+    rec = recommend(md, RiskTarget(value=0.3), actions=["recoding"], keys=["job"])
+    plan = rec.best
+    assert plan.merges == (("x", "z"),) and "x|z" in plan.apply(md).levels[0]
+    adj = recommend(md, RiskTarget(value=0.3), actions=["recoding"], keys=["job"],
+                    pairs="adjacent")
+    assert adj.plans[0].records_changed > plan.records_changed
+
+
+def test_records_above_threshold_objective():
+    md = ages()
+    # NB at p = 0.1: f = 1 -> 0.2558, f = 2 -> 0.0827 (spec G.2); threshold 0.1 counts 4
+    target = RiskTarget(objective="records_above", value=0, risk_threshold=0.1)
+    rec = recommend(md, target, actions=["recoding"], keys=["age"])
+    assert rec.objective_before == 4.0
+    assert rec.best.objective_after == 0.0
+    r = NegativeBinomialRisk().fit(tabulate(rec.best.apply(md))).record_risk()
+    assert np.count_nonzero(r > 0.1) == 0
+    with pytest.raises(ParameterError, match="risk_threshold"):
+        RiskTarget(objective="records_above", value=0)
+
+
+def test_errors():
+    md = ages()
+    with pytest.raises(ParameterError, match="no tau2"):
+        recommend(md, RiskTarget(value=0.0), estimator="skinner-elliot")
+    with pytest.raises(ParameterError, match="not among the keys"):
+        recommend(md, RiskTarget(value=0.0), keys=["zz"])
+    with pytest.raises(ParameterError, match="action"):
+        recommend(md, RiskTarget(value=0.0), actions=["delete"])
+    with pytest.raises(ParameterError):
+        RiskTarget(value=-1)
+    plan = recommend(md, RiskTarget(value=0.0), actions=["suppression"]).plans[0]
+    other = Microdata.from_source({"x": [1, 2]}, keys=["x"])
+    with pytest.raises(InputError, match="differ"):
+        plan.apply(other)
+
+
+def test_outputs(tmp_path):
+    rec = recommend(ages(), RiskTarget(value=0.0))
+    d = json.loads(rec.to_json())
+    assert d["thresholds"] == {"target": 0.0, "risk_threshold": None}
+    assert d["plans"][0]["reached"] and "suppressions" not in d["plans"][0]
+    assert json.loads(rec.to_json(internal=True))["plans"][0]["suppressions"][0] == {
+        "record": 0, "key": "age"}
+    s = rec.summary()
+    assert list(s["rank"]) == [1, 2, 3] and s["reached"].tolist() == [True, True, False]
+    pytest.importorskip("matplotlib")
+    assert rec.plot(tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_recommend(capsys, tmp_path):
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--target", "0", "--actions", "recoding", "--change-keys", "age",
+                 "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["plans"][0]["merges"] == [["30", "31"], ["32", "33"]]
+    code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--target", "0", "--objective", "records-above"])
+    assert code == 2 and "risk_threshold" in capsys.readouterr().err
+    code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--target", "0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "recode age: merge {30, 31}; {32, 33}" in out
+
+
+def test_dev_population_target_reached_and_true_risk_falls(shared_data):
+    # uci_adult KS6, 5% Bernoulli sample (seed 0), as in ../shared/data/uci_adult/ground_truth
+    path = shared_data("uci_adult", "uci_adult.csv.gz")
+    keys = ["age", "sex", "race", "marital_status", "education", "native_country"]
+    pop = Microdata.from_source(str(path), keys=keys)
+    rows = np.flatnonzero(np.random.default_rng(0).random(pop.n) < 0.05)
+    sample = pop.subset(rows, population_size=pop.n)
+    truth = truth_of(tabulate(sample, population=pop))
+    gt = pd.read_csv(path.parent / "ground_truth.csv")
+    gt = gt[(gt.keyset == "KS6") & (gt.fraction == 0.05)].iloc[0]
+    assert truth["tau2"] == pytest.approx(gt.tau2, rel=1e-12)  # 505.70
+    before = refit_tau2(sample)
+    target = RiskTarget(objective="tau2", value=before / 2)
+    rec = recommend(sample, target, keys=["age", "education"])
+    assert rec.objective_before == pytest.approx(before)
+    assert [p.reached for p in rec.plans] == [True, True, True]
+    changed = [p.records_changed for p in rec.plans]
+    assert changed == sorted(changed)  # ranked by information loss
+    falls = {}
+    for plan in rec.plans:
+        new_sample = plan.apply(sample)
+        # re-estimation: the plan's figure is the estimator's on the changed file
+        assert refit_tau2(new_sample) == pytest.approx(plan.objective_after, rel=1e-12)
+        assert plan.objective_after <= target.value
+        new_pop = plan.apply(pop, rows=rows) if plan.kind == "suppression" else plan.apply(pop)
+        assert new_pop.levels == new_sample.levels and new_pop.n == pop.n
+        falls[plan.label()] = truth_of(tabulate(new_sample, population=new_pop))["tau2"]
+    # the true tau2 (known from the population) falls too: 505.7 -> 364.6 (suppression),
+    # 239.4 (recode age), 230.3 (recode education)
+    assert falls["local suppression"] < 0.8 * truth["tau2"]
+    assert falls["recode age"] < 0.55 * truth["tau2"]
+    assert falls["recode education"] < 0.55 * truth["tau2"]
+
+
+def test_other_estimator_is_refitted(shared_data):
+    path = shared_data("uci_adult", "uci_adult.csv.gz")
+    pop = Microdata.from_source(str(path), keys=["age", "sex", "race", "education"])
+    rows = np.flatnonzero(np.random.default_rng(1).random(pop.n) < 0.02)
+    sample = pop.subset(rows, population_size=pop.n)
+    est = PoissonGammaRisk(alpha=0.05)
+    before = refit_tau2(sample, est)
+    rec = recommend(sample, RiskTarget(value=0.7 * before), estimator=est,
+                    actions=["suppression"])
+    plan = rec.plans[0]
+    assert rec.method == "poisson-gamma" and plan.reached
+    assert refit_tau2(plan.apply(sample), est) == pytest.approx(plan.objective_after, rel=1e-12)
