@@ -120,6 +120,10 @@ class LogLinearRisk(Estimator):
         (0: only the conditional-Poisson predictive interval).
     random_state : int
         Seed of the bootstrap.
+    partition : str or tuple, optional
+        Fit a separate model within bands of one key variable and sum (spec C.6):
+        ``"age:4"`` (4 contiguous bands of equal numbers of categories), ``"auto:4"`` (the key
+        most associated with the others by Cramer's V), or ``(variable, [[levels], ...])``.
 
     Notes
     -----
@@ -152,6 +156,7 @@ class LogLinearRisk(Estimator):
     weighted: bool = False
     bootstrap: int = 0
     random_state: int | None = 0
+    partition: Any = None
 
     def _validate(self) -> None:
         if self.target not in ("tau1", "tau2"):
@@ -170,33 +175,39 @@ class LogLinearRisk(Estimator):
             raise ParameterError("the search needs Z, which is not defined for weighted fits")
         if not isinstance(self.terms, str | list | tuple):
             raise ParameterError("terms must be a string or a list of variable tuples")
+        if self.partition is not None and self.bootstrap:
+            raise ParameterError("bootstrap intervals are not available with partitioning")
 
     def _dtype(self, k: int):
         if self.dtype == "auto":
             return np.float32 if k > 10**7 else np.float64
         return np.dtype(self.dtype).type
 
-    def _fit(self, table: CellTable) -> RiskResult:
-        if self.weighted and table.weight_sums is None:
-            raise ParameterError("weighted=True needs survey weights in the data")
-        dtype = self._dtype(table.cell_space)
-        idx = _flat_index(table)
+    def _fit_table(self, table: CellTable, dtype) -> tuple[LogLinearFit, list[dict]]:
         kwargs = dict(max_iter=self.max_iter, tol=self.tol, dtype=dtype,
-                      weighted=self.weighted, flat_index=idx)
-        path: list[dict] = []
+                      weighted=self.weighted, flat_index=_flat_index(table))
         if isinstance(self.terms, str) and self.terms.strip() == "search":
             fit, path = search(table, target=self.target, max_added=self.max_added_terms,
                                **kwargs)
         else:
-            gens = _ipf.parse_terms(self.terms, table.keys)
-            fit = fit_loglinear(table, gens, **kwargs)
+            fit, path = fit_loglinear(table, _ipf.parse_terms(self.terms, table.keys),
+                                      **kwargs), []
         if not fit.ipf.converged:
             import warnings
 
             warnings.warn(
                 f"IPF stopped after {fit.ipf.iterations} iterations with margins still "
                 f"{fit.ipf.max_deviation[-1]:.3g} from their targets (tol {self.tol})",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning, stacklevel=4)
+        return fit, path
+
+    def _fit(self, table: CellTable) -> RiskResult:
+        if self.weighted and table.weight_sums is None:
+            raise ParameterError("weighted=True needs survey weights in the data")
+        if self.partition is not None:
+            return self._fit_partitioned(table)
+        dtype = self._dtype(table.cell_space)
+        fit, path = self._fit_table(table, dtype)
         pi = fit.pi
         m_obs = (1 - pi) * fit.observed_mu / pi
         pred = PoissonPredictive(
@@ -204,34 +215,55 @@ class LogLinearRisk(Estimator):
             unobserved_prob_one=_unobserved_prob_one(fit, m_obs, self.weighted),
             law_name=f"Poisson((1-pi) lambda_k), log-linear model {fit.description}",
         )
-        diagnostics = {
-            "model": fit.description,
-            "iterations": fit.ipf.iterations,
-            "converged": fit.ipf.converged,
-            "max_margin_deviation": fit.ipf.max_deviation,
-            "last_sweep_min_factor": fit.ipf.min_factor,
-            "last_sweep_max_factor": fit.ipf.max_factor,
-            "ipf_seconds": fit.ipf.seconds,
-            "ipf_engine": fit.ipf.engine,
-            "dtype": np.dtype(dtype).name,
-            "search_path": path,
-        }
+        diagnostics = {**_fit_diagnostics(fit), "dtype": np.dtype(dtype).name,
+                       "search_path": path}
         fitted = {"model": fit.description, "pi": pi,
                   "minimum_error": {t: dict(v) for t, v in fit.z.items()},
                   "z_sign_convention": "published (+), spec C.4 / H.1.3"}
         result = self._predictive_result(
             table, pred, fitted=fitted, diagnostics=diagnostics,
-            assumptions=(
-                "F_k ~ Poisson(lambda_k) independently; Bernoulli sampling at pi = n/N",
-                f"log mu_k follows the hierarchical log-linear model {fit.description}",
-                "cells in a zero sample margin are fitted as 0 (treated as structural zeros)",
-            ),
+            assumptions=_ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
+                                        f"{fit.description}",),
             seed=self.random_state,
         )
         if self.bootstrap:
             measures = dict(result.measures)
-            measures.update(self._bootstrap(table, fit, dtype, idx))
+            measures.update(self._bootstrap(table, fit, dtype, _flat_index(table)))
             result = dataclasses.replace(result, measures=measures)
+        return result
+
+    def _fit_partitioned(self, table: CellTable) -> RiskResult:
+        var, groups, how = resolve_partition(self.partition, table)
+        pi = table.n / table.population_size
+        m_obs = np.empty(table.n_cells)
+        unobserved = 0.0
+        rows = []
+        for label, cells, sub in partition_tables(table, var, groups):
+            dtype = self._dtype(sub.cell_space)
+            fit, path = self._fit_table(sub, dtype)
+            m_sub = (1 - pi) * fit.observed_mu / pi
+            m_obs[cells] = m_sub
+            unobserved += _unobserved_prob_one(fit, m_sub, self.weighted)
+            rows.append({"partition": label, "n": sub.n, "cells": sub.n_cells,
+                         "sample_uniques": sub.sample_uniques, "model": fit.description,
+                         "tau1": fit.tau1, "tau2": fit.tau2,
+                         "Z_tau1": fit.z.get("tau1", {}).get("Z"),
+                         "Z_tau2": fit.z.get("tau2", {}).get("Z"),
+                         **_fit_diagnostics(fit), "search_path": path})
+        pred = PoissonPredictive(
+            table.counts, m_obs, unobserved_prob_one=unobserved,
+            law_name=f"Poisson((1-pi) lambda_k), log-linear models per band of {var}")
+        variable = table.keys[var]
+        result = self._predictive_result(
+            table, pred,
+            fitted={"pi": pi, "partition_variable": variable, "partition_choice": how,
+                    "model": f"{self.terms} within each of {len(rows)} bands of {variable}"},
+            diagnostics={"partitions": rows},
+            assumptions=_ASSUMPTIONS + (
+                f"a separate model in each of {len(rows)} bands of {variable} "
+                f"({how}); the same pi = n/N in every band (spec C.6)",),
+            seed=self.random_state,
+        )
         return result
 
     def _bootstrap(self, table: CellTable, fit: LogLinearFit, dtype, idx) -> dict[str, Measure]:
@@ -273,6 +305,114 @@ class LogLinearRisk(Estimator):
                                 "estimation and prediction error",
                                 f"{name} (log-linear)")
         return out
+
+
+_ASSUMPTIONS = (
+    "F_k ~ Poisson(lambda_k) independently; Bernoulli sampling at pi = n/N",
+    "cells in a zero sample margin are fitted as 0 (treated as structural zeros)",
+)
+
+
+def _fit_diagnostics(fit: LogLinearFit) -> dict:
+    return {
+        "model": fit.description,
+        "iterations": fit.ipf.iterations,
+        "converged": fit.ipf.converged,
+        "max_margin_deviation": fit.ipf.max_deviation,
+        "last_sweep_min_factor": fit.ipf.min_factor,
+        "last_sweep_max_factor": fit.ipf.max_factor,
+        "ipf_seconds": fit.ipf.seconds,
+        "ipf_engine": fit.ipf.engine,
+    }
+
+
+def cramers_v(table: CellTable, i: int, j: int) -> float:
+    """Cramer's V of two keys from the sample: sqrt(chi2 / (n (min(r, c) - 1)))."""
+    obs = _ipf.margin_of_cells(table, (i, j))
+    obs = obs[obs.sum(1) > 0][:, obs.sum(0) > 0]
+    r, c = obs.shape
+    if min(r, c) < 2:
+        return 0.0
+    n = obs.sum()
+    expected = np.outer(obs.sum(1), obs.sum(0)) / n
+    chi2 = float(np.sum((obs - expected) ** 2 / expected))
+    return float(np.sqrt(chi2 / (n * (min(r, c) - 1))))
+
+
+def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str]:
+    """(key index, groups of level codes, how it was chosen) from a partition spec."""
+    keys = list(table.keys)
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise ParameterError(f"partition={spec!r}; use VAR:BANDS or auto:BANDS")
+        name, bands = spec.rsplit(":", 1)
+        try:
+            n_bands = int(bands)
+        except ValueError:
+            raise ParameterError(f"partition bands {bands!r} is not an integer") from None
+        groups = None
+    else:
+        name, groups = spec
+        n_bands = None
+    if name == "auto":
+        scores = {v: np.mean([cramers_v(table, v, u) for u in range(len(keys)) if u != v])
+                  for v in range(len(keys))}
+        var = max(scores, key=scores.get)
+        how = f"chosen by mean Cramer's V with the other keys ({scores[var]:.3f})"
+    else:
+        if name not in keys:
+            raise ParameterError(f"partition variable {name!r} is not a key; keys: {keys}")
+        var = keys.index(name)
+        how = "given"
+    d = len(table.levels[var])
+    if groups is None:
+        if not 1 <= n_bands <= d:
+            raise ParameterError(f"cannot cut {keys[var]!r} ({d} levels) into {n_bands} bands")
+        codes = [list(map(int, g)) for g in np.array_split(np.arange(d), n_bands)]
+        how += f"; {n_bands} contiguous bands of equal numbers of categories"
+    else:
+        lookup = {lv: i for i, lv in enumerate(table.levels[var])}
+        try:
+            codes = [[lookup[v] for v in g] for g in groups]
+        except KeyError as exc:
+            raise ParameterError(f"partition group level {exc.args[0]!r} is not a level of "
+                                 f"{keys[var]!r}") from None
+        flat = sorted(c for g in codes for c in g)
+        if flat != list(range(d)):
+            raise ParameterError(f"partition groups must cover every level of {keys[var]!r} "
+                                 "exactly once")
+        how += "; user-given groups"
+    return var, codes, how
+
+
+def partition_tables(table: CellTable, var: int, groups: list[list[int]]):
+    """Yield (label, cell indices, sub-table) for each band of key ``var``.
+
+    The sub-table keeps only the band's levels of ``var`` and the same sampling fraction.
+    """
+    levels = table.levels[var]
+    col = table.cell_codes[:, var]
+    for group in groups:
+        cells = np.flatnonzero(np.isin(col, group))
+        label = f"{table.keys[var]} in [{levels[group[0]]} .. {levels[group[-1]]}]"
+        if cells.size == 0:
+            continue
+        recode = np.full(len(levels), -1, np.int64)
+        recode[group] = np.arange(len(group))
+        codes = table.cell_codes[cells].copy()
+        codes[:, var] = recode[codes[:, var]]
+        counts = table.counts[cells]
+        sub = dataclasses.replace(
+            table,
+            levels=table.levels[:var] + (tuple(levels[g] for g in group),)
+            + table.levels[var + 1:],
+            cell_codes=codes, counts=counts,
+            weight_sums=None if table.weight_sums is None else table.weight_sums[cells],
+            record_cell=np.repeat(np.arange(len(cells)), counts),
+            household=None, population=None,
+            population_size=table.population_size * counts.sum() / table.n,
+        )
+        yield label, cells, sub
 
 
 def _z_of(fit: LogLinearFit, target: str) -> float:
