@@ -26,8 +26,12 @@ evaluations whatever the number of cells.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import special
+
+from .exceptions import ApproximationWarning
 
 __all__ = [
     "expected_inverse",
@@ -186,9 +190,19 @@ def _quadrature(f: float, r: float, p: float, power: int) -> float:
         edge *= 4.0
     edges.append(s_max)
     total = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-        val, _ = integrate.quad(integrand, lo, hi, epsabs=0.0, epsrel=1e-12, limit=200)
-        total += val
+    worst = 0.0
+    with warnings.catch_warnings():
+        # segments far from the peak hold almost nothing: judge them against the running
+        # total (epsabs) instead of their own tiny size, and check the error estimate below
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            val, err = integrate.quad(integrand, lo, hi, epsabs=1e-15 * total, epsrel=1e-12,
+                                      limit=200)
+            total += val
+            worst = max(worst, err)
+    if worst > 1e-8 * total:
+        warnings.warn(f"E[1/(f+U)^{power}] for NB(r={r:g}, p={p:g}), f={f:g}: quadrature error "
+                      f"estimate {worst:.2g} of {total:.3g}", ApproximationWarning, stacklevel=4)
     return total
 
 
