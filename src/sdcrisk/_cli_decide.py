@@ -273,16 +273,11 @@ def _decision_text(result, *, internal: bool) -> str:
 
 # --- recommend ------------------------------------------------------------------------------
 def _recommend(args) -> str:
-    from .cli import _data_defaults, _keys, _levels, _options
+    from .cli import _keys, _options, sample_microdata
     from .estimators import get_estimator
     from .recommend import RiskTarget, recommend
-    from .table import Microdata
 
-    _data_defaults(args)
-    md = Microdata.from_source(
-        args.data, _keys(args.keys), weights=args.weights, household=args.household,
-        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
-        levels=_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    md = sample_microdata(args)
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]

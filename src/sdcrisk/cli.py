@@ -138,12 +138,17 @@ def _options(args) -> dict:
             "partition": args.partition}
 
 
-def _assess(args) -> str:
+def sample_microdata(args) -> Microdata:
+    """The validated sample of an assess-like subcommand (DATA, --keys, --weights, ...)."""
     _data_defaults(args)
-    md = Microdata.from_source(
+    return Microdata.from_source(
         args.data, _keys(args.keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
         levels=_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+
+
+def _assess(args) -> str:
+    md = sample_microdata(args)
     est = get_estimator(args.method, **_options(args))
     result = est.fit(tabulate(md))
     if args.format == "json":
