@@ -1,6 +1,9 @@
 """Numerics of a Poisson predictive law U ~ Poisson(m) of the unseen count (log-linear models).
 
-``E[1/(f+U)^p]`` for p = 1, 2: closed form for f = 1, p = 1 (``(1 - e^-m)/m``, spec C.2's h2);
+``E[1/(f+U)^p]`` for p = 1, 2: closed form for f = 1, p = 1 (``(1 - e^-m)/m``, spec C.2's h2),
+for f = 1, p = 2 (``e^-m (Ei(m) - gamma - ln m) / m``, its series below m = 2), and for p = 1,
+f >= 2 with m >= f the recursion I_f = (1 - (f-1) I_{f-1}) / m (stable there: each step
+multiplies earlier errors by (f-1)/m <= 1); otherwise
 the pmf series for m <= 600 (positive terms, run past the mode); up to m = 1e7 the pmf summed in
 log space over mean +- 40 sd; beyond, a fourth-order expansion about the mean (its relative
 error falls like m^-3: about 2e-8 at m = 600, of order 1e-12 at m = 1e7, where a cell risk is
@@ -53,6 +56,36 @@ def _expansion(f: np.ndarray, m: np.ndarray, power: int) -> np.ndarray:
     return 1 / a**2 + 3 * m / a**4 - 4 * m / a**5 + 5 * (3 * m**2 + m) / a**6
 
 
+def _recursion(f: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """E[1/(f+U)] by I_k = (1 - (k-1) I_{k-1}) / m from I_1 = (1 - e^-m)/m (m >= f)."""
+    out = -np.expm1(-m) / m
+    active = np.flatnonzero(f > 1)
+    k = 2
+    while active.size:
+        out[active] = (1 - (k - 1) * out[active]) / m[active]
+        active = active[f[active] > k]
+        k += 1
+    return out
+
+
+def _inverse_square_f1(m: np.ndarray) -> np.ndarray:
+    """E[1/(1+U)^2] = e^-m/m * sum_{k>=1} m^k/(k k!) = e^-m (Ei(m) - gamma - ln m)/m."""
+    from scipy.special import expi
+
+    out = np.empty_like(m)
+    small = m < 2
+    ms = m[small]
+    term = np.ones_like(ms)
+    total = np.zeros_like(ms)
+    for k in range(1, 40):
+        term = term * ms / k
+        total += term / k
+    out[small] = np.exp(-ms) * total / ms
+    mb = m[~small]
+    out[~small] = np.exp(-mb) * (expi(mb) - np.euler_gamma - np.log(mb)) / mb
+    return out
+
+
 def _evaluate(f, m, power: int) -> np.ndarray:
     f, m = np.broadcast_arrays(np.asarray(f, float), np.asarray(m, float))
     f, m = f.ravel(), m.ravel()
@@ -62,8 +95,14 @@ def _evaluate(f, m, power: int) -> np.ndarray:
     if power == 1:
         closed = ~tiny & (f == 1)
         out[closed] = -np.expm1(-m[closed]) / m[closed]
+        rec = ~tiny & (f > 1) & (m >= f) & (m <= _SERIES_MAX_MEAN)
+        if rec.any():
+            out[rec] = _recursion(f[rec], m[rec])
+        closed = closed | rec
     else:
-        closed = np.zeros_like(tiny)
+        closed = ~tiny & (f == 1) & (m <= _SERIES_MAX_MEAN)
+        if closed.any():
+            out[closed] = _inverse_square_f1(m[closed])
     huge = ~tiny & ~closed & (m > _WINDOW_MAX_MEAN)
     out[huge] = _expansion(f[huge], m[huge], power)
     big = ~tiny & ~closed & ~huge & (m > _SERIES_MAX_MEAN)

@@ -53,6 +53,59 @@ def coefficients(lam: np.ndarray, pi: float, target: Target) -> tuple[np.ndarray
     return np.where(zero, 0.0, a), np.where(zero, 0.0, b)
 
 
+_KERNEL = None
+
+
+def _dense_sums(flat: np.ndarray, pi: float, target: Target) -> tuple[float, float]:
+    """sum_k (-a mu + b mu^2) and sum_k (a^2 mu + 2 b^2 mu^2) over the dense table.
+
+    One parallel numba pass (the NumPy version below is the reference and the fallback for
+    small tables); formulas as in :func:`coefficients`.
+    """
+    if flat.size < _CHUNK:
+        m = flat.astype(np.float64)
+        a, b = coefficients(m / pi, pi, target)
+        return float(np.sum(-a * m + b * m * m)), float(np.sum(a * a * m + 2 * b * b * m * m))
+    global _KERNEL
+    if _KERNEL is None:
+        from numba import get_num_threads, njit, prange
+
+        @njit(parallel=True, cache=True)
+        def kernel(flat, pi, tau1, n_chunks):
+            c = 1.0 - pi
+            per = (flat.size + n_chunks - 1) // n_chunks
+            out_b = np.zeros(n_chunks)
+            out_v = np.zeros(n_chunks)
+            for ch in prange(n_chunks):
+                sb = 0.0
+                sv = 0.0
+                for k in range(ch * per, min(flat.size, (ch + 1) * per)):
+                    mu = np.float64(flat[k])
+                    if mu <= 0.0:
+                        continue
+                    lam = mu / pi
+                    e = np.exp(-lam)
+                    if tau1:
+                        a = c * lam * e
+                        b = c * c / (2.0 * pi) * lam * e
+                    else:
+                        x = c * lam
+                        hh = -np.expm1(-x) / x if x > 1e-12 else 1.0 - x / 2.0
+                        g = np.exp(-pi * lam) * hh
+                        a = g - e
+                        b = (g - e * (1.0 + 0.5 * c * lam)) / (pi * lam)
+                    sb += -a * mu + b * mu * mu
+                    sv += a * a * mu + 2.0 * b * b * mu * mu
+                out_b[ch] = sb
+                out_v[ch] = sv
+            return out_b.sum(), out_v.sum()
+
+        _KERNEL = (kernel, get_num_threads)
+    kernel, n_threads = _KERNEL
+    b, v = kernel(flat, float(pi), target == "tau1", max(1, 4 * n_threads()))
+    return float(b), float(v)
+
+
 def minimum_error(mu: np.ndarray, observed: np.ndarray, f_observed: np.ndarray, pi: float,
                   target: Target) -> dict[str, float]:
     """B, v, Z for a fitted table ``mu`` (any shape; flattened) and the observed cells.
@@ -67,13 +120,7 @@ def minimum_error(mu: np.ndarray, observed: np.ndarray, f_observed: np.ndarray, 
         Their counts.
     """
     flat = mu.reshape(-1)
-    base_b = 0.0
-    v = 0.0
-    for s in range(0, flat.size, _CHUNK):
-        m = flat[s:s + _CHUNK].astype(np.float64)
-        a, b = coefficients(m / pi, pi, target)
-        base_b += float(np.sum(-a * m + b * m * m))
-        v += float(np.sum(a * a * m + 2 * b * b * m * m))
+    base_b, v = _dense_sums(flat, pi, target)
     m = flat[observed].astype(np.float64)
     f = np.asarray(f_observed, float)
     a, b = coefficients(m / pi, pi, target)
