@@ -460,7 +460,10 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
     added = 0
     while candidates and (max_added is None or added < max_added):
         best, best_z, best_term = None, None, None
-        for term in candidates:
+        from tqdm.auto import tqdm  # progress on terminals only (disable=None)
+
+        for term in tqdm(candidates, desc=f"log-linear search, step {added + 1}",
+                         disable=None, leave=False):
             gens = _ipf._reduce(list(current.generators) + [term])
             t0 = time.perf_counter()
             fit = fit_loglinear(table, gens, **fit_kwargs)
