@@ -228,7 +228,7 @@ class LogLinearRisk(Estimator):
         )
         if self.bootstrap:
             measures = dict(result.measures)
-            measures.update(self._bootstrap(table, fit, dtype, _flat_index(table)))
+            measures.update(self._bootstrap(table, fit, dtype))
             result = dataclasses.replace(result, measures=measures)
         return result
 
@@ -266,7 +266,7 @@ class LogLinearRisk(Estimator):
         )
         return result
 
-    def _bootstrap(self, table: CellTable, fit: LogLinearFit, dtype, idx) -> dict[str, Measure]:
+    def _bootstrap(self, table: CellTable, fit: LogLinearFit, dtype) -> dict[str, Measure]:
         """Parametric bootstrap of the estimation + prediction error of tau1 and tau2.
 
         Replicate: f* ~ Poisson(mu_hat) over all cells; U* ~ Poisson((1-pi) lambda_hat) for
