@@ -22,9 +22,7 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``decide`` and ``recommend`` subparsers (handlers via ``set_defaults(run=)``)."""
-    from .cli import _common_input
-    from .datasets import EXAMPLES
-    from .estimators import ESTIMATORS
+    from .cli import _common_input, add_sample_arguments
 
     d = sub.add_parser("decide", help="publish or suppress class cells by domain "
                        "(Zaslavsky-Horton decision rule)")
@@ -72,14 +70,7 @@ def register(sub) -> None:
 
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
-    r.add_argument("data", help="CSV/Parquet file or example:NAME "
-                   f"(examples: {', '.join(EXAMPLES)})")
-    rsize = r.add_mutually_exclusive_group()
-    rsize.add_argument("--population-size", type=float, help="population size N")
-    rsize.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
-    r.add_argument("--method", default="nb", choices=list(ESTIMATORS),
-                   help="estimator re-fitted after each change (default nb)")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,

@@ -96,6 +96,17 @@ def _common_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str) -> None:
+    """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
+    p.add_argument("data", help="CSV/Parquet file or example:NAME "
+                   f"(examples: {', '.join(EXAMPLES)})")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--population-size", type=float, help="population size N")
+    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
+    p.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    p.add_argument("--method", default="nb", choices=list(ESTIMATORS), help=method_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdcrisk", description="Disclosure risk for categorical microdata.")
@@ -103,14 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
-    a.add_argument("data", help="CSV/Parquet file or example:NAME "
-                   f"(examples: {', '.join(EXAMPLES)})")
-    size = a.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    a.add_argument("--weights", help="survey weight column (N defaults to its sum)")
-    a.add_argument("--method", default="nb", choices=list(ESTIMATORS),
-                   help="estimator (default nb)")
+    add_sample_arguments(a, method_help="estimator (default nb)")
     _common_input(a)
     a.set_defaults(run=_assess)
 
