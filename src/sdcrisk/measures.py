@@ -12,7 +12,6 @@ Notation: n1 = number of sample-unique cells (f = 1), N = population size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,8 +238,3 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     ranks = (np.searchsorted(ordered, scores, "left") + np.searchsorted(ordered, scores,
                                                                           "right") + 1) / 2
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def measure_table(measures: Mapping[str, Measure]) -> list[dict]:
-    """Rows (name, estimate, lower, upper) for display."""
-    return [{"measure": k, **m.to_dict()} for k, m in measures.items()]
