@@ -82,11 +82,27 @@ def _common_input(p: argparse.ArgumentParser) -> None:
                    help="loglinear: independence, all-2-way (default), all-3-way, search, or a "
                    "formula like 'all-2-way + a:b:c'")
     p.add_argument("--iterations", type=int, default=None,
-                   help="loglinear: maximum IPF iterations (default 40)")
+                   help="loglinear: maximum IPF iterations (default 40); MCMC: iterations "
+                   "per chain after burn-in")
     p.add_argument("--partition", default=None,
                    help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
     p.add_argument("--bootstrap", type=int, default=None,
                    help="loglinear: parametric-bootstrap replicates for intervals (default 0)")
+    p.add_argument("--prior-weight", type=float, default=None,
+                   help="graphical: total weight of the hyper-Dirichlet prior (default 1)")
+    p.add_argument("--window", type=float, default=None,
+                   help="graphical: Occam's window, keep models within this posterior ratio "
+                   "of the best (default 20)")
+    p.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
+                   help="graphical: Monte Carlo draws instead of the closed forms")
+    p.add_argument("--profiles", type=int, default=None,
+                   help="mixed-membership: number of extreme profiles K")
+    p.add_argument("--structural-zeros", default=None, metavar="FILE",
+                   help="hdp/mixed-membership: CSV of impossible key combinations")
+    p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
+    p.add_argument("--burn-in", type=int, default=None, help="MCMC burn-in iterations")
+    p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
+                   help="hdp/mixed-membership: tau by Monte Carlo formula or population sampling")
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
@@ -139,7 +155,11 @@ def _options(args) -> dict:
     return {"mode": args.mode, "max_global_risk": args.max_global_risk,
             "ci_level": args.ci_level, "terms": args.terms, "max_iter": args.iterations,
             "bootstrap": args.bootstrap, "random_state": args.seed,
-            "partition": args.partition}
+            "partition": args.partition, "iterations": args.iterations,
+            "prior_weight": args.prior_weight, "window": args.window,
+            "monte_carlo": args.monte_carlo, "profiles": args.profiles,
+            "structural_zeros": args.structural_zeros, "chains": args.chains,
+            "burn_in": args.burn_in, "tau_mode": args.tau_mode}
 
 
 def sample_microdata(args) -> Microdata:
