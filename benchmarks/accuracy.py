@@ -11,6 +11,12 @@ Writes ``benchmarks/accuracy.csv`` and the section between the ACCURACY markers 
 Usage::
 
     python benchmarks/accuracy.py [--data ../shared/data] [--methods nb,poisson-gamma,...]
+    python benchmarks/accuracy.py --methods graphical --csv benchmarks/accuracy-graphical.csv
+    python benchmarks/accuracy.py --merge benchmarks/accuracy-graphical.csv
+
+Rows are merged into the CSV: a (population, keys, fraction, method) row replaces the old one,
+others stay, so one method can be re-run alone. The RESULTS.md section is rebuilt from the
+whole default CSV.
 """
 
 from __future__ import annotations
@@ -120,7 +126,8 @@ def markdown(rows: list[dict], seconds: float) -> str:
         "",
         f"Machine: {os.cpu_count()} cores, {platform.platform()}, Python "
         f"{platform.python_version()}; sdcrisk {sdcrisk.__version__}; "
-        f"date {datetime.date.today().isoformat()}; whole run {seconds:.0f} s.",
+        f"date {datetime.date.today().isoformat()}; estimator time over all rows "
+        f"{sum(r['seconds'] for r in rows):.0f} s.",
         "Bernoulli samples with `numpy.random.default_rng(0)` (the shared ground-truth design; "
         "the script asserts that n, sample uniques, tau1 and tau2 equal `ground_truth.csv`). "
         "Relative error = (estimate − truth)/truth. AUC: ROC area of P(F=1|f) for telling "
@@ -174,31 +181,71 @@ def write_results(section: str, path: Path) -> None:
     path.write_text(text)
 
 
+ROW_KEY = ("population", "keyset", "fraction", "method")
+NUMERIC = {"fraction": float, "n": int, "N": int, "K": int, "SU": int, "seconds": float}
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Rows of an accuracy CSV with numbers restored (empty = None)."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k, v in r.items():
+            if k in ("population", "keyset", "method"):
+                continue
+            r[k] = None if v in ("", "None") else NUMERIC.get(k, float)(v)
+    return rows
+
+
+def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` with rows of the same (population, keyset, fraction, method) replaced by ``new``."""
+    fresh = {tuple(r[k] for k in ROW_KEY): r for r in new}
+    kept = [r for r in old if tuple(r[k] for k in ROW_KEY) not in fresh]
+    rows = kept + list(fresh.values())
+    order = {m: i for i, m in enumerate(VARIANTS)}
+    rows.sort(key=lambda r: (r["population"], r["keyset"], r["fraction"],
+                             order.get(r["method"], len(order)), r["method"]))
+    return rows
+
+
+def write_rows(rows: list[dict], path: Path) -> None:
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--methods", default=",".join(VARIANTS),
                     help=f"labels among {', '.join(VARIANTS)}")
     ap.add_argument("--populations", default=None, help="comma-separated folder names")
-    ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--csv", type=Path, default=HERE / "accuracy.csv",
+                    help="CSV the new rows are merged into (default benchmarks/accuracy.csv)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="CSV",
+                    help="only merge these CSVs into --csv and rebuild RESULTS.md")
+    ap.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     args = ap.parse_args(argv)
-    if not args.data.exists():
-        print(f"no data at {args.data}", file=sys.stderr)
-        return 2
-    variants = {k: VARIANTS[k] for k in args.methods.split(",")}
-    only = set(args.populations.split(",")) if args.populations else None
     t0 = time.perf_counter()
-    with np.errstate(all="ignore"):
-        rows = run(args.data, variants, only)
+    if args.merge:
+        new = [r for path in args.merge for r in read_rows(path)]
+    else:
+        if not args.data.exists():
+            print(f"no data at {args.data}", file=sys.stderr)
+            return 2
+        variants = {k: VARIANTS[k] for k in args.methods.split(",")}
+        only = set(args.populations.split(",")) if args.populations else None
+        with np.errstate(all="ignore"):
+            new = run(args.data, variants, only)
+    rows = merge_rows(read_rows(args.csv), new)
+    write_rows(rows, args.csv)
     section = markdown(rows, time.perf_counter() - t0)
-    if args.no_write:
-        print(section)
-        return 0
-    with open(HERE / "accuracy.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    write_results(section, HERE / "RESULTS.md")
+    if not args.no_write and args.csv == HERE / "accuracy.csv":
+        write_results(section, HERE / "RESULTS.md")
     print(section)
     return 0
 
