@@ -189,3 +189,26 @@ def test_cli_loglinear(capsys):
     assert d["method"] == "loglinear"
     assert d["fitted"]["model"].startswith("region:sex")
     assert d["measures"]["tau2"]["estimate"] > 0
+
+
+def test_modrisk_formula_by_hand():
+    """gr1/gr2 on three cells worked by hand; a kept cell overflowing gives NaN as in R."""
+    from sdcrisk.estimators._modrisk import modrisk_measures
+
+    counts = np.array([1, 2, 1])
+    mu = np.array([0.5, 2.0, 1.5])
+    p = np.array([0.01, 0.02, 0.5])
+    m, kept = modrisk_measures(counts, mu, p)
+    assert kept == 3
+    v1, v3 = 0.99 * 0.5, 0.5 * 1.5
+    assert m["sdcmicro_gr1"].estimate == pytest.approx((np.exp(-v1) + np.exp(-v3)) / 3, rel=1e-15)
+    assert m["sdcmicro_gr2"].estimate == pytest.approx(
+        ((1 - np.exp(-v1)) / v1 + (1 - np.exp(-v3)) / v3) / 3, rel=1e-15)
+    m, kept = modrisk_measures(counts, mu, p, bound=1)
+    assert kept == 2
+    assert m["sdcmicro_gr1"].estimate == pytest.approx((np.exp(-v1) + np.exp(-v3)) / 2, rel=1e-15)
+    with pytest.warns(sdcrisk.ApproximationWarning):
+        m, _ = modrisk_measures(counts, np.array([0.5, 800.0, 1.5]), np.array([0.01, 2.0, 0.5]))
+    assert np.isnan(m["sdcmicro_gr1"].estimate)
+    with pytest.raises(sdcrisk.ParameterError, match="weights"):
+        modrisk_measures(counts, mu, None)

@@ -180,3 +180,54 @@ def test_francdat_freqcalc_indivrisk(mode):
     # sdcMicro: n1 (fk == 1) = 4 and n2 (fk == 2) = 4 records
     assert int(np.sum(record_fk(res) == 1)) == 4
     assert int(np.sum(record_fk(res) == 2)) == 4
+
+
+# --- modRisk (sdcmicro-reference.md section 2) -------------------------------------------------
+INF = float("inf")
+MODRISK = [
+    # keys, terms, bound, gr1, gr2 (sdcMicro 5.8.1, keys as factors, method "default" = glm)
+    (KEYS7, "independence", INF, 0.2249330480973577, 0.2804221662693053),
+    (KEYS7, "all-2-way", INF, 0.21047570471119664, 0.28183482075445265),
+    (KEYS7, "independence", 1, 0.5902701644338304, 0.7358849204009794),
+    (KEYS5, "independence", 1, 0.1980424343999813, 0.39113067656225914),
+    (KEYS5, "all-2-way", 1, 0.23433941551847112, 0.48781614492789155),
+]
+
+
+def _modrisk(path, keys, terms, bound):
+    from sdcrisk import LogLinearRisk
+
+    md = Microdata.from_source(path, keys, weights="sampling_weight")
+    est = LogLinearRisk(terms=terms, mode="sdcmicro", sdcmicro_bound=bound, tol=1e-10,
+                        max_iter=5000)
+    return est.fit(tabulate(md))
+
+
+@pytest.mark.parametrize(("keys", "terms", "bound", "gr1", "gr2"), MODRISK)
+def test_modrisk_factor_coding(keys, terms, bound, gr1, gr2):
+    res = _modrisk(shared_data("sdcmicro", "testdata.csv"), keys, terms, bound)
+    # glm (sdcMicro) and IPF (ours) converge to the same MLE: agreement to ~1e-10 relative
+    assert res.measures["sdcmicro_gr1"].estimate == pytest.approx(gr1, rel=1e-8)
+    assert res.measures["sdcmicro_gr2"].estimate == pytest.approx(gr2, rel=1e-8)
+    kept = {(True, INF): 412, (True, 1): 157, (False, 1): 12}[(keys is KEYS7, bound)]
+    assert res.fitted["sdcmicro_kept_cells"] == kept  # sdcMicro's K (section 2b/2c)
+
+
+def test_modrisk_ipf_method_testdata2():
+    """?modRisk example: testdata2, ~ sex + water + roof, method "IPF" (loglm, factors)."""
+    res = _modrisk(shared_data("sdcmicro", "testdata2.csv"), ["sex", "water", "roof"],
+                   "independence", INF)
+    assert res.measures["sdcmicro_gr1"].estimate == pytest.approx(0.27354338197561434, rel=1e-12)
+    assert res.measures["sdcmicro_gr2"].estimate == pytest.approx(0.4103754063303325, rel=1e-12)
+
+
+def test_modrisk_nan_like_sdcmicro():
+    """keys5 main effects, factor coding: sdcMicro gives NA (cells with p = f/100 > 1 overflow)."""
+    from sdcrisk import ApproximationWarning
+
+    with pytest.warns(ApproximationWarning, match="NaN"):
+        res = _modrisk(shared_data("sdcmicro", "testdata.csv"), KEYS5, "independence", INF)
+    assert np.isnan(res.measures["sdcmicro_gr1"].estimate)
+    assert np.isnan(res.measures["sdcmicro_gr2"].estimate)
+    # the textbook measures are unaffected
+    assert np.isfinite(res.measures["tau1"].estimate)

@@ -77,7 +77,8 @@ def _common_input(p: argparse.ArgumentParser) -> None:
                    help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
     p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
     p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
-                   default=None, help="nb method: how E[1/F|f] is evaluated (default exact)")
+                   default=None, help="nb: how E[1/F|f] is evaluated (default exact); loglinear: "
+                   "sdcmicro adds modRisk's gr1/gr2")
     p.add_argument("--terms", default=None,
                    help="loglinear: independence, all-2-way (default), all-3-way, search, or a "
                    "formula like 'all-2-way + a:b:c'")

@@ -387,6 +387,9 @@ class CellTable:
         N, as resolved by :class:`Microdata`.
     population : PopulationCounts or None
         True F_k when a population was given to :func:`tabulate`.
+    inclusion_sums : ndarray or None
+        Sum of 1/weight in each cell (sdcMicro ``modRisk``'s ``inclProb``; for a sample unique
+        the inclusion probability of its record).
     """
 
     keys: tuple[str, ...]
@@ -400,6 +403,7 @@ class CellTable:
     population_size_source: str
     population: PopulationCounts | None = None
     source: str = "data"
+    inclusion_sums: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -509,9 +513,11 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         rep = np.empty(len(cells), np.int64)
         rep[record_cell] = np.arange(md.n)
         cell_codes = np.stack([c[rep] for c in md.codes], axis=1)
-    weight_sums = None
+    weight_sums = inclusion_sums = None
     if md.weights is not None:
         weight_sums = np.bincount(record_cell, weights=md.weights, minlength=len(cells))
+        inclusion_sums = np.bincount(record_cell, weights=1.0 / md.weights,
+                                     minlength=len(cells))
     pop = None
     if population is not None:
         pop = _population_counts(md, population, cell_codes)
@@ -527,6 +533,7 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         population_size_source="population" if pop is not None else md.population_size_source,
         population=pop,
         source=md.source,
+        inclusion_sums=inclusion_sums,
     )
 
 

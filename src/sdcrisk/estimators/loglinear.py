@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 from typing import Any, ClassVar, Literal
 
@@ -24,6 +25,7 @@ from ..table import CellTable
 from . import _ipf
 from ._base import Estimator
 from ._minerror import h1, h2, minimum_error
+from ._modrisk import modrisk_measures
 
 __all__ = ["LogLinearRisk", "fit_loglinear", "LogLinearFit"]
 
@@ -124,12 +126,17 @@ class LogLinearRisk(Estimator):
         Fit a separate model within bands of one key variable and sum (spec C.6):
         ``"age:4"`` (4 contiguous bands of equal numbers of categories), ``"auto:4"`` (the key
         most associated with the others by Cramer's V), or ``(variable, [[levels], ...])``.
+    mode : {"exact", "sdcmicro"}
+        ``"sdcmicro"`` adds sdcMicro ``modRisk``'s gr1 and gr2 (measures ``sdcmicro_gr1``,
+        ``sdcmicro_gr2``; keys as factors, method "default"/"IPF") to the textbook measures.
+    sdcmicro_bound : float
+        modRisk's ``bound``: only cells with f <= bound enter gr1/gr2 (default Inf).
 
     Notes
     -----
     The fitted table is dense over the K key cells (memory K x 4 or 8 bytes, refused above the
     memory limit before allocation). sdcMicro's ``modRisk`` computes related but different
-    numbers (spec C.1): it is not an equivalent.
+    numbers (spec C.1): it is not an equivalent; ``mode="sdcmicro"`` reproduces them alongside.
 
     References
     ----------
@@ -157,8 +164,17 @@ class LogLinearRisk(Estimator):
     bootstrap: int = 0
     random_state: int | None = 0
     partition: Any = None
+    mode: Literal["exact", "sdcmicro"] = "exact"
+    sdcmicro_bound: float = math.inf
 
     def _validate(self) -> None:
+        if self.mode not in ("exact", "sdcmicro"):
+            raise ParameterError(f"mode={self.mode!r}; use 'exact' or 'sdcmicro' (modRisk)")
+        if self.mode == "sdcmicro" and (self.partition is not None or self.weighted):
+            raise ParameterError("mode='sdcmicro' reproduces modRisk, which fits one unweighted "
+                                 "model: drop partition / weighted")
+        if not self.sdcmicro_bound >= 1:
+            raise ParameterError(f"sdcmicro_bound={self.sdcmicro_bound} must be >= 1")
         if self.target not in ("tau1", "tau2"):
             raise ParameterError(f"target={self.target!r}; use 'tau1' or 'tau2'")
         if self.max_iter < 1:
@@ -226,9 +242,16 @@ class LogLinearRisk(Estimator):
                                         f"{fit.description}",),
             seed=self.random_state,
         )
-        if self.bootstrap:
+        if self.bootstrap or self.mode == "sdcmicro":
             measures = dict(result.measures)
-            measures.update(self._bootstrap(table, fit, dtype))
+            if self.bootstrap:
+                measures.update(self._bootstrap(table, fit, dtype))
+            if self.mode == "sdcmicro":
+                extra, kept = modrisk_measures(table.counts, fit.observed_mu,
+                                               table.inclusion_sums, bound=self.sdcmicro_bound)
+                measures.update(extra)
+                result = dataclasses.replace(
+                    result, fitted={**result.fitted, "sdcmicro_kept_cells": kept})
             result = dataclasses.replace(result, measures=measures)
         return result
 
@@ -284,7 +307,7 @@ class LogLinearRisk(Estimator):
             codes = np.stack(np.unravel_index(obs, shape), axis=1)
             counts = f_star[obs]
             star = dataclasses.replace(
-                table, cell_codes=codes, counts=counts, weight_sums=None,
+                table, cell_codes=codes, counts=counts, weight_sums=None, inclusion_sums=None,
                 record_cell=np.repeat(np.arange(len(obs)), counts),
                 household=None, population=None)
             star = dataclasses.replace(star, population_size=star.n / pi)
@@ -408,6 +431,8 @@ def partition_tables(table: CellTable, var: int, groups: list[list[int]]):
             + table.levels[var + 1:],
             cell_codes=codes, counts=counts,
             weight_sums=None if table.weight_sums is None else table.weight_sums[cells],
+            inclusion_sums=(None if table.inclusion_sums is None
+                            else table.inclusion_sums[cells]),
             record_cell=np.repeat(np.arange(len(cells)), counts),
             household=None, population=None,
             population_size=table.population_size * counts.sum() / table.n,
