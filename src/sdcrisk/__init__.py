@@ -58,6 +58,7 @@ from .exceptions import (
     SdcRiskError,
     SdcRiskWarning,
 )
+from .household import household_microdata, household_sizes
 from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
 from .predictive import CellPredictive, NegativeBinomialPredictive, PoissonPredictive
 from .recommend import Plan, Recommendations, RiskTarget, recommend
@@ -93,6 +94,8 @@ __all__ = [
     "Bernoulli",
     "SimpleRandomSample",
     "HouseholdBernoulli",
+    "household_microdata",
+    "household_sizes",
     "draw_sample",
     "BetaBinomialPrior",
     "BetaBinomialFit",
