@@ -212,3 +212,42 @@ def test_modrisk_formula_by_hand():
     assert np.isnan(m["sdcmicro_gr1"].estimate)
     with pytest.raises(sdcrisk.ParameterError, match="weights"):
         modrisk_measures(counts, mu, None)
+
+
+def test_unused_levels_are_dropped_exactly():
+    """Levels with no sample record are fitted 0 by every model: dropping them changes nothing."""
+    rng = np.random.default_rng(5)
+    data = {k: rng.integers(0, m, 300) for k, m in (("a", 4), ("b", 5), ("c", 3))}
+    plain = sdcrisk.Microdata.from_source(data, ["a", "b", "c"], population_size=30_000)
+    padded = sdcrisk.Microdata.from_source(
+        data, ["a", "b", "c"], population_size=30_000,
+        levels={"a": [0, 1, 2, 3, 9, 10], "b": [7, 0, 1, 2, 3, 4]})
+    assert sdcrisk.tabulate(padded).cell_space == 6 * 6 * 3
+    for terms in ("independence", "all-2-way", "search"):
+        r1 = sdcrisk.LogLinearRisk(terms=terms, tol=1e-9, max_iter=500).fit(
+            sdcrisk.tabulate(plain))
+        r2 = sdcrisk.LogLinearRisk(terms=terms, tol=1e-9, max_iter=500).fit(
+            sdcrisk.tabulate(padded))
+        assert r2.diagnostics["fitted_cells"] == r1.diagnostics["fitted_cells"] == 60
+        for m in ("tau1", "tau2", "p_pu", "theta"):
+            assert r2.measures[m].estimate == pytest.approx(r1.measures[m].estimate, rel=1e-10)
+        for target in ("tau1", "tau2"):
+            z1, z2 = (r.fitted["minimum_error"][target]["Z"] for r in (r1, r2))
+            assert z2 == pytest.approx(z1, rel=1e-8)
+
+
+def test_warm_start_reaches_the_same_fit():
+    """IPF started from a sub-model's fit converges to the same MLE as from a uniform table."""
+    rng = np.random.default_rng(6)
+    shape = (3, 4, 2, 3)
+    f = rng.poisson(2.0, size=shape).astype(float)
+    gens3 = [(0, 1, 2), (1, 3), (0, 3), (2, 3)]
+    targets = lambda gens: [f.sum(axis=tuple(a for a in range(4) if a not in g)) for g in gens]  # noqa: E731
+    two = _ipf.ipf(shape, _ipf.parse_terms("all-2-way", list("abcd")),
+                   targets(_ipf.parse_terms("all-2-way", list("abcd"))), tol=1e-12, max_iter=2000)
+    start = two.fitted.copy()
+    cold = _ipf.ipf(shape, gens3, targets(gens3), tol=1e-12, max_iter=2000)
+    warm = _ipf.ipf(shape, gens3, targets(gens3), tol=1e-12, max_iter=2000, initial=two.fitted)
+    np.testing.assert_allclose(warm.fitted, cold.fitted, rtol=1e-9, atol=1e-12)
+    assert warm.iterations < cold.iterations
+    np.testing.assert_array_equal(two.fitted, start)  # the start table is not modified

@@ -241,6 +241,7 @@ def ipf(
     dtype=np.float64,
     structural_zeros: np.ndarray | None = None,
     memory_limit: int | None = None,
+    initial: np.ndarray | None = None,
 ) -> IPFResult:
     """Fit a hierarchical log-linear model by IPF with the fused kernel.
 
@@ -258,6 +259,11 @@ def ipf(
         Storage of the fitted table (margins are accumulated in float64).
     structural_zeros : bool ndarray of ``shape``, optional
         Cells fixed at 0.
+    initial : ndarray of ``shape``, optional
+        Starting table instead of all ones (copied): the fitted table of a sub-model, so that a
+        model search refines the last fit instead of starting over. IPF converges to the same
+        maximum-likelihood fit from any start in the model's family (Bishop, Fienberg & Holland
+        1975, section 3.5), which a sub-model's fit is.
     """
     fused_pass, n_threads = _kernels()
     k = math.prod(shape)
@@ -267,7 +273,12 @@ def ipf(
                  remedies="partition the table (--partition VAR:BANDS), use float32, or use "
                  "fewer/coarser key variables")
     start = time.perf_counter()
-    mu = np.ones(k, dtype=dtype)
+    if initial is None:
+        mu = np.ones(k, dtype=dtype)
+    else:
+        if tuple(np.shape(initial)) != tuple(shape) and np.size(initial) != k:
+            raise ValueError(f"initial table has shape {np.shape(initial)}, expected {shape}")
+        mu = np.array(initial, dtype=dtype, copy=True).reshape(-1)
     if structural_zeros is not None:
         mu[np.asarray(structural_zeros, bool).ravel()] = 0
     head_axes = _split(tuple(shape))

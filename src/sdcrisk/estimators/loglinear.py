@@ -60,13 +60,17 @@ def _flat_index(table: CellTable) -> np.ndarray:
 
 def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: float = 1e-3,
                   dtype=np.float64, weighted: bool = False, structural_zeros=None,
-                  flat_index: np.ndarray | None = None) -> LogLinearFit:
-    """Fit one model to a table and compute tau1, tau2 and both Z statistics."""
+                  flat_index: np.ndarray | None = None,
+                  initial: np.ndarray | None = None) -> LogLinearFit:
+    """Fit one model to a table and compute tau1, tau2 and both Z statistics.
+
+    ``initial``: the fitted table of a sub-model to start IPF from (same MLE, fewer sweeps).
+    """
     shape = tuple(len(lv) for lv in table.levels)
     values = table.weight_sums if weighted else None
     targets = [_ipf.margin_of_cells(table, g, values) for g in generators]
     res = _ipf.ipf(shape, generators, targets, max_iter=max_iter, tol=tol, dtype=dtype,
-                   structural_zeros=structural_zeros)
+                   structural_zeros=structural_zeros, initial=initial)
     pi = table.n / table.population_size
     idx = _flat_index(table) if flat_index is None else flat_index
     mu_obs = res.fitted.reshape(-1)[idx].astype(np.float64)
@@ -83,6 +87,33 @@ def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: floa
         ipf=res, observed_mu=mu_obs, pi=pi, tau1=float(h1(lam_su, pi).sum()),
         tau2=float(h2(lam_su, pi).sum()), z=z,
     )
+
+
+def compact_levels(table: CellTable) -> CellTable:
+    """The table with the levels that no sample record has removed from every key.
+
+    Exact for every hierarchical model (each contains all main effects): a level with a zero
+    sample margin gets fitted values 0, which add nothing to tau1, tau2, Z or P(PU); dropping
+    it only shrinks the dense table. Cell order and counts are unchanged.
+    """
+    codes = table.cell_codes
+    keep_all = True
+    new_codes = np.empty_like(codes)
+    levels = []
+    for j, lv in enumerate(table.levels):
+        used = np.zeros(len(lv), bool)
+        used[codes[:, j]] = True
+        if used.all():
+            new_codes[:, j] = codes[:, j]
+            levels.append(lv)
+            continue
+        keep_all = False
+        recode = np.cumsum(used) - 1
+        new_codes[:, j] = recode[codes[:, j]]
+        levels.append(tuple(v for v, u in zip(lv, used, strict=True) if u))
+    if keep_all:
+        return table
+    return dataclasses.replace(table, levels=tuple(levels), cell_codes=new_codes)
 
 
 def _unobserved_prob_one(fit: LogLinearFit, observed_m: np.ndarray, weighted: bool) -> float:
@@ -222,6 +253,8 @@ class LogLinearRisk(Estimator):
             raise ParameterError("weighted=True needs survey weights in the data")
         if self.partition is not None:
             return self._fit_partitioned(table)
+        full = table
+        table = compact_levels(table)
         dtype = self._dtype(table.cell_space)
         fit, path = self._fit_table(table, dtype)
         pi = fit.pi
@@ -232,12 +265,12 @@ class LogLinearRisk(Estimator):
             law_name=f"Poisson((1-pi) lambda_k), log-linear model {fit.description}",
         )
         diagnostics = {**_fit_diagnostics(fit), "dtype": np.dtype(dtype).name,
-                       "search_path": path}
+                       "fitted_cells": table.cell_space, "search_path": path}
         fitted = {"model": fit.description, "pi": pi,
                   "minimum_error": {t: dict(v) for t, v in fit.z.items()},
                   "z_sign_convention": "published (+), spec C.4 / H.1.3"}
         result = self._predictive_result(
-            table, pred, fitted=fitted, diagnostics=diagnostics,
+            full, pred, fitted=fitted, diagnostics=diagnostics,
             assumptions=_ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
                                         f"{fit.description}",),
             seed=self.random_state,
@@ -262,6 +295,7 @@ class LogLinearRisk(Estimator):
         unobserved = 0.0
         rows = []
         for label, cells, sub in partition_tables(table, var, groups):
+            sub = compact_levels(sub)
             dtype = self._dtype(sub.cell_space)
             fit, path = self._fit_table(sub, dtype)
             m_sub = (1 - pi) * fit.observed_mu / pi
@@ -491,7 +525,8 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
                          disable=None, leave=False):
             gens = _ipf._reduce(list(current.generators) + [term])
             t0 = time.perf_counter()
-            fit = fit_loglinear(table, gens, **fit_kwargs)
+            # warm start from the current model's fit: the candidate's family contains it
+            fit = fit_loglinear(table, gens, initial=current.fitted, **fit_kwargs)
             z = _z_of(fit, target)
             row = _path_row(fit, target, time.perf_counter() - t0, f"candidate +{order}-way")
             path.append(row)
