@@ -49,6 +49,7 @@ VARIANTS = {
     "skinner-elliot": ("skinner-elliot", {}),
     "loglinear-2way": ("loglinear", {"terms": "all-2-way"}),
     "loglinear-search": ("loglinear", {"terms": "search"}),
+    "graphical": ("graphical", {}),
 }
 # methods that need the dense key space run only up to this many cells here (a search fits
 # dozens of models; larger key spaces call for partitioning, whose accuracy at these sample

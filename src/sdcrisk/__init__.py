@@ -33,6 +33,7 @@ from .decision import (
 from .estimators import (
     ESTIMATORS,
     Estimator,
+    GraphicalRisk,
     LogLinearRisk,
     NegativeBinomialRisk,
     PoissonGammaRisk,
@@ -60,7 +61,12 @@ from .exceptions import (
 )
 from .household import household_microdata, household_sizes
 from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
-from .predictive import CellPredictive, NegativeBinomialPredictive, PoissonPredictive
+from .predictive import (
+    CellPredictive,
+    MixturePredictive,
+    NegativeBinomialPredictive,
+    PoissonPredictive,
+)
 from .recommend import Plan, Recommendations, RiskTarget, recommend
 from .result import RiskResult
 from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
@@ -75,11 +81,13 @@ __all__ = [
     "CellPredictive",
     "NegativeBinomialPredictive",
     "PoissonPredictive",
+    "MixturePredictive",
     "Measure",
     "RiskResult",
     "Estimator",
     "NegativeBinomialRisk",
     "LogLinearRisk",
+    "GraphicalRisk",
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",

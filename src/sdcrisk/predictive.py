@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _nb, _poisson
 
-__all__ = ["CellPredictive", "NegativeBinomialPredictive", "PoissonPredictive"]
+__all__ = ["CellPredictive", "NegativeBinomialPredictive", "PoissonPredictive",
+           "MixturePredictive"]
 
 
 class CellPredictive(ABC):
@@ -173,3 +174,90 @@ class PoissonPredictive(CellPredictive):
     def sample(self, rng, size, cells=None):
         m = _sel(self.mean_, cells)
         return rng.poisson(m, size=(size, len(m)))
+
+
+@dataclass(frozen=True, eq=False)
+class MixturePredictive(CellPredictive):
+    """U_k ~ sum_m w_m P_m(U_k): a mixture of per-cell laws (Bayesian model averaging).
+
+    The predictive of a model-averaged estimator (Forster & Webb 2007, eq 8): every
+    expectation is the weighted average of the components' (eq 11); the variance adds the
+    spread of the component means. ``sample`` draws one component per draw (row), so a draw
+    of all cells comes from a single model.
+
+    Parameters
+    ----------
+    components : sequence of CellPredictive
+        Per-model laws over the same observed cells (equal ``f``).
+    weights : array_like
+        Posterior model probabilities: non-negative, summing to 1.
+    law_name : str
+        Human-readable description.
+    """
+
+    components: tuple
+    weights: np.ndarray
+    law_name: str = "mixture"
+
+    def __post_init__(self):
+        comps = tuple(self.components)
+        w = np.asarray(self.weights, float)
+        if not comps or w.shape != (len(comps),):
+            raise ValueError("give one weight per component (at least one component)")
+        if np.any(w < 0) or not np.isclose(w.sum(), 1.0, rtol=0, atol=1e-9):
+            raise ValueError(f"mixture weights must be >= 0 and sum to 1, got sum {w.sum()}")
+        f = comps[0].f
+        for c in comps[1:]:
+            if not np.array_equal(c.f, f):
+                raise ValueError("mixture components must describe the same cells (equal f)")
+        object.__setattr__(self, "components", comps)
+        object.__setattr__(self, "weights", w)
+        unobs = [c.unobserved_prob_one for c in comps]
+        object.__setattr__(self, "unobserved_prob_one",
+                           None if any(x is None for x in unobs)
+                           else float(np.dot(w, np.asarray(unobs, float))))
+
+    @property
+    def f(self) -> np.ndarray:  # type: ignore[override]
+        return self.components[0].f
+
+    @property
+    def law(self) -> str:
+        return self.law_name
+
+    def _average(self, name: str, cells) -> np.ndarray:
+        out = 0.0
+        for w, c in zip(self.weights, self.components, strict=True):
+            if w > 0:
+                out = out + w * getattr(c, name)(cells)
+        return np.asarray(out, float)
+
+    def prob_zero(self, cells=None):
+        return self._average("prob_zero", cells)
+
+    def expected_inverse(self, cells=None):
+        return self._average("expected_inverse", cells)
+
+    def expected_inverse_square(self, cells=None):
+        return self._average("expected_inverse_square", cells)
+
+    def mean(self, cells=None):
+        return self._average("mean", cells)
+
+    def variance(self, cells=None):
+        total_mean = self.mean(cells)
+        second = 0.0
+        for w, c in zip(self.weights, self.components, strict=True):
+            if w > 0:
+                second = second + w * (c.variance(cells) + c.mean(cells) ** 2)
+        return np.maximum(np.asarray(second, float) - total_mean**2, 0.0)
+
+    def sample(self, rng, size, cells=None):
+        which = rng.choice(len(self.components), size=size, p=self.weights)
+        n_cells = len(self.f) if cells is None else len(np.asarray(cells).reshape(-1))
+        out = np.zeros((size, n_cells), np.int64)
+        for m, c in enumerate(self.components):
+            rows = np.flatnonzero(which == m)
+            if rows.size:
+                out[rows] = c.sample(rng, rows.size, cells)
+        return out

@@ -7,6 +7,7 @@ import dataclasses
 from ..exceptions import ParameterError
 from ._base import Estimator
 from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
+from .graphical import GraphicalRisk
 from .loglinear import LogLinearRisk
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
     "LogLinearRisk",
+    "GraphicalRisk",
     "bf_risk",
     "ESTIMATORS",
     "get_estimator",
@@ -23,7 +25,8 @@ __all__ = [
 #: estimator classes by the method name used in the CLI and in results
 ESTIMATORS: dict[str, type[Estimator]] = {
     cls.name: cls
-    for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, LogLinearRisk)
+    for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, LogLinearRisk,
+                GraphicalRisk)
 }
 
 

@@ -1,0 +1,451 @@
+"""Decomposable graphical models on the key variables (methods spec D.1-D.4).
+
+* graphs as adjacency bitmasks: chordality by maximum cardinality search (Tarjan & Yannakakis
+  1984), perfect numbering, cliques and separators of a junction tree, the single-edge
+  additions that keep a graph decomposable;
+* :class:`Margins`: margins of the sparse sample table over subsets of the keys, computed
+  from the observed cells only and cached (memory grows with the number of non-empty margin
+  cells, never with the key space);
+* the hyper-Dirichlet marginal likelihood in both forms: FW eq (18), a product over the
+  vertices of a perfect numbering and their parent configurations, and the clique/separator
+  form of spec D.3; they are equal for every decomposable graph;
+* Occam's window search (FW section 4, spec D.4).
+
+The prior is the hyper-Dirichlet law derived from a symmetric Dirichlet with total weight p
+over all K cells: on any variable set A it is Dirichlet with parameter ``a_A = p / |I_A|`` per
+cell of A (spec D.2), so ``mu_j(i_j | i_pa(j)) = p / |I_{j u pa(j)}|``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy.special import gammaln
+
+__all__ = [
+    "DecomposableGraph",
+    "Margins",
+    "Margin",
+    "mcs_order",
+    "perfect_numbering",
+    "is_decomposable",
+    "log_ml_vertex_form",
+    "log_ml_clique_form",
+    "occam_window",
+    "SearchResult",
+    "parent_index",
+    "members",
+]
+
+_MAX_RADIX = 2**62
+
+
+# ------------------------------------------------------------------------------------------
+# graphs
+
+
+def members(mask: int) -> list[int]:
+    """The vertices of a bitmask, in increasing order."""
+    out = []
+    v = 0
+    while mask:
+        if mask & 1:
+            out.append(v)
+        mask >>= 1
+        v += 1
+    return out
+
+
+def mcs_order(adj: tuple[int, ...]) -> list[int]:
+    """Maximum cardinality search: repeatedly number the vertex with most numbered neighbours.
+
+    Ties go to the smallest vertex index, so the order is deterministic. For a chordal graph
+    the order is a perfect numbering (Tarjan & Yannakakis 1984).
+    """
+    n = len(adj)
+    weight = [0] * n
+    numbered = 0
+    order = []
+    for _ in range(n):
+        best, best_w = -1, -1
+        for v in range(n):
+            if not numbered >> v & 1 and weight[v] > best_w:
+                best, best_w = v, weight[v]
+        order.append(best)
+        numbered |= 1 << best
+        for u in members(adj[best] & ~numbered):
+            weight[u] += 1
+    return order
+
+
+def _is_complete(mask: int, adj: tuple[int, ...]) -> bool:
+    return all((adj[v] | 1 << v) & mask == mask for v in members(mask))
+
+
+def perfect_numbering(adj: tuple[int, ...]) -> list[int] | None:
+    """A perfect numbering (earlier neighbours of every vertex form a complete set), or None.
+
+    The MCS order is checked: a graph is chordal iff its MCS order is perfect.
+    """
+    order = mcs_order(adj)
+    earlier = 0
+    for v in order:
+        if not _is_complete(adj[v] & earlier, adj):
+            return None
+        earlier |= 1 << v
+    return order
+
+
+def is_decomposable(adj: tuple[int, ...]) -> bool:
+    """True when the graph has no chordless cycle of length >= 4."""
+    return perfect_numbering(adj) is not None
+
+
+@dataclass(frozen=True)
+class DecomposableGraph:
+    """An undirected decomposable graph on vertices 0..n_vertices-1 (one per key variable).
+
+    Parameters
+    ----------
+    n_vertices : int
+        Number of key variables.
+    edges : frozenset of (int, int)
+        Edges as pairs (i, j) with i < j.
+
+    Raises
+    ------
+    ValueError
+        When the graph is not decomposable (has a chordless cycle of length >= 4).
+    """
+
+    n_vertices: int
+    edges: frozenset = field(default_factory=frozenset)
+
+    def __post_init__(self):
+        edges = frozenset((min(a, b), max(a, b)) for a, b in self.edges)
+        for a, b in edges:
+            if a == b or not (0 <= a < self.n_vertices and 0 <= b < self.n_vertices):
+                raise ValueError(f"bad edge ({a}, {b}) for {self.n_vertices} vertices")
+        object.__setattr__(self, "edges", edges)
+        if self.numbering is None:
+            raise ValueError(f"graph with edges {sorted(edges)} is not decomposable")
+
+    @classmethod
+    def independence(cls, n_vertices: int) -> DecomposableGraph:
+        return cls(n_vertices, frozenset())
+
+    @classmethod
+    def saturated(cls, n_vertices: int) -> DecomposableGraph:
+        return cls(n_vertices, frozenset((a, b) for a in range(n_vertices)
+                                         for b in range(a + 1, n_vertices)))
+
+    @cached_property
+    def adj(self) -> tuple[int, ...]:
+        adj = [0] * self.n_vertices
+        for a, b in self.edges:
+            adj[a] |= 1 << b
+            adj[b] |= 1 << a
+        return tuple(adj)
+
+    @cached_property
+    def numbering(self) -> list[int] | None:
+        return perfect_numbering(self.adj)
+
+    @cached_property
+    def factors(self) -> tuple[tuple[int, int], ...]:
+        """(A_j, B_j) bitmasks per vertex of the perfect numbering: A = {j} u pa(j), B = pa(j)."""
+        out = []
+        earlier = 0
+        for v in self.numbering:
+            pa = self.adj[v] & earlier
+            out.append((pa | 1 << v, pa))
+            earlier |= 1 << v
+        return tuple(out)
+
+    @cached_property
+    def cliques(self) -> tuple[int, ...]:
+        """Maximal complete sets (bitmasks), ordered so that they have the running
+        intersection property."""
+        cands = [a for a, _ in self.factors]
+        keep = []
+        for i, c in enumerate(cands):
+            if any(c != d and c & d == c for d in cands) or c in cands[:i]:
+                continue
+            keep.append(c)
+        return tuple(keep)
+
+    @cached_property
+    def separators(self) -> tuple[int, ...]:
+        """Separators with multiplicity: S_k = C_k n (C_1 u ... u C_{k-1}), k >= 2 (may be 0)."""
+        seps = []
+        union = 0
+        for i, c in enumerate(self.cliques):
+            if i:
+                seps.append(c & union)
+            union |= c
+        return tuple(seps)
+
+    def edge_mask(self) -> int:
+        """The edge set as one integer (bit a*n+b for edge (a, b)): a hashable model id."""
+        return sum(1 << (a * self.n_vertices + b) for a, b in self.edges)
+
+    def additions(self) -> list[DecomposableGraph]:
+        """Graphs with one more edge that are still decomposable (the search moves)."""
+        out = []
+        n = self.n_vertices
+        for a in range(n):
+            for b in range(a + 1, n):
+                if (a, b) in self.edges:
+                    continue
+                adj = list(self.adj)
+                adj[a] |= 1 << b
+                adj[b] |= 1 << a
+                if is_decomposable(tuple(adj)):
+                    out.append(DecomposableGraph(n, self.edges | {(a, b)}))
+        return out
+
+    def describe(self, names) -> str:
+        """Cliques by variable name, e.g. ``[age, sex] [race]``."""
+        return " ".join("[" + ", ".join(names[v] for v in members(c)) + "]" for c in self.cliques)
+
+
+# ------------------------------------------------------------------------------------------
+# margins of the sparse table
+
+
+@dataclass(frozen=True)
+class Margin:
+    """Non-empty cells of the margin of the sample over a variable set A.
+
+    ``counts[k]`` is f_A of margin cell k, ``codes[k]`` its level codes (columns in
+    ``variables`` order), ``inverse[i]`` the margin cell of observed cell i, ``log_size`` the
+    log of |I_A|, the number of cells of A (sample zeros included).
+    """
+
+    variables: tuple[int, ...]
+    counts: np.ndarray
+    codes: np.ndarray
+    inverse: np.ndarray
+    log_size: float
+    ids: np.ndarray | None  # sorted mixed-radix ids of the margin cells (None if too large)
+    radices: tuple[int, ...]
+
+    def lookup(self, query: np.ndarray) -> np.ndarray:
+        """Index of the margin cell of each query row (codes on ``variables``), -1 if empty."""
+        m = query.shape[0]
+        if not self.variables:
+            return np.zeros(m, np.int64)
+        if self.ids is not None:
+            qid = _radix_ids(query, self.radices)
+            pos = np.searchsorted(self.ids, qid)
+            pos = np.minimum(pos, len(self.ids) - 1)
+            return np.where(self.ids[pos] == qid, pos, -1)
+        both = np.concatenate([self.codes, query], axis=0)
+        _, inv = np.unique(both, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        table = np.full(int(inv.max()) + 1, -1, np.int64)
+        table[inv[: len(self.codes)]] = np.arange(len(self.codes))
+        return table[inv[len(self.codes):]]
+
+
+def _radix_ids(codes: np.ndarray, radices: tuple[int, ...]) -> np.ndarray:
+    ids = np.zeros(codes.shape[0], np.int64)
+    for j, d in enumerate(radices):
+        ids = ids * d + codes[:, j]
+    return ids
+
+
+class Margins:
+    """Cache of margins of the sample over subsets of the keys (bitmask -> :class:`Margin`).
+
+    Parameters
+    ----------
+    cell_codes : ndarray (n_cells, J)
+        Level codes of the observed cells.
+    counts : ndarray (n_cells,)
+        f of the observed cells.
+    n_levels : sequence of int
+        Number of levels d_j of each key (zero-count levels included).
+    """
+
+    def __init__(self, cell_codes: np.ndarray, counts: np.ndarray, n_levels):
+        self.cell_codes = np.asarray(cell_codes)
+        self.counts = np.asarray(counts, np.int64)
+        self.n_levels = tuple(int(d) for d in n_levels)
+        self.n = int(self.counts.sum())
+        self._cache: dict[int, Margin] = {}
+
+    @property
+    def n_vertices(self) -> int:
+        return len(self.n_levels)
+
+    def __len__(self) -> int:
+        """Number of margins computed so far."""
+        return len(self._cache)
+
+    def __call__(self, mask: int) -> Margin:
+        got = self._cache.get(mask)
+        if got is None:
+            got = self._compute(mask)
+            self._cache[mask] = got
+        return got
+
+    def _compute(self, mask: int) -> Margin:
+        variables = tuple(members(mask))
+        radices = tuple(self.n_levels[v] for v in variables)
+        log_size = float(sum(math.log(d) for d in radices))
+        n_cells = len(self.counts)
+        if not variables:
+            return Margin((), np.array([self.n], np.int64), np.zeros((1, 0), np.int64),
+                          np.zeros(n_cells, np.int64), 0.0, None, ())
+        sub = self.cell_codes[:, list(variables)].astype(np.int64)
+        if math.prod(radices) < _MAX_RADIX:
+            ids = _radix_ids(sub, radices)
+            uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+        else:
+            _, first, inv = np.unique(sub, axis=0, return_index=True, return_inverse=True)
+            uniq = None
+        inv = inv.ravel()
+        counts = np.bincount(inv, weights=self.counts, minlength=len(first)).astype(np.int64)
+        return Margin(variables, counts, sub[first], inv, log_size, uniq, radices)
+
+    def log_ml(self, mask: int, prior_weight: float) -> float:
+        """log ML(A) of spec D.3 for the variable set A (0 for the empty set)."""
+        if mask == 0:
+            return 0.0
+        m = self(mask)
+        return _log_ml_margin(m.counts, m.log_size, prior_weight)
+
+
+def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
+    """log Gamma(a + f) - log Gamma(a) for a = exp(log_a) > 0, f >= 1, stable as a -> 0.
+
+    Uses Gamma(a) = Gamma(1 + a) / a: the difference is log a + lgamma(a + f) - lgamma(1 + a).
+    """
+    a = math.exp(log_a)
+    return log_a + gammaln(a + f) - gammaln(1.0 + a)
+
+
+def _log_ml_margin(counts: np.ndarray, log_size: float, p: float) -> float:
+    n = float(counts.sum())
+    log_a = math.log(p) - log_size
+    return float(gammaln(p) - gammaln(p + n) + np.sum(_log_gamma_ratio(log_a, counts)))
+
+
+def log_ml_clique_form(graph: DecomposableGraph, margins: Margins, prior_weight: float
+                       ) -> float:
+    """log P(f | m) = sum over cliques of log ML(C) - sum over separators of log ML(S).
+
+    Spec D.3; the multinomial coefficient (common to all models) is omitted.
+    """
+    return (sum(margins.log_ml(c, prior_weight) for c in graph.cliques)
+            - sum(margins.log_ml(s, prior_weight) for s in graph.separators))
+
+
+def log_ml_vertex_form(graph: DecomposableGraph, margins: Margins, prior_weight: float
+                       ) -> float:
+    """log P(f | m) by FW eq (18): product over vertices j of a perfect numbering and over the
+    parent configurations i_pa(j) of
+
+        Gamma(sum_ij mu_j) prod_ij Gamma(mu*_j) / (Gamma(sum_ij mu*_j) prod_ij Gamma(mu_j)),
+
+    with mu_j = p / |I_{j u pa(j)}| and mu*_j = mu_j + f_{j u pa(j)} (FW eq 6). Parent
+    configurations with no sample count contribute a factor 1 and are skipped.
+    """
+    p = prior_weight
+    total = 0.0
+    for (a_mask, b_mask), v in zip(graph.factors, graph.numbering, strict=True):
+        fam = margins(a_mask)
+        par = margins(b_mask)
+        log_mu = math.log(p) - fam.log_size
+        d_j = margins.n_levels[v]
+        sum_mu = d_j * math.exp(log_mu)  # sum over i_j of mu_j(i_j | i_pa)
+        # f_pa(i_pa) = sum over i_j of f_{j u pa}(i_j, i_pa): the parent margin of the family
+        parent_counts = np.bincount(parent_index(fam, par, b_mask), weights=fam.counts,
+                                    minlength=len(par.counts))
+        parent_counts = parent_counts[parent_counts > 0]
+        total += float(np.sum(gammaln(sum_mu) - gammaln(sum_mu + parent_counts)))
+        total += float(np.sum(_log_gamma_ratio(log_mu, fam.counts)))
+    return total
+
+
+def parent_index(fam: Margin, par: Margin, b_mask: int) -> np.ndarray:
+    """For each cell of the family margin, the index of its parent-configuration cell."""
+    if b_mask == 0:
+        return np.zeros(len(fam.counts), np.int64)
+    cols = [fam.variables.index(v) for v in par.variables]
+    idx = par.lookup(fam.codes[:, cols])
+    return idx
+
+
+# ------------------------------------------------------------------------------------------
+# Occam's window
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Models kept by Occam's window, best first, and what the search did."""
+
+    graphs: tuple[DecomposableGraph, ...]
+    log_ml: np.ndarray
+    posterior: np.ndarray
+    visited: int
+    iterations: int
+    window: float
+    truncated: int  # models in the window dropped by the cap on kept models
+
+
+def occam_window(margins: Margins, prior_weight: float, window: float,
+                 max_models: int | None = None, *, max_iterations: int = 10_000
+                 ) -> SearchResult:
+    """Occam's window search from the independence model (FW section 4; spec D.4).
+
+    ``S <- {independence}``; repeat: add every decomposable one-edge extension of every model
+    in S; keep the models whose posterior ratio to the best one found is at least
+    ``1 / window``; stop when S no longer changes. Posterior model probabilities are
+    renormalised over S (uniform prior over decomposable models). ``max_models`` keeps only
+    the best models of the final window (``truncated`` says how many were dropped).
+    """
+    j = margins.n_vertices
+    log_c = -math.log(window)
+    scores: dict[int, tuple[float, DecomposableGraph]] = {}
+
+    def score(g: DecomposableGraph) -> float:
+        key = g.edge_mask()
+        if key not in scores:
+            scores[key] = (log_ml_clique_form(g, margins, prior_weight), g)
+        return scores[key][0]
+
+    start = DecomposableGraph.independence(j)
+    current = {start.edge_mask(): start}
+    score(start)
+    iterations = 0
+    expanded: set[int] = set()
+    while iterations < max_iterations:
+        iterations += 1
+        candidates = dict(current)
+        for key, g in current.items():
+            if key in expanded:
+                continue
+            expanded.add(key)
+            for h in g.additions():
+                score(h)
+                candidates[h.edge_mask()] = h
+        best = max(scores[k][0] for k in candidates)
+        new = {k: g for k, g in candidates.items() if scores[k][0] - best >= log_c}
+        if new.keys() == current.keys():
+            break
+        current = new
+    ranked = sorted(current, key=lambda k: (-scores[k][0], k))
+    truncated = 0
+    if max_models is not None and len(ranked) > max_models:
+        truncated = len(ranked) - max_models
+        ranked = ranked[:max_models]
+    log_ml = np.array([scores[k][0] for k in ranked])
+    w = np.exp(log_ml - log_ml.max())
+    return SearchResult(
+        graphs=tuple(scores[k][1] for k in ranked), log_ml=log_ml, posterior=w / w.sum(),
+        visited=len(scores), iterations=iterations, window=window, truncated=truncated)

@@ -1,0 +1,284 @@
+"""Per-model predictive laws of the Forster-Webb graphical model (methods spec D.5-D.7).
+
+Under a decomposable model m with the hyper-Dirichlet posterior, the cell probability
+``pi_i = prod_j beta_j(i_j | i_pa(j))`` is a product of independent beta variables whose moments
+are FW eq (19). With ``a_A = p / |I_A|``, ``mu* = a_A + f_A(i)`` (A = {j} u pa(j)) and
+``Sigma* = a_B + f_B(i)`` (B = pa(j)):
+
+    E[pi_i]   = prod_j mu* / Sigma*,
+    E[pi_i^2] = prod_j mu* (mu* + 1) / (Sigma* (Sigma* + 1)),
+
+so ``CV^2 = E[pi^2] / E[pi]^2 - 1 = prod_j (1 + 1/mu*) / (1 + 1/Sigma*) - 1``, computed here in
+log space (no cancellation). The gamma law with these moments has shape ``alpha = 1 / CV^2``
+and rate ``lambda = alpha / E[pi]``; with the Poisson approximation (eq 20) the unseen count
+``U_i = F_i - f_i`` is ``NegBin(alpha, p = lambda / (lambda + u))``, ``u = N - n`` (eq 21), i.e.
+``p = 1 / (1 + u E[pi] CV^2)``.
+
+Unobserved cells (f_i = 0) enter only P(PU), through ``sum_{f_i = 0} P(U_i = 1 | f)``
+(FW eq 13). :func:`unobserved_enumerated` sums it over every cell of the key space (exact;
+memory proportional to K, so only for small key spaces). :func:`unobserved_importance` is the
+stated approximation for large key spaces: cells are drawn from the posterior-mean cell
+distribution ``q(i) = E[pi_i | m, f]`` (exact ancestral sampling along the perfect numbering)
+and ``sum_{f=0} g(i) = E_q[g(i) / q(i) I(f_i = 0)]`` is estimated by the sample mean. With
+``g = P(U = 1) = alpha q_nb p^alpha`` the weight is ``g / q(i) = u p^(alpha + 1) <= u``, so the
+estimator is unbiased with bounded weights; its standard error is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._decomposable import DecomposableGraph, Margins, parent_index
+
+__all__ = [
+    "CellMoments",
+    "factor_params",
+    "dense_margin",
+    "sample_cells",
+    "cell_moments",
+    "observed_flat_ids",
+    "observed_moments",
+    "moments_from_counts",
+    "nb_parameters",
+    "log_prob_one",
+    "unobserved_enumerated",
+    "unobserved_importance",
+]
+
+
+@dataclass(frozen=True)
+class CellMoments:
+    """log E[pi_i] and log CV^2(pi_i) for a set of cells under one model."""
+
+    log_mean: np.ndarray
+    log_cv2: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        return np.exp(self.log_mean)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return np.exp(2 * self.log_mean + self.log_cv2)
+
+
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(exp(x) - 1) for x > 0, without overflow for large x."""
+    x = np.asarray(x, float)
+    big = x > 30
+    with np.errstate(divide="ignore"):
+        small = np.log(np.expm1(np.where(big, 1.0, x)))
+    return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 30.0))), small)
+
+
+def factor_params(graph: DecomposableGraph, margins: Margins, prior_weight: float):
+    """(A, B, log a_A, a_A, a_B) per factor of the perfect numbering, with a_B = d_j a_A."""
+    out = []
+    for (a_mask, b_mask), v in zip(graph.factors, graph.numbering, strict=True):
+        log_a = math.log(prior_weight) - margins(a_mask).log_size
+        a_a = math.exp(log_a)
+        out.append((a_mask, b_mask, a_a, margins.n_levels[v] * a_a))
+    return out
+
+
+def moments_from_counts(params, family_counts, parent_counts) -> CellMoments:
+    """FW eq (19) moments from the family and parent margin counts of each cell.
+
+    ``family_counts[j]`` / ``parent_counts[j]`` hold f_A(i) / f_B(i) of factor j for every cell
+    (0 where the margin cell is empty).
+    """
+    log_mean = 0.0
+    log_ratio = 0.0
+    for (_, _, a_a, a_b), fa, fb in zip(params, family_counts, parent_counts, strict=True):
+        mu = a_a + np.asarray(fa, float)
+        sig = a_b + np.asarray(fb, float)
+        log_mean = log_mean + np.log(mu) - np.log(sig)
+        log_ratio = log_ratio + np.log1p(1.0 / mu) - np.log1p(1.0 / sig)
+    log_ratio = np.maximum(np.asarray(log_ratio, float), 1e-300)
+    return CellMoments(np.asarray(log_mean, float), _log_expm1(log_ratio))
+
+
+def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: float
+                     ) -> CellMoments:
+    """FW eq (19) moments of pi_i for every observed cell (memory ~ observed cells)."""
+    params = factor_params(graph, margins, prior_weight)
+    fams = [margins(a).counts[margins(a).inverse] for a, _, _, _ in params]
+    pars = [margins(b).counts[margins(b).inverse] for _, b, _, _ in params]
+    return moments_from_counts(params, fams, pars)
+
+
+def nb_parameters(moments: CellMoments, u: float) -> tuple[np.ndarray, np.ndarray]:
+    """Negative-binomial (size alpha, prob p) of U = F - f from the gamma approximation.
+
+    alpha = 1 / CV^2; p = lambda / (lambda + u) = 1 / (1 + u E[pi] CV^2) (FW eqs 20, 21).
+    """
+    size = np.exp(-moments.log_cv2)
+    with np.errstate(divide="ignore"):
+        x = np.exp(math.log(u) + moments.log_mean + moments.log_cv2) if u > 0 else 0.0
+    prob = 1.0 / (1.0 + x)
+    return size, np.broadcast_to(prob, size.shape).copy()
+
+
+def log_prob_one(moments: CellMoments, u: float) -> np.ndarray:
+    """log P(U = 1) = log(alpha q p^alpha) of the NB of FW eq (23); -inf when u = 0."""
+    if u <= 0:
+        return np.full(np.shape(moments.log_mean), -np.inf)
+    log_x = math.log(u) + moments.log_mean + moments.log_cv2
+    log1p_x = np.logaddexp(0.0, log_x)
+    alpha = np.exp(-moments.log_cv2)
+    return -moments.log_cv2 + (log_x - log1p_x) - alpha * log1p_x
+
+
+# ------------------------------------------------------------------------------------------
+# unobserved cells
+
+
+def dense_margin(margins: Margins, mask: int) -> np.ndarray:
+    """The margin over ``mask`` as a dense array shaped for broadcasting over all J keys."""
+    m = margins(mask)
+    shape = [1] * margins.n_vertices
+    for v in m.variables:
+        shape[v] = margins.n_levels[v]
+    size = math.prod(shape)
+    dense = np.zeros(size)
+    if m.variables:
+        dense[m.ids] = m.counts
+    else:
+        dense[0] = m.counts[0]
+    return dense.reshape(shape)
+
+
+def observed_flat_ids(margins: Margins) -> np.ndarray:
+    """Row-major flat index of every observed cell in the full key space."""
+    ids = np.zeros(len(margins.counts), np.int64)
+    for j, d in enumerate(margins.n_levels):
+        ids = ids * d + margins.cell_codes[:, j]
+    return ids
+
+
+def unobserved_enumerated(graph: DecomposableGraph, margins: Margins, prior_weight: float,
+                          u: float, *, slab_cells: int = 1 << 20) -> float:
+    """sum over every cell with f = 0 of P(U = 1 | f) under the gamma approximation (exact sum).
+
+    Time proportional to K: call only for small key spaces. The key space is visited in slabs
+    along the first key (about ``slab_cells`` cells each), so the working memory is that of
+    the dense family margins plus one slab.
+    """
+    if u <= 0:
+        return 0.0
+    params = factor_params(graph, margins, prior_weight)
+    fams = [dense_margin(margins, a) for a, _, _, _ in params]
+    pars = [dense_margin(margins, b) for _, b, _, _ in params]
+    shape = margins.n_levels
+    rest = math.prod(shape[1:])
+    step = max(1, slab_cells // max(rest, 1))
+    observed = np.sort(observed_flat_ids(margins))
+    total = 0.0
+    for lo in range(0, shape[0], step):
+        hi = min(shape[0], lo + step)
+
+        def cut(a, lo=lo, hi=hi):
+            return a[lo:hi] if a.shape[0] > 1 else a
+
+        mom = moments_from_counts(params, [cut(a) for a in fams], [cut(b) for b in pars])
+        slab = (hi - lo,) + tuple(shape[1:])
+        log_mean = np.broadcast_to(mom.log_mean, slab).reshape(-1)
+        log_cv2 = np.broadcast_to(mom.log_cv2, slab).reshape(-1)
+        g = np.exp(log_prob_one(CellMoments(log_mean, log_cv2), u))
+        a, b = np.searchsorted(observed, [lo * rest, hi * rest])
+        g[observed[a:b] - lo * rest] = 0.0
+        total += float(g.sum())
+    return total
+
+
+@dataclass(frozen=True)
+class _Family:
+    """The family margin A = {v} u pa(v) arranged for drawing v given its parents."""
+
+    order: np.ndarray  # family cells sorted by parent cell
+    cum: np.ndarray  # cumulative counts in that order
+    offset: np.ndarray  # per parent cell: counts of the family cells of earlier parents
+    code_col: int  # column of v in the family margin's codes
+
+
+def _family(margins: Margins, a_mask: int, b_mask: int, v: int) -> _Family:
+    fam = margins(a_mask)
+    par = margins(b_mask)
+    parent = parent_index(fam, par, b_mask)
+    order = np.argsort(parent, kind="stable")
+    cum = np.cumsum(fam.counts[order])
+    parent_totals = np.bincount(parent, weights=fam.counts, minlength=len(par.counts))
+    offset = np.concatenate([[0], np.cumsum(parent_totals)[:-1]]).astype(np.int64)
+    return _Family(order, cum, offset, fam.variables.index(v))
+
+
+def sample_cells(graph: DecomposableGraph, margins: Margins, prior_weight: float, size: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """Draws of cells (codes, shape (size, J)) from q(i) = E[pi_i | m, f].
+
+    Ancestral sampling along the perfect numbering: v given its parents i_B is drawn from
+    ``(a_A + f_A(., i_B)) / (a_B + f_B(i_B))``, the mixture of the empirical conditional
+    (weight f_B / (a_B + f_B)) and the uniform law on the d_v levels (weight a_B / (a_B + f_B)).
+    """
+    params = factor_params(graph, margins, prior_weight)
+    codes = np.zeros((size, margins.n_vertices), np.int64)
+    for (a_mask, b_mask, _, a_b), v in zip(params, graph.numbering, strict=True):
+        par = margins(b_mask)
+        if b_mask == 0:
+            pidx = np.zeros(size, np.int64)
+        else:
+            pidx = par.lookup(codes[:, list(par.variables)])
+        f_b = np.where(pidx >= 0, par.counts[np.maximum(pidx, 0)], 0).astype(float)
+        empirical = rng.random(size) * (a_b + f_b) < f_b
+        out = rng.integers(0, margins.n_levels[v], size)
+        idx = np.flatnonzero(empirical)
+        if idx.size:
+            fam = _family(margins, a_mask, b_mask, v)
+            r = np.floor(rng.random(idx.size) * f_b[idx]).astype(np.int64)
+            target = fam.offset[pidx[idx]] + r
+            pos = np.searchsorted(fam.cum, target, side="right")
+            cell = fam.order[pos]
+            out[idx] = margins(a_mask).codes[cell, fam.code_col]
+        codes[:, v] = out
+    return codes
+
+
+def cell_moments(graph: DecomposableGraph, margins: Margins, prior_weight: float,
+                 codes: np.ndarray) -> CellMoments:
+    """FW eq (19) moments of arbitrary cells given by their codes (empty margins count 0)."""
+    params = factor_params(graph, margins, prior_weight)
+    fams, pars = [], []
+    for a_mask, b_mask, _, _ in params:
+        for mask, out in ((a_mask, fams), (b_mask, pars)):
+            m = margins(mask)
+            idx = m.lookup(codes[:, list(m.variables)])
+            out.append(np.where(idx >= 0, m.counts[np.maximum(idx, 0)], 0))
+    return moments_from_counts(params, fams, pars)
+
+
+def unobserved_importance(graph: DecomposableGraph, margins: Margins, prior_weight: float,
+                          u: float, draws: int, rng: np.random.Generator
+                          ) -> tuple[float, float]:
+    """Importance-sampling estimate (and standard error) of sum_{f=0} P(U = 1 | f).
+
+    Proposal q(i) = E[pi_i | m, f]; weight P(U_i = 1) / q(i) = u p_i^(alpha_i + 1) on cells
+    with f_i = 0 and 0 on observed cells. Unbiased; memory ~ draws x J.
+    """
+    if u <= 0:
+        return 0.0, 0.0
+    full = (1 << margins.n_vertices) - 1
+    values = np.zeros(draws)
+    chunk = 1 << 16
+    for start in range(0, draws, chunk):
+        size = min(chunk, draws - start)
+        codes = sample_cells(graph, margins, prior_weight, size, rng)
+        mom = cell_moments(graph, margins, prior_weight, codes)
+        unseen = margins(full).lookup(codes) < 0
+        w = np.exp(log_prob_one(mom, u) - mom.log_mean)
+        values[start:start + size] = np.where(unseen, w, 0.0)
+    est = float(values.mean())
+    se = float(values.std(ddof=1) / math.sqrt(draws)) if draws > 1 else float("nan")
+    return est, se

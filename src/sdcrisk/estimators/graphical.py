@@ -1,0 +1,335 @@
+"""Bayesian model averaging over decomposable graphical models (Forster & Webb 2007).
+
+Spec section D. The population table is Multinomial(N, pi); pi follows a decomposable
+graphical model m on the key variables with the hyper-Dirichlet prior of total weight p;
+models are averaged over Occam's window with posterior probabilities from the closed-form
+marginal likelihoods. Per model the cell probabilities are approximated by gamma laws with
+the exact posterior moments, giving negative-binomial predictives of the unseen counts; or,
+with ``monte_carlo``, models and Dirichlet parameters are drawn (spec D.8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from typing import ClassVar
+
+import numpy as np
+
+from ..exceptions import ApproximationWarning, ParameterError
+from ..measures import DESCRIPTIONS, Measure, theta_expectation
+from ..predictive import MixturePredictive, NegativeBinomialPredictive
+from ..result import RiskResult
+from ..table import CellTable
+from ._base import Estimator
+from ._decomposable import DecomposableGraph, Margins, members, occam_window
+from ._graphical_mc import run_monte_carlo
+from ._graphical_predictive import (
+    nb_parameters,
+    observed_moments,
+    unobserved_enumerated,
+    unobserved_importance,
+)
+
+__all__ = ["GraphicalRisk"]
+
+_MC_DENSE_BUDGET = 10**8  # K x draws up to which the Monte Carlo draws pi on the f = 0 cells
+_MC_DENSE_MAX_K = 1 << 22  # ... and K at most this (memory: a few arrays of K doubles)
+
+
+class _Cached(NegativeBinomialPredictive):
+    """A negative-binomial predictive that computes each expectation once for all cells."""
+
+    def _full(self, name):
+        cache = self.__dict__.setdefault("_cache", {})
+        if name not in cache:
+            cache[name] = getattr(super(), name)(None)
+        return cache[name]
+
+    def prob_zero(self, cells=None):
+        a = self._full("prob_zero")
+        return a if cells is None else a[cells]
+
+    def expected_inverse(self, cells=None):
+        a = self._full("expected_inverse")
+        return a if cells is None else a[cells]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GraphicalRisk(Estimator):
+    """Forster-Webb disclosure risk: model averaging over decomposable graphical models.
+
+    Parameters
+    ----------
+    prior_weight : float
+        Total weight p of the hyper-Dirichlet prior, derived from a symmetric Dirichlet with
+        parameter p/K on every cell (default 1, FW's choice; they also try 1/50 and 50).
+    window : float
+        Occam's window ratio C >= 1: models whose posterior probability is below 1/C of the
+        best model's are dropped (default 20, i.e. the threshold c = 1/20 of spec D.4).
+    monte_carlo : int, optional
+        Number of posterior draws of (model, pi) for the Monte Carlo version (spec D.8); None
+        (default) uses the closed-form gamma/negative-binomial approximations (spec D.5-D.7).
+    random_state : int, optional
+        Seed of every random draw (importance sampling of the f = 0 cells, Monte Carlo).
+    max_models : int
+        Keep at most this many models of the window (the best ones; default 50).
+    max_enumerated_cells : int
+        P(PU) sums P(F = 1) over the cells with f = 0: exactly, over the whole key space, when
+        K times the number of kept models is at most this (default 8,000,000: about a second);
+        otherwise by importance sampling (an unbiased estimate with its standard error).
+    unobserved_draws : int
+        Importance-sampling draws of cells for that sum on large key spaces (default 200,000).
+    ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
+
+    Notes
+    -----
+    Model (FW 2007; spec D.1-D.7). F ~ Multinomial(N, pi); under the decomposable graph m with
+    perfect numbering 1..J, pi_i = prod_j beta_j(i_j | i_pa(j)) with independent
+    Dir(mu_j(. | i_pa(j))) factors, mu_j = p / |I_{j u pa(j)}|; posterior
+    mu*_j = mu_j + f_{j u pa(j)}.
+    P(m | f) is proportional to the marginal likelihood (eq 18; uniform prior over decomposable
+    graphs) renormalised over Occam's window, searched from the independence graph by
+    single-edge additions. Per model, pi_i | f is matched by a gamma law with the exact moments
+    (eq 19), so U_i = F_i - f_i ~ NegBin(alpha_i, lambda_i / (lambda_i + N - n)) (eq 21):
+    P(F_i = 1 | f) = p_i^alpha_i for sample uniques (eq 22), E[1/F_i | f] by eq (24) for every
+    cell with f_i >= 1. Measures are averaged over the models (eq 11); theta is the model
+    average of the corrected eq (25) (spec D.7). Survey weights are not used. No sdcMicro or
+    mu-Argus equivalent.
+
+    References
+    ----------
+    Forster, J. J. & Webb, E. L. (2007). Bayesian disclosure risk assessment: predicting small
+    frequencies in contingency tables. JRSS C 56, 551-570.
+    Dawid, A. P. & Lauritzen, S. L. (1993). Hyper Markov laws in the statistical analysis of
+    decomposable graphical models. Ann. Statist. 21, 1272-1317.
+    Madigan, D. & Raftery, A. E. (1994). Model selection and accounting for model uncertainty
+    in graphical models using Occam's window. JASA 89, 1535-1546.
+
+    Examples
+    --------
+    >>> from sdcrisk import Microdata, tabulate, GraphicalRisk
+    >>> md = Microdata.from_source("example:uk_census2011", keys="region,sex,age_band",
+    ...                            population_size=56_075_912)
+    >>> res = GraphicalRisk().fit(tabulate(md))
+    >>> res.fitted["models"][0]["posterior_probability"] > 0
+    True
+    """
+
+    name: ClassVar[str] = "graphical"
+    prior_weight: float = 1.0
+    window: float = 20.0
+    monte_carlo: int | None = None
+    random_state: int | None = 0
+    max_models: int = 50
+    max_enumerated_cells: int = 8_000_000
+    unobserved_draws: int = 200_000
+
+    def _validate(self) -> None:
+        p = self.prior_weight
+        if not (isinstance(p, int | float) and math.isfinite(p) and p > 0):
+            raise ParameterError(f"prior_weight={p!r} must be a positive number (FW use 1; "
+                                 "1/50 and 50 for sensitivity)")
+        w = self.window
+        if not (isinstance(w, int | float) and w >= 1):
+            raise ParameterError(f"window={w!r} must be a ratio >= 1 (20 keeps models within "
+                                 "1/20 of the best posterior probability)")
+        mc = self.monte_carlo
+        if mc is not None and (isinstance(mc, bool) or not isinstance(mc, int | np.integer)
+                               or mc < 2):
+            raise ParameterError(f"monte_carlo={mc!r} must be None (closed forms) or a number "
+                                 "of draws >= 2")
+        if isinstance(self.max_models, bool) or not isinstance(self.max_models, int) \
+                or self.max_models < 1:
+            raise ParameterError(f"max_models={self.max_models!r} must be an integer >= 1")
+        if not isinstance(self.max_enumerated_cells, int) or self.max_enumerated_cells < 0:
+            raise ParameterError(f"max_enumerated_cells={self.max_enumerated_cells!r} must be "
+                                 "an integer >= 0")
+        if not isinstance(self.unobserved_draws, int) or self.unobserved_draws < 2:
+            raise ParameterError(f"unobserved_draws={self.unobserved_draws!r} must be an "
+                                 "integer >= 2")
+
+    # ---------------------------------------------------------------------------------------
+    def _fit(self, table: CellTable) -> RiskResult:
+        n_levels = [len(lv) for lv in table.levels]
+        margins = Margins(table.cell_codes, table.counts, n_levels)
+        names = list(table.keys)
+        p = float(self.prior_weight)
+        u = float(table.population_size - table.n)
+        seq = np.random.SeedSequence(self.random_state)
+        is_seq, mc_seq = seq.spawn(2)
+        is_rng = np.random.default_rng(is_seq)
+
+        t0 = time.perf_counter()
+        search = occam_window(margins, p, float(self.window), self.max_models)
+        search_seconds = time.perf_counter() - t0
+        if search.truncated:
+            warnings.warn(
+                f"Occam's window holds {search.truncated + len(search.graphs)} models; only the "
+                f"best max_models={self.max_models} are averaged (raise max_models or lower "
+                "window)", ApproximationWarning, stacklevel=3)
+
+        enumerate_k = table.cell_space * len(search.graphs) <= self.max_enumerated_cells
+        f = table.counts.astype(float)
+        su = np.flatnonzero(table.counts == 1)
+        n1 = len(su)
+        big_n = table.population_size
+        t0 = time.perf_counter()
+        components, rows, unobs_se = [], [], []
+        for g, log_ml, w in zip(search.graphs, search.log_ml, search.posterior, strict=True):
+            size, prob = nb_parameters(observed_moments(g, margins, p), u)
+            if enumerate_k:
+                unobs, se = unobserved_enumerated(g, margins, p, u), 0.0
+            else:
+                draws = max(2000, int(round(self.unobserved_draws * w)))
+                unobs, se = unobserved_importance(g, margins, p, u, draws, is_rng)
+            comp = _Cached(f, size=size, prob=prob, unobserved_prob_one=unobs,
+                           law_name=f"NegBin(alpha_i, p_i), gamma approximation under "
+                           f"{g.describe(names)}")
+            components.append(comp)
+            unobs_se.append(se)
+            rows.append(_model_row(g, names, log_ml, w, comp, su, n1, big_n, se))
+        predictive_seconds = time.perf_counter() - t0
+        weights = search.posterior
+        pred = (components[0] if len(components) == 1 else MixturePredictive(
+            tuple(components), weights,
+            law_name=f"mixture over {len(components)} decomposable models of NegBin(alpha_i, "
+            "p_i) (gamma approximation)"))
+        unobs_method = ("enumerated over all K cells" if enumerate_k else
+                        f"importance sampling ({self.unobserved_draws:,} draws split by model "
+                        "weight, at least 2,000 per model) from E[pi | m, f]")
+        unobs_total_se = float(np.sqrt(np.sum((weights * np.asarray(unobs_se)) ** 2)))
+        diagnostics = {
+            "model_search": {
+                "models_visited": search.visited, "models_kept": len(search.graphs),
+                "models_dropped_by_cap": search.truncated, "iterations": search.iterations,
+                "window": float(self.window), "threshold": 1.0 / float(self.window),
+                "margins_computed": len(margins), "search_seconds": search_seconds,
+            },
+            "predictive_seconds": predictive_seconds,
+            "unobserved_cells": {
+                "method": unobs_method, "cells": table.cell_space - table.n_cells,
+                "sum_prob_one": pred.unobserved_prob_one, "standard_error": unobs_total_se,
+            },
+        }
+        assumptions = [
+            "F ~ Multinomial(N, pi); exchangeable (equal-probability) sampling, so F - f | pi ~ "
+            "Multinomial(N - n, pi); survey weights are not used",
+            f"pi follows a decomposable graphical model with a hyper-Dirichlet prior of total "
+            f"weight p = {p:g} (symmetric over all K = {table.cell_space:,} cells); uniform "
+            "prior over decomposable models",
+            f"models averaged over Occam's window (ratio {self.window:g}) searched from the "
+            "independence model by single-edge additions; models outside get probability 0",
+            "per model, pi_i | f approximated by a gamma law with the exact posterior mean and "
+            "variance, and F_i - f_i | pi_i by a Poisson law (FW eqs 19-21)",
+            f"P(PU) over the f = 0 cells: {unobs_method}",
+        ]
+        fitted = {"models": rows, "prior_weight": p, "window": float(self.window),
+                  "method": "gamma approximation" if self.monte_carlo is None
+                  else "Monte Carlo",
+                  "model_values": "per-model tau1, tau2, P(PU), P(PU|SU), theta by the gamma "
+                  "approximation (closed forms)"}
+        theta_avg = float(np.dot(weights, [r["theta"] if r["theta"] is not None else np.nan
+                                           for r in rows])) if n1 else None
+        if self.monte_carlo is None:
+            result = self._predictive_result(table, pred, fitted=fitted,
+                                             assumptions=tuple(assumptions),
+                                             diagnostics=diagnostics, seed=self.random_state)
+            measures = dict(result.measures)
+            measures["theta"] = Measure(
+                "theta", theta_avg, description=DESCRIPTIONS["theta"] + " (model average of "
+                "the corrected FW eq 25 per model)")
+            return dataclasses.replace(result, measures=measures)
+        return self._fit_monte_carlo(table, margins, search, pred, u, mc_seq, fitted,
+                                     assumptions, diagnostics)
+
+    # ---------------------------------------------------------------------------------------
+    def _fit_monte_carlo(self, table, margins, search, ga_pred, u, mc_seq, fitted,
+                         assumptions, diagnostics) -> RiskResult:
+        draws = int(self.monte_carlo)
+        rng = np.random.default_rng(mc_seq)
+        dense = (table.cell_space <= _MC_DENSE_MAX_K
+                 and table.cell_space * draws <= _MC_DENSE_BUDGET)
+        t0 = time.perf_counter()
+        run = run_monte_carlo(search.graphs, search.posterior, margins, float(self.prior_weight),
+                              u, draws, rng, dense_unobserved=dense)
+        pred = run.predictive
+        if not dense:
+            pred = dataclasses.replace(pred, unobserved_prob_one=ga_pred.unobserved_prob_one)
+            assumptions[-1] = ("P(PU) over the f = 0 cells: gamma approximation ("
+                               + diagnostics["unobserved_cells"]["method"] + "), because K "
+                               f"exceeds {_MC_DENSE_MAX_K:,} or K x draws exceeds "
+                               f"{_MC_DENSE_BUDGET:.0e}")
+        else:
+            assumptions[-1] = ("P(PU) over the f = 0 cells: Monte Carlo over the whole key "
+                               "space (pi drawn on every cell)")
+        assumptions[3] = ("Monte Carlo: models drawn from P(m | f) over the window, Dirichlet "
+                          "factors drawn exactly; F_i - f_i | pi_i ~ Poisson((N - n) pi_i) "
+                          "averaged over the draws (Rao-Blackwellised); theta and the credible "
+                          "intervals from simulated F - f ~ Multinomial(N - n, pi)")
+        sqrt_s = math.sqrt(draws)
+
+        def se(x):
+            return float(np.std(x, ddof=1) / sqrt_s)
+
+        level = self.ci_level
+        q = [(1 - level) / 2, (1 + level) / 2]
+        n1 = int(np.count_nonzero(table.counts == 1))
+        diagnostics = dict(diagnostics)
+        diagnostics["monte_carlo"] = {
+            "draws": draws, "draws_per_model": run.model_draws.tolist(),
+            "seconds": time.perf_counter() - t0,
+            "standard_error": {
+                "tau1": se(run.tau1_rb), "tau2": se(run.tau2_rb),
+                "theta": se(run.theta_sim) if n1 else None,
+                "unobserved_sum_prob_one": (se(run.unobserved_draws) if dense else
+                                            diagnostics["unobserved_cells"]["standard_error"]),
+            },
+        }
+        if dense:
+            diagnostics["unobserved_cells"] = {
+                **diagnostics["unobserved_cells"], "method": "Monte Carlo over all K cells",
+                "sum_prob_one": pred.unobserved_prob_one,
+                "standard_error": se(run.unobserved_draws)}
+        result = self._predictive_result(table, pred, fitted=fitted,
+                                         assumptions=tuple(assumptions),
+                                         diagnostics=diagnostics, seed=self.random_state)
+        measures = dict(result.measures)
+        kind = (f"posterior credible interval from {draws} simulated populations "
+                "(model, parameter and sampling uncertainty)")
+        for name, sims in (("tau1", run.tau1_sim), ("tau2", run.tau2_sim)):
+            lo, hi = np.quantile(sims, q)
+            measures[name] = dataclasses.replace(measures[name], lower=float(lo),
+                                                 upper=float(hi), level=level, interval=kind)
+        if n1:
+            lo, hi = np.quantile(run.tau1_sim / n1, q)
+            measures["p_pu_given_su"] = dataclasses.replace(
+                measures["p_pu_given_su"], lower=float(lo), upper=float(hi), level=level,
+                interval=kind)
+            lo, hi = np.quantile(run.theta_sim, q)
+            measures["theta"] = Measure(
+                "theta", float(np.mean(run.theta_sim)), float(lo), float(hi), level, kind,
+                DESCRIPTIONS["theta"] + " (Monte Carlo mean over simulated populations)")
+        return dataclasses.replace(result, measures=measures)
+
+
+def _model_row(g: DecomposableGraph, names, log_ml, weight, comp, su, n1, big_n, se) -> dict:
+    tau1 = float(comp.prob_zero(su).sum())
+    tau2 = float(comp.expected_inverse(su).sum())
+    theta = (theta_expectation(n1, float(comp.mean(su).sum()), float(comp.variance(su).sum()))
+             if n1 else None)
+    return {
+        "cliques": [[names[v] for v in members(c)] for c in g.cliques],
+        "edges": [[names[a], names[b]] for a, b in sorted(g.edges)],
+        "log_marginal_likelihood": float(log_ml),
+        "posterior_probability": float(weight),
+        "tau1": tau1,
+        "tau2": tau2,
+        "p_pu": (tau1 + comp.unobserved_prob_one) / big_n,
+        "p_pu_given_su": tau1 / n1 if n1 else None,
+        "theta": theta,
+        "unobserved_sum_prob_one": comp.unobserved_prob_one,
+        "unobserved_standard_error": se,
+    }
