@@ -701,6 +701,9 @@ def test_cli_evaluate_with_graphical(capsys, population_csv):
     g = d["estimates"]["graphical"]
     assert g["auc"] is not None and g["auc"] > d["estimates"]["nb"]["auc"]
     assert g["tau1"] is not None and g["relative_error"]["tau1"] is not None
+    # the kept models travel with the evaluation (issue item 7)
+    assert g["models"] and g["models"][0]["posterior_probability"] > 0
+    assert sum(m["posterior_probability"] for m in g["models"]) == pytest.approx(1.0)
     code = main(["evaluate", str(population_csv), "--keys", "a,b,c,d,e", "--fraction", "0.1",
                  "--methods", "graphical", "--window", "0.5"])
     assert code == 2 and "window" in capsys.readouterr().err

@@ -124,11 +124,17 @@ class MethodEvaluation:
     error: str | None = None
 
     def to_dict(self) -> dict:
+        model = {}
+        if self.result is not None:
+            # what the method chose: the model (log-linear, graphical kept models)
+            model = {k: self.result.fitted[k] for k in ("model", "models")
+                     if k in self.result.fitted}
         return _jsonable({
             **self.estimates,
             "seconds": self.seconds,
             "auc": self.auc,
             "relative_error": self.relative_errors,
+            **model,
             **({"error": self.error} if self.error else {}),
         })
 
