@@ -1,10 +1,12 @@
 """Command-line interface: a thin shell over the public API.
 
 ``sdcrisk assess DATA --keys a,b,c ...``  estimate the disclosure risk of a sample file;
-``sdcrisk evaluate POPULATION --keys ...``  draw a sample, compare estimators with the truth.
+``sdcrisk evaluate POPULATION --keys ...``  draw a sample, compare estimators with the truth;
+``sdcrisk report DATA --keys ... --out report.html``  the HTML risk report (``_cli_report``).
 
 Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
-unexpected failure); ``--debug`` shows the traceback.
+unexpected failure); ``--debug`` shows the traceback. ``--fail-above MEASURE=LIMIT`` (assess,
+report) exits with code 3, after writing the output, when an estimate exceeds its limit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._cli_decide import register
+from ._cli_report import register as register_report
 from ._version import __version__
 from .datasets import EXAMPLES
 from .estimators import ESTIMATORS, get_estimator
@@ -68,7 +71,8 @@ def _data_defaults(args) -> None:
         raise ParameterError("--keys is required (comma-separated key variable names)")
 
 
-def _common_input(p: argparse.ArgumentParser) -> None:
+def _common_input(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
+                  ) -> None:
     p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
     p.add_argument("--household", help="household id column")
     p.add_argument("--missing", choices=["category", "error"], default="category",
@@ -107,7 +111,8 @@ def _common_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=list(formats), default=formats[0],
+                   help=f"output format: {', '.join(formats)} (default {formats[0]})")
     p.add_argument("--out", help="write the output to this file instead of stdout")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -124,6 +129,99 @@ def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str) -> Non
     p.add_argument("--method", default="nb", choices=list(ESTIMATORS), help=method_help)
 
 
+#: figures --fail-above accepts besides the measures of a result
+TABLE_FIGURES = {
+    "sample_uniques": "records alone in their key combination (f = 1)",
+    "k2_violations": "records in key combinations with f < 2",
+    "k3_violations": "records in key combinations with f < 3",
+    "k5_violations": "records in key combinations with f < 5",
+}
+
+
+def add_fail_above(p: argparse.ArgumentParser) -> None:
+    """The repeatable ``--fail-above MEASURE=LIMIT`` option (exit code 3 when exceeded)."""
+    p.add_argument("--fail-above", action="append", default=[], metavar="MEASURE=LIMIT",
+                   help="exit with code 3 (after writing the output) when the estimate of "
+                   "MEASURE exceeds LIMIT, e.g. global_risk=0.01 or tau2=5; MEASURE.upper "
+                   "uses the interval's upper bound; also sample_uniques, k3_violations; "
+                   "repeatable")
+
+
+def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
+    """``["tau2=5", "tau1.upper=2"]`` -> ``[("tau2", "estimate", 5.0), ...]``.
+
+    Raises
+    ------
+    ParameterError
+        A spec without ``=``, a limit that is not a number, or a bound other than
+        ``estimate``, ``upper`` or ``lower``.
+    """
+    out = []
+    for spec in specs or ():
+        name, sep, value = spec.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ParameterError(f"--fail-above {spec!r}: use MEASURE=LIMIT, e.g. "
+                                 "global_risk=0.01")
+        try:
+            limit = float(value)
+        except ValueError:
+            raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
+                                 "a number") from None
+        if limit != limit:
+            raise ParameterError(f"--fail-above {spec!r}: the limit is not a number")
+        bound = "estimate"
+        if "." in name:
+            name, bound = name.rsplit(".", 1)
+            if bound not in ("estimate", "upper", "lower"):
+                raise ParameterError(f"--fail-above {spec!r}: {bound!r} is not a bound; use "
+                                     "MEASURE, MEASURE.upper or MEASURE.lower")
+        out.append((name, bound, limit))
+    return out
+
+
+def _figure(result, name: str, bound: str):
+    if name in TABLE_FIGURES:
+        t = result.table
+        return (t.sample_uniques if name == "sample_uniques"
+                else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
+    m = result.measures.get(name)
+    if m is None:
+        return None
+    return getattr(m, bound)
+
+
+def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[str]:
+    """Messages for every (method, measure) whose figure exceeds its limit.
+
+    Raises
+    ------
+    ParameterError
+        A measure that none of the results gives (naming those that exist).
+    """
+    out = []
+    for name, bound, limit in limits:
+        compared = 0
+        for label, res in results.items():
+            value = _figure(res, name, bound)
+            if value is None:
+                continue
+            compared += 1
+            if value > limit:
+                what = name if bound == "estimate" else f"{name} ({bound} bound)"
+                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label})")
+        if compared:
+            continue
+        if any(name in r.measures for r in results.values()):
+            raise ParameterError(f"--fail-above {name}: no {bound} of {name} to compare (the "
+                                 f"method{'s' if len(results) > 1 else ''} "
+                                 f"{', '.join(results)} gave none); choose another measure")
+        known = sorted({k for r in results.values() for k in r.measures} | set(TABLE_FIGURES))
+        raise ParameterError(f"--fail-above: no result gives {name!r}; available: "
+                             f"{', '.join(known)}")
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdcrisk", description="Disclosure risk for categorical microdata.")
@@ -132,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
     add_sample_arguments(a, method_help="estimator (default nb)")
-    _common_input(a)
+    _common_input(a, formats=("table", "json", "html"))
+    add_fail_above(a)
     a.set_defaults(run=_assess)
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
@@ -149,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     # further subcommands register themselves here: each adds a parser with
     # set_defaults(run=handler), handler(args) -> str (the text to print or write)
     register(sub)
+    register_report(sub)
     return parser
 
 
@@ -175,7 +275,13 @@ def sample_microdata(args) -> Microdata:
 def _assess(args) -> str:
     md = sample_microdata(args)
     est = get_estimator(args.method, **_options(args))
+    limits = parse_limits(args.fail_above)
     result = est.fit(tabulate(md))
+    args.breaches = limit_breaches({result.method: result}, limits)
+    if args.format == "html":
+        from .report import build_report
+
+        return build_report(result)
     if args.format == "json":
         d = result.to_dict()
         d["provenance"]["seed"] = args.seed
@@ -278,9 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = args.run(args)
         if args.out:
-            Path(args.out).write_text(text + "\n")
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
         else:
             sys.stdout.write(text + "\n")
+        breaches = getattr(args, "breaches", None)
+        if breaches:
+            for line in breaches:
+                print(f"sdcrisk: fail-above: {line}", file=sys.stderr)
+            return 3
         return 0
     except SdcRiskError as exc:
         if args.debug:
