@@ -97,3 +97,46 @@ def test_eusilcp_two_person_truth_matches_pandas():
     assert ev.truth["sample_uniques"] == len(su)
     assert ev.truth["tau1"] == sum(big_f[k] == 1 for k in su)
     assert ev.truth["tau2"] == pytest.approx(sum(1 / big_f[k] for k in su), rel=1e-12)
+
+
+def test_cli_assess_and_evaluate_household_level(tmp_path, capsys):
+    import json
+
+    from sdcrisk.cli import main
+
+    path = tmp_path / "persons.csv"
+    pd.DataFrame(PERSONS).to_csv(path, index=False)
+    code = main(["assess", str(path), "--keys", "sex,age", "--household", "hid",
+                 "--household-size", "2", "--household-keys", "region",
+                 "--member-order", "sex,age", "--population-size", "100", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)
+    # 3 two-person households; N of households = 3 * 100 / 10 (person sampling fraction)
+    assert d["n"] == 3 and d["population_size"] == pytest.approx(30)
+    assert d["keys"] == ["region", "sex_1", "age_1", "sex_2", "age_2"]
+    assert main(["assess", str(path), "--keys", "sex,age", "--household-size", "2"]) == 2
+    assert "--household" in capsys.readouterr().err
+
+    pop = tmp_path / "pop.csv"
+    rng = np.random.default_rng(3)
+    hid = np.repeat(np.arange(400), 2)
+    pd.DataFrame({"hid": hid, "sex": rng.integers(0, 2, 800), "age": rng.integers(0, 9, 800),
+                  "region": np.repeat(rng.integers(0, 3, 400), 2)}).to_csv(pop, index=False)
+    code = main(["evaluate", str(pop), "--keys", "sex,age,region", "--household", "hid",
+                 "--household-size", "2", "--household-keys", "region", "--fraction", "0.2",
+                 "--methods", "nb", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)
+    persons = Microdata.from_source(pop, ["sex", "age", "region"], household="hid")
+    sample = persons.subset(draw_sample(persons, HouseholdBernoulli(0.2), seed=0),
+                            population_size=persons.n)
+    pop_h = household_microdata(persons, ["sex", "age"], household_keys=["region"], size=2)
+    ev = evaluate(pop_h, ["nb"], sample=household_microdata(
+        sample, ["sex", "age"], household_keys=["region"], size=2,
+        population_households=pop_h.n))
+    assert d["truth"]["population_size"] == 400
+    assert d["truth"]["tau1"] == ev.truth["tau1"]
+    assert d["truth"]["tau2"] == pytest.approx(ev.truth["tau2"])
+    assert d["estimates"]["nb"]["tau2"] == pytest.approx(ev.methods["nb"].estimates["tau2"])

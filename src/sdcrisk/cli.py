@@ -75,6 +75,15 @@ def _common_input(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("tabl
                   ) -> None:
     p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
     p.add_argument("--household", help="household id column")
+    p.add_argument("--household-size", type=int, default=None, metavar="S",
+                   help="household-level keys: one record per household of S members, keyed "
+                   "on every member's --keys (needs --household; spec C.7)")
+    p.add_argument("--household-keys", default=None,
+                   help="with --household-size: household variables (constant within a "
+                   "household), e.g. region")
+    p.add_argument("--member-order", default=None,
+                   help="with --household-size: member variables that order the members "
+                   "(default: --keys in order; LV recommend sex then age)")
     p.add_argument("--missing", choices=["category", "error"], default="category",
                    help="missing key values: own category (default) or error")
     p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
@@ -263,13 +272,40 @@ def _options(args) -> dict:
             "burn_in": args.burn_in, "tau_mode": args.tau_mode}
 
 
+def _person_keys(args, keys: list[str]) -> list[str]:
+    """Columns to read: the keys plus, for household-level keys, the household variables."""
+    extra = _keys(args.household_keys) if getattr(args, "household_keys", None) else []
+    if extra and getattr(args, "household_size", None) is None:
+        raise ParameterError("--household-keys needs --household-size")
+    return keys + [k for k in extra if k not in keys]
+
+
+def _to_households(args, md: Microdata, keys: list[str],
+                   population_households: float | None = None) -> Microdata:
+    """Household-level records when --household-size is given (spec C.7), else ``md``."""
+    if getattr(args, "household_size", None) is None:
+        return md
+    from .household import household_microdata
+
+    if args.household is None:
+        raise ParameterError("--household-size needs --household (the household id column)")
+    hh_keys = _keys(args.household_keys) if args.household_keys else []
+    members = [k for k in keys if k not in hh_keys]
+    order = _keys(args.member_order) if args.member_order else None
+    return household_microdata(md, members, size=args.household_size,
+                               household_keys=hh_keys, order=order,
+                               population_households=population_households)
+
+
 def sample_microdata(args) -> Microdata:
     """The validated sample of an assess-like subcommand (DATA, --keys, --weights, ...)."""
     _data_defaults(args)
-    return Microdata.from_source(
-        args.data, _keys(args.keys), weights=args.weights, household=args.household,
+    keys = _keys(args.keys)
+    md = Microdata.from_source(
+        args.data, _person_keys(args, keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
         levels=_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    return _to_households(args, md, keys)
 
 
 def _assess(args) -> str:
@@ -293,20 +329,31 @@ def _assess(args) -> str:
 
 
 def _evaluate(args) -> str:
-    from .evaluate import Bernoulli, HouseholdBernoulli, SimpleRandomSample, evaluate
+    from .evaluate import Bernoulli, HouseholdBernoulli, SimpleRandomSample, draw_sample, evaluate
 
     keys = _keys(args.keys)
     if keys is None:
         raise ParameterError("--keys is required")
-    pop = Microdata.from_source(args.population, keys, household=args.household,
+    read = _person_keys(args, keys)
+    pop = Microdata.from_source(args.population, read, household=args.household,
                                 levels=_levels(args.levels), missing=args.missing,
                                 max_levels=args.max_levels)
     estimators = [get_estimator(m, **_options(args)) for m in _methods(args.methods)]
     if args.sample is not None:
-        sample = Microdata.from_source(args.sample, keys, household=args.household,
+        sample = Microdata.from_source(args.sample, read, household=args.household,
                                        levels=dict(zip(pop.keys, pop.levels, strict=True)),
                                        missing=args.missing, max_levels=None)
-        ev = evaluate(pop, estimators, sample=sample)
+    elif args.household_size is not None:
+        # household-level keys: sample whole households, then one record per household
+        if args.fraction is None:
+            raise ParameterError("--household-size in evaluate needs --fraction (whole "
+                                 "households are sampled) or --sample")
+        sample = pop.subset(draw_sample(pop, HouseholdBernoulli(args.fraction), seed=args.seed),
+                            population_size=pop.n)
+    if args.sample is not None or args.household_size is not None:
+        pop_h = _to_households(args, pop, keys)
+        ev = evaluate(pop_h, estimators,
+                      sample=_to_households(args, sample, keys, population_households=pop_h.n))
     else:
         if args.fraction is not None:
             design = HouseholdBernoulli(args.fraction) if args.household else Bernoulli(
@@ -373,7 +420,8 @@ def _evaluation_table(ev) -> str:
 
         lines.append(
             f"{name:<16}{_fmt(e['tau1']):>10}{pct(r['tau1']):>9}{_fmt(e['tau2']):>10}"
-            f"{pct(r['tau2']):>9}{_fmt(e['theta']):>10}{_fmt(m.auc):>7}{m.seconds:>9.3f}")
+            f"{pct(r['tau2']):>9}{_fmt(e['theta']):>10}"
+            f"{'-' if m.auc is None else f'{m.auc:.3f}':>7}{m.seconds:>9.3f}")
     return "\n".join(lines)
 
 
