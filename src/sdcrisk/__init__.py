@@ -69,7 +69,17 @@ from .predictive import (
 )
 from .recommend import Plan, Recommendations, RiskTarget, recommend
 from .result import RiskResult
+from .suda import SudaResult, suda2, suda_weights
 from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
+from .uniqueness import (
+    FrequencyProfile,
+    PopulationUniqueness,
+    UniquenessEstimate,
+    pitman_uniques,
+    population_uniqueness,
+    snb_uniques,
+    zayatz_uniques,
+)
 
 __all__ = [
     "__version__",
@@ -104,6 +114,16 @@ __all__ = [
     "HouseholdBernoulli",
     "household_microdata",
     "household_sizes",
+    "suda2",
+    "SudaResult",
+    "suda_weights",
+    "population_uniqueness",
+    "PopulationUniqueness",
+    "UniquenessEstimate",
+    "FrequencyProfile",
+    "pitman_uniques",
+    "zayatz_uniques",
+    "snb_uniques",
     "draw_sample",
     "BetaBinomialPrior",
     "BetaBinomialFit",
