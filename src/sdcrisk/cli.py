@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ._cli_decide import register
 from ._cli_report import register as register_report
+from ._cli_scenarios import add_scenario_arguments, run_scenarios
 from ._version import __version__
 from .datasets import EXAMPLES
 from .estimators import ESTIMATORS, get_estimator
@@ -241,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sample_arguments(a, method_help="estimator (default nb)")
     _common_input(a, formats=("table", "json", "html"))
     add_fail_above(a)
+    add_scenario_arguments(a)
     a.set_defaults(run=_assess)
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
@@ -309,6 +311,9 @@ def sample_microdata(args) -> Microdata:
 
 
 def _assess(args) -> str:
+    text = run_scenarios(args, _options(args))
+    if text is not None:  # --key-sets / --all-subsets-up-to
+        return text
     md = sample_microdata(args)
     est = get_estimator(args.method, **_options(args))
     limits = parse_limits(args.fail_above)

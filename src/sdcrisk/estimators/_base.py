@@ -20,9 +20,21 @@ from ..measures import (
 )
 from ..predictive import CellPredictive
 from ..result import RiskResult, provenance
-from ..table import CellTable
+from ..table import CellTable, check_memory
 
 __all__ = ["Estimator"]
+
+#: float64 arrays of length n_cells a fit holds at its peak by default: f, the predictive
+#: law's parameters, E[1/F], E[1/F^2], P(U=0), mean, variance, the measures' intermediates
+#: and the result's cell risks (measured with tracemalloc in tests/test_scenarios.py)
+CELL_ARRAYS = 24
+#: float64 arrays of length n: the record risk and its threshold mask
+RECORD_ARRAYS = 3
+MEMORY_REMEDIES = (
+    "remedies: partition the file by a key and assess each part, use fewer or coarser key "
+    "variables, raise the limit (fit(memory_limit=...) or SDCRISK_MEMORY_LIMIT) if the "
+    "machine has the memory, or choose a method whose memory grows with the observed cells "
+    "only (nb, poisson-gamma)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -56,7 +68,17 @@ class Estimator(ABC):
         """The settings as a dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def fit(self, table: CellTable, *, population_size: float | None = None) -> RiskResult:
+    def memory_estimate(self, table: CellTable) -> int:
+        """Bytes the method's working arrays need for ``table`` (checked before fitting).
+
+        The default is for methods whose memory grows with the observed cells and the
+        records: ``8 * (CELL_ARRAYS * n_cells + RECORD_ARRAYS * n)``. Methods that allocate
+        over the key space K or over draws override it.
+        """
+        return 8 * (CELL_ARRAYS * int(table.n_cells) + RECORD_ARRAYS * int(table.n))
+
+    def fit(self, table: CellTable, *, population_size: float | None = None,
+            memory_limit: int | None = None) -> RiskResult:
         """Estimate the disclosure risk of the sample tabulated in ``table``.
 
         Parameters
@@ -65,6 +87,14 @@ class Estimator(ABC):
             From :func:`sdcrisk.tabulate`.
         population_size : float, optional
             Override N (default: the table's).
+        memory_limit : int, optional
+            Bytes the method may use (default ``SDCRISK_MEMORY_LIMIT`` or 8 GiB).
+
+        Raises
+        ------
+        MemoryLimitError
+            When :meth:`memory_estimate` exceeds the limit; raised before anything is
+            allocated, with the need, the limit and the remedies.
         """
         if not isinstance(table, CellTable):
             raise ParameterError(f"fit() takes a CellTable (see sdcrisk.tabulate), "
@@ -77,6 +107,10 @@ class Estimator(ABC):
                                  f"sample size n={table.n}")
             table = dataclasses.replace(table, population_size=float(population_size),
                                         population_size_source="given")
+        check_memory(self.memory_estimate(table), limit=memory_limit,
+                     what=f"method {self.name!r} on n={table.n:,} records, "
+                     f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
+                     remedies=MEMORY_REMEDIES)
         start = time.perf_counter()
         result = self._fit(table)
         diagnostics = {**result.diagnostics, "seconds": time.perf_counter() - start}

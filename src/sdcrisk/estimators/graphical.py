@@ -151,6 +151,31 @@ class GraphicalRisk(Estimator):
             raise ParameterError(f"unobserved_draws={self.unobserved_draws!r} must be an "
                                  "integer >= 2")
 
+    def memory_estimate(self, table: CellTable) -> int:
+        """Bytes for the margin cache and model predictives (about 1.5 J^2 doubles per
+        observed cell over the base estimate), the f = 0 sum (dense margins of at most K
+        cells, or the importance draws), and with ``monte_carlo`` the draw chunks (24 doubles
+        per drawn cell value, chunks of at most ``max(2^21, n_cells)`` values), the kept rate draws
+        and, on small key spaces, the dense pi tables (calibrated with tracemalloc).
+        """
+        j = len(table.keys)
+        k = int(table.cell_space)
+        need = super().memory_estimate(table) + 12 * j * j * int(table.n_cells)
+        if k <= self.max_enumerated_cells:
+            need += 8 * (2 * k + 6 * min(k, 1 << 20))
+        else:
+            need += 8 * self.unobserved_draws * (j + 4)
+        if self.monte_carlo is not None:
+            from ._graphical_mc import _CELLS_PER_CHUNK, _KEEP_RATES
+
+            draws = int(self.monte_carlo)
+            values = draws * int(table.n_cells)
+            need += 8 * (24 * min(values, max(_CELLS_PER_CHUNK, int(table.n_cells)))
+                         + min(values, _KEEP_RATES) + 5 * draws)
+            if k <= _MC_DENSE_MAX_K and k * draws <= _MC_DENSE_BUDGET:
+                need += 8 * 6 * k
+        return int(need)
+
     # ---------------------------------------------------------------------------------------
     def _fit(self, table: CellTable) -> RiskResult:
         n_levels = [len(lv) for lv in table.levels]

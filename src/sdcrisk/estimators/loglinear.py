@@ -230,6 +230,25 @@ class LogLinearRisk(Estimator):
             return np.float32 if k > 10**7 else np.float64
         return np.dtype(self.dtype).type
 
+    def memory_estimate(self, table: CellTable) -> int:
+        """The dense fitted table (of the largest band when partitioned) on top of the base.
+
+        A search also holds the current model's table while IPF copies it as a warm start;
+        the bootstrap holds a Poisson draw, a float64 copy of mu and a refit.
+        """
+        compact = compact_levels(table)
+        k = compact.cell_space
+        if self.partition is not None:
+            var, groups, _ = resolve_partition(self.partition, compact)
+            k = k // len(compact.levels[var]) * max(len(g) for g in groups)
+        item = np.dtype(self._dtype(k)).itemsize
+        need = super().memory_estimate(table) + k * item
+        if isinstance(self.terms, str) and self.terms.strip() == "search":
+            need += 2 * k * item
+        if self.bootstrap:
+            need += k * (8 + 8 + item)
+        return int(need)
+
     def _fit_table(self, table: CellTable, dtype) -> tuple[LogLinearFit, list[dict]]:
         kwargs = dict(max_iter=self.max_iter, tol=self.tol, dtype=dtype,
                       weighted=self.weighted, flat_index=_flat_index(table))

@@ -1,0 +1,282 @@
+"""Where independent work units run: in this process, in local processes, or on Dask.
+
+Every parallel entry point of sdcrisk (key-set scenarios, evaluation grids, and - for the
+estimators that adopt it - MCMC chains and log-linear partitions) takes one ``executor``
+argument and hands its work units to :func:`map_units`. The argument may be
+
+* ``None`` - local processes (:class:`concurrent.futures.ProcessPoolExecutor`, ``spawn``
+  start method, ``workers`` processes, default the number of CPUs); ``workers=1`` runs in
+  this process;
+* ``"serial"`` - in this process, one unit after the other;
+* any :class:`concurrent.futures.Executor` (used as given and not shut down);
+* a ``dask.distributed.Client`` (its ``client.get_executor()`` is used);
+* a scheduler address such as ``"tcp://10.0.0.5:8786"`` - a Client is started for the call
+  and closed after it.
+
+Results come back in the order the units were given, whatever order they finish in, and a
+unit's random seed is derived from the root seed and the unit's own *identity* (a string
+tag) with :class:`numpy.random.SeedSequence` - never from the order in which units are
+scheduled, the number of workers or the machine they ran on. So the same call gives the
+same numbers on one core, on local processes and on a cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .exceptions import ParameterError
+
+__all__ = ["SerialExecutor", "executor_scope", "map_units", "unit_seed", "unit_seeds",
+           "describe_executor", "chunked", "evaluate_grid"]
+
+
+class SerialExecutor(Executor):
+    """An Executor that runs each unit at once in the calling process (no pickling)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+        return future
+
+
+def _is_dask_client(obj: Any) -> bool:
+    cls = type(obj)
+    return cls.__name__ == "Client" and cls.__module__.split(".")[0] == "distributed"
+
+
+def _dask_client(address: str):
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ParameterError(
+            f"scheduler {address!r} given but dask.distributed is not installed; install "
+            "sdcrisk[cluster] (pip install 'dask[distributed]') or run without --scheduler"
+        ) from exc
+    try:
+        return Client(address, timeout="20s")
+    except OSError as exc:
+        raise ParameterError(f"could not reach the Dask scheduler at {address!r} ({exc}); "
+                             "check the address (tcp://HOST:8786) or run without --scheduler"
+                             ) from exc
+
+
+@contextlib.contextmanager
+def executor_scope(executor: Any = None, *, workers: int | None = None,
+                   scheduler: str | None = None) -> Iterator[Executor]:
+    """The Executor to use for a call, closed afterwards only when it was started here.
+
+    Parameters
+    ----------
+    executor : None, "serial", Executor, dask Client or scheduler address
+        See the module documentation.
+    workers : int, optional
+        Number of local processes when ``executor`` is None (default: all CPUs; 1 = in
+        this process).
+    scheduler : str, optional
+        Dask scheduler address; same as passing the address as ``executor``.
+
+    Raises
+    ------
+    ParameterError
+        Both ``executor`` and ``scheduler`` given, ``workers < 1``, an object that is not an
+        executor, or an unreachable scheduler.
+    """
+    if scheduler is not None:
+        if executor is not None:
+            raise ParameterError("give executor= or scheduler=, not both")
+        executor = scheduler
+    if workers is not None and (isinstance(workers, bool) or int(workers) != workers
+                                or workers < 1):
+        raise ParameterError(f"workers={workers!r} must be an integer >= 1")
+    if executor is None:
+        n = workers or os.cpu_count() or 1
+        if n == 1:
+            yield SerialExecutor()
+            return
+        import multiprocessing
+
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return
+    if isinstance(executor, str):
+        if executor == "serial":
+            yield SerialExecutor()
+            return
+        client = _dask_client(executor)
+        try:
+            yield client.get_executor()
+        finally:
+            client.close()
+        return
+    if _is_dask_client(executor):
+        yield executor.get_executor()
+        return
+    if isinstance(executor, Executor):
+        yield executor
+        return
+    raise ParameterError(f"executor={executor!r} is not a concurrent.futures.Executor, a Dask "
+                         "Client, a scheduler address or 'serial'")
+
+
+def describe_executor(executor: Any) -> str:
+    """A short, non-identifying description of where units ran (for provenance)."""
+    if executor is None:
+        return "local processes"
+    if isinstance(executor, str):
+        return "serial" if executor == "serial" else "dask scheduler"
+    if _is_dask_client(executor):
+        return "dask client"
+    return type(executor).__name__
+
+
+def unit_seed(seed: int | None, tag: str) -> np.random.SeedSequence:
+    """The SeedSequence of the work unit named ``tag`` under the root ``seed``.
+
+    The unit's spawn key is taken from a SHA-256 of ``tag``, so a unit gets the same stream
+    whether it runs alone or among others, first or last, here or on a cluster.
+    """
+    digest = hashlib.sha256(tag.encode("utf-8")).digest()
+    key = tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+    return np.random.SeedSequence(seed, spawn_key=key)
+
+
+def unit_seeds(seed: int | None, n: int) -> list[np.random.SeedSequence]:
+    """``SeedSequence(seed).spawn(n)``: seeds of units numbered 0..n-1 (e.g. MCMC chains).
+
+    Unit ``i`` always gets child ``i`` however the units are scheduled.
+    """
+    return np.random.SeedSequence(seed).spawn(int(n))
+
+
+def map_units(fn: Callable, units: Iterable[Any], *, executor: Any = None,
+              workers: int | None = None, scheduler: str | None = None) -> list:
+    """``[fn(unit) for unit in units]`` on an executor, results in the order of ``units``.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it is pickled for process and Dask executors).
+    units : iterable
+        The independent work units; each must be picklable and carry its own seed.
+    executor, workers, scheduler
+        Where to run: see :func:`executor_scope`.
+
+    Returns
+    -------
+    list
+        One result per unit, in input order.
+
+    Notes
+    -----
+    A unit's failure is raised here (the first failing unit in input order) once all have
+    finished or been cancelled.
+
+    Examples
+    --------
+    >>> map_units(abs, [-1, 2, -3], executor="serial")
+    [1, 2, 3]
+    """
+    units = list(units)
+    if not units:
+        return []
+    with executor_scope(executor, workers=workers, scheduler=scheduler) as ex:
+        futures = [ex.submit(fn, u) for u in units]
+        return [f.result() for f in futures]
+
+
+def chunked(items: Sequence[Any], n_chunks: int) -> list[list[Any]]:
+    """Split ``items`` into at most ``n_chunks`` contiguous, nearly equal lists."""
+    n_chunks = max(1, min(int(n_chunks), len(items)))
+    bounds = np.linspace(0, len(items), n_chunks + 1).round().astype(int)
+    return [list(items[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+# evaluation grids ----------------------------------------------------------------------------
+_POPULATIONS: dict = {}
+
+
+def _population(spec):
+    """A population Microdata from a spec; file specs are read once per worker process."""
+    from .table import Microdata
+
+    if isinstance(spec, Microdata):
+        return spec
+    path, keys, options = spec
+    cache_key = (str(path), tuple(keys), tuple(sorted(options.items())))
+    if cache_key not in _POPULATIONS:
+        if len(_POPULATIONS) >= 4:
+            _POPULATIONS.pop(next(iter(_POPULATIONS)))
+        _POPULATIONS[cache_key] = Microdata.from_source(path, list(keys), **options)
+    return _POPULATIONS[cache_key]
+
+
+def _evaluate_unit(unit: dict) -> dict:
+    from .estimators import get_estimator
+    from .evaluate import Bernoulli, evaluate
+
+    pop = _population(unit["population_spec"])
+    est = get_estimator(unit["method"], **unit["options"])
+    ev = evaluate(pop, [est], design=Bernoulli(unit["fraction"]), seed=unit["seed"])
+    m = next(iter(ev.methods.values()))
+    return {
+        "population": unit["population"], "fraction": unit["fraction"], "seed": unit["seed"],
+        "method": unit["label"], "K": ev.cell_space, "truth": dict(ev.truth),
+        "estimates": dict(m.estimates), "relative_errors": dict(m.relative_errors),
+        "auc": m.auc, "seconds": m.seconds,
+    }
+
+
+def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict | Sequence[str],
+                  *, seeds: Sequence[int] = (0,), executor: Any = None,
+                  workers: int | None = None, scheduler: str | None = None) -> list[dict]:
+    """Evaluate estimators over population x fraction x method x seed, one unit each.
+
+    Parameters
+    ----------
+    populations : dict
+        Name -> a Microdata, or ``(path, keys)`` / ``(path, keys, from_source options)``; a
+        file is read by each worker (once per process), so only the path travels - on a
+        cluster it must be readable from the workers.
+    fractions : sequence of float
+        Bernoulli sampling fractions.
+    methods : dict or sequence
+        Label -> ``(method, options)``, or method names.
+    seeds : sequence of int
+        Sampling-design seeds; each unit draws its sample with its own seed, so results do
+        not depend on where or in which order the units run.
+    executor, workers, scheduler
+        See :func:`executor_scope`.
+
+    Returns
+    -------
+    list of dict
+        One row per unit in grid order (population, fraction, seed, method): truth,
+        estimates, relative errors, AUC, seconds.
+    """
+    if not isinstance(methods, dict):
+        methods = {m: (m, {}) for m in methods}
+    units = []
+    for name, spec in populations.items():
+        if isinstance(spec, tuple):
+            spec = (spec[0], tuple(spec[1]), dict(spec[2]) if len(spec) > 2 else {})
+        for frac in fractions:
+            for seed in seeds:
+                for label, (method, options) in methods.items():
+                    units.append({"population": name, "population_spec": spec,
+                                  "fraction": float(frac), "seed": int(seed), "label": label,
+                                  "method": method, "options": dict(options)})
+    return map_units(_evaluate_unit, units, executor=executor, workers=workers,
+                     scheduler=scheduler)
