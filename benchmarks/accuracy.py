@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 import sdcrisk
-from sdcrisk import Bernoulli, Microdata, evaluate, get_estimator
+from sdcrisk import Microdata
+from sdcrisk.backend import evaluate_grid
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
@@ -50,6 +51,8 @@ VARIANTS = {
     "loglinear-2way": ("loglinear", {"terms": "all-2-way"}),
     "loglinear-search": ("loglinear", {"terms": "search"}),
     "graphical": ("graphical", {}),
+    "auto": ("auto", {}),
+    "hdp": ("hdp", {"chains": 2, "iterations": 400, "burn_in": 300, "thin": 5, "mc_draws": 200}),
 }
 # methods that need the dense key space run only up to this many cells here. A fixed model
 # is one IPF fit (the 3.5e8-cell 8-key sets take minutes); a search fits 100-200 models, so
@@ -68,7 +71,10 @@ def populations(data_dir: Path):
         yield folder.name, files[0], rows
 
 
-def run(data_dir: Path, variants: dict, only: set[str] | None) -> list[dict]:
+def run(data_dir: Path, variants: dict, only: set[str] | None, *, workers: int = 1,
+        scheduler: str | None = None) -> list[dict]:
+    """Every (population, key set, fraction, variant) is one unit of ``evaluate_grid``: on
+    local processes (``workers``) or a Dask cluster (``scheduler``); same numbers either way."""
     out = []
     for name, path, rows in populations(data_dir):
         if only and name not in only:
@@ -78,34 +84,37 @@ def run(data_dir: Path, variants: dict, only: set[str] | None) -> list[dict]:
             keysets.setdefault(r["keyset"], (r["keys"].split("+"), []))[1].append(r)
         for keyset, (keys, truth_rows) in keysets.items():
             pop = Microdata.from_source(path, keys, max_levels=None)
+            runnable = {k: v for k, v in variants.items()
+                        if pop.cell_space <= MAX_CELLS.get(k, pop.cell_space)}
+            fracs = [float(gt["fraction"]) for gt in truth_rows]
+            t0 = time.perf_counter()
+            grid = evaluate_grid({name: pop if workers == 1 and scheduler is None else
+                                  (path, keys, {"max_levels": None})}, fracs, runnable,
+                                 seeds=(0,), workers=workers, scheduler=scheduler)
             for gt in truth_rows:
                 frac = float(gt["fraction"])
-                runnable = {k: v for k, v in variants.items()
-                            if pop.cell_space <= MAX_CELLS.get(k, pop.cell_space)}
-                ests = [get_estimator(m, **opts) for m, opts in runnable.values()]
-                t0 = time.perf_counter()
-                ev = evaluate(pop, ests, design=Bernoulli(frac), seed=0)
-                truth = ev.truth
-                assert int(truth["n"]) == int(gt["n"]), (name, keyset, frac)
-                assert int(truth["sample_uniques"]) == int(gt["SU"])
-                assert int(truth["tau1"]) == int(gt["tau1"])
-                assert math.isclose(truth["tau2"], float(gt["tau2"]), rel_tol=1e-9)
-                for label, m in zip(runnable, ev.methods.values(), strict=True):
+                for m in (g for g in grid if g["fraction"] == frac):
+                    truth = m["truth"]
+                    assert int(truth["n"]) == int(gt["n"]), (name, keyset, frac)
+                    assert int(truth["sample_uniques"]) == int(gt["SU"])
+                    assert int(truth["tau1"]) == int(gt["tau1"])
+                    assert math.isclose(truth["tau2"], float(gt["tau2"]), rel_tol=1e-9)
+                    est, err = m["estimates"], m["relative_errors"]
                     out.append({
                         "population": name, "keyset": keyset, "fraction": frac,
                         "n": int(truth["n"]), "N": int(truth["population_size"]),
-                        "K": ev.cell_space, "SU": int(truth["sample_uniques"]),
-                        "method": label,
-                        "tau1_true": truth["tau1"], "tau1": m.estimates["tau1"],
-                        "tau1_rel_err": m.relative_errors["tau1"],
-                        "tau2_true": truth["tau2"], "tau2": m.estimates["tau2"],
-                        "tau2_rel_err": m.relative_errors["tau2"],
-                        "theta_true": truth["theta"], "theta": m.estimates["theta"],
-                        "theta_rel_err": m.relative_errors["theta"],
-                        "auc": m.auc, "seconds": m.seconds,
+                        "K": m["K"], "SU": int(truth["sample_uniques"]),
+                        "method": m["method"],
+                        "tau1_true": truth["tau1"], "tau1": est["tau1"],
+                        "tau1_rel_err": err["tau1"],
+                        "tau2_true": truth["tau2"], "tau2": est["tau2"],
+                        "tau2_rel_err": err["tau2"],
+                        "theta_true": truth["theta"], "theta": est["theta"],
+                        "theta_rel_err": err["theta"],
+                        "auc": m["auc"], "seconds": m["seconds"],
                     })
-                print(f"{name:<24}{keyset:<5}{frac:<6g} n={int(truth['n']):>6} "
-                      f"{time.perf_counter() - t0:6.2f}s", file=sys.stderr)
+            print(f"{name:<24}{keyset:<5}{len(grid)} units {time.perf_counter() - t0:7.2f}s",
+                  file=sys.stderr)
     return out
 
 
@@ -153,6 +162,7 @@ def markdown(rows: list[dict], seconds: float) -> str:
         lines.append(f"| {method} | {_abs(med('tau1_rel_err'))} | {_abs(med('tau2_rel_err'))} "
                      f"| {_abs(med('theta_rel_err'))} | {len(sub)} | "
                      f"{under}/{n_t2 if n_t2 else '–'} |")
+    lines += auto_section(rows)
     lines += [
         "",
         "### Every case",
@@ -170,6 +180,68 @@ def markdown(rows: list[dict], seconds: float) -> str:
             f"{_f(r['auc'], '{:.3f}')} | {r['seconds']:.3f} |")
     lines.append(END)
     return "\n".join(lines)
+
+
+def _score(r: dict) -> float | None:
+    """Mean of |relative error| of tau1 and tau2 (None if either is missing)."""
+    if r["tau1_rel_err"] is None or r["tau2_rel_err"] is None:
+        return None
+    return (abs(r["tau1_rel_err"]) + abs(r["tau2_rel_err"])) / 2
+
+
+def auto_section(rows: list[dict]) -> list[str]:
+    """Issue 9 item 3: auto next to every single method and the oracle-best one, per case."""
+    cases: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        cases.setdefault((r["population"], r["keyset"], r["fraction"]), {})[r["method"]] = r
+    cases = {k: v for k, v in cases.items() if "auto" in v}
+    if not cases:
+        return []
+    singles = [m for m in dict.fromkeys(r["method"] for r in rows)
+               if m != "auto" and any(_score(r) is not None for r in rows if r["method"] == m)]
+    lines = [
+        "",
+        "### auto (self-validated choice) against every single method",
+        "",
+        "Each cell: relative error of tau1 / tau2. Oracle = the single method with the "
+        "smallest mean of |tau1 error| and |tau2 error| in that case (known only with the "
+        "population). auto ≤ oracle: auto's mean |error| is at most the oracle's.",
+        "",
+        "| population | keys | fraction | auto | " + " | ".join(singles)
+        + " | oracle | oracle error | auto ≤ oracle | auto s |",
+        "|---|---|---|---|" + "---|" * len(singles) + "---|---|---|---|",
+    ]
+    wins, auto_abs = 0, {"tau1": [], "tau2": []}
+    for (pop, keyset, frac), by in cases.items():
+        a = by["auto"]
+        scored = {m: _score(by[m]) for m in singles if m in by and _score(by[m]) is not None}
+        oracle = min(scored, key=scored.get) if scored else None
+        sa = _score(a)
+        win = oracle is not None and sa is not None and sa <= scored[oracle] + 1e-12
+        wins += win
+        for m in ("tau1", "tau2"):
+            if a[f"{m}_rel_err"] is not None:
+                auto_abs[m].append(abs(a[f"{m}_rel_err"]))
+
+        def cell(r):
+            return "–" if r is None else f"{_pct(r['tau1_rel_err'])} / {_pct(r['tau2_rel_err'])}"
+
+        lines.append(
+            f"| {pop} | {keyset} | {frac:g} | **{cell(a)}** | "
+            + " | ".join(cell(by.get(m)) for m in singles)
+            + f" | {oracle or '–'} | {cell(by.get(oracle)) if oracle else '–'} | "
+            f"{'yes' if win else 'no'} | {a['seconds']:.0f} |")
+    n = len(cases)
+    lines += [
+        "",
+        f"auto is at least as good as the oracle-best single method in {wins} of {n} cases "
+        f"({100 * wins / n:.0f}%; target ≥ 70%). Median |relative error| of auto: tau1 "
+        f"{_abs(statistics.median(auto_abs['tau1']) if auto_abs['tau1'] else None)}, tau2 "
+        f"{_abs(statistics.median(auto_abs['tau2']) if auto_abs['tau2'] else None)} (target "
+        f"≤ 10%); worst: tau1 {_abs(max(auto_abs['tau1'], default=None))}, tau2 "
+        f"{_abs(max(auto_abs['tau2'], default=None))} (target ≤ 30%).",
+    ]
+    return lines
 
 
 def write_results(section: str, path: Path) -> None:
@@ -231,6 +303,9 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="CSV",
                     help="only merge these CSVs into --csv and rebuild RESULTS.md")
     ap.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="local processes for the grid (default 1: in this process)")
+    ap.add_argument("--scheduler", default=None, help="Dask scheduler address for the grid")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.merge:
@@ -242,7 +317,8 @@ def main(argv=None) -> int:
         variants = {k: VARIANTS[k] for k in args.methods.split(",")}
         only = set(args.populations.split(",")) if args.populations else None
         with np.errstate(all="ignore"):
-            new = run(args.data, variants, only)
+            new = run(args.data, variants, only, workers=args.workers,
+                      scheduler=args.scheduler)
     rows = merge_rows(read_rows(args.csv), new)
     write_rows(rows, args.csv)
     section = markdown(rows, time.perf_counter() - t0)
