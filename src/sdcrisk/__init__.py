@@ -32,6 +32,7 @@ from .decision import (
 )
 from .estimators import (
     ESTIMATORS,
+    AutoRisk,
     Estimator,
     GraphicalRisk,
     LogLinearRisk,
@@ -80,6 +81,7 @@ from .uniqueness import (
     snb_uniques,
     zayatz_uniques,
 )
+from .validation import ValidationTable, validate
 
 __all__ = [
     "__version__",
@@ -98,6 +100,9 @@ __all__ = [
     "NegativeBinomialRisk",
     "LogLinearRisk",
     "GraphicalRisk",
+    "AutoRisk",
+    "validate",
+    "ValidationTable",
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",

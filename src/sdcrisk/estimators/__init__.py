@@ -6,6 +6,7 @@ import dataclasses
 
 from ..exceptions import ParameterError
 from ._base import Estimator
+from .auto import AutoRisk
 from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
 from .graphical import GraphicalRisk
 from .loglinear import LogLinearRisk
@@ -17,6 +18,7 @@ __all__ = [
     "SkinnerElliotTheta",
     "LogLinearRisk",
     "GraphicalRisk",
+    "AutoRisk",
     "bf_risk",
     "ESTIMATORS",
     "get_estimator",
@@ -26,7 +28,7 @@ __all__ = [
 ESTIMATORS: dict[str, type[Estimator]] = {
     cls.name: cls
     for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, LogLinearRisk,
-                GraphicalRisk)
+                GraphicalRisk, AutoRisk)
 }
 
 
