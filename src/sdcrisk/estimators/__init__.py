@@ -10,6 +10,7 @@ from .auto import AutoRisk
 from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
 from .graphical import GraphicalRisk
 from .loglinear import LogLinearRisk
+from .mixed_membership import HdpRisk, MixedMembershipRisk
 
 __all__ = [
     "Estimator",
@@ -17,6 +18,8 @@ __all__ = [
     "PoissonGammaRisk",
     "SkinnerElliotTheta",
     "LogLinearRisk",
+    "HdpRisk",
+    "MixedMembershipRisk",
     "GraphicalRisk",
     "AutoRisk",
     "bf_risk",
@@ -28,7 +31,7 @@ __all__ = [
 ESTIMATORS: dict[str, type[Estimator]] = {
     cls.name: cls
     for cls in (NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, LogLinearRisk,
-                GraphicalRisk, AutoRisk)
+                GraphicalRisk, AutoRisk) + (HdpRisk, MixedMembershipRisk)
 }
 
 

@@ -1,0 +1,283 @@
+"""HDP / mixed-membership benchmarks on Battiston & Rimella's New York samples (issue 5).
+
+Three measurements, each merged into ``benchmarks/hdp_results.json`` and written to the
+section between the HDP markers of ``benchmarks/RESULTS.md``:
+
+* ``sweeps``: seconds per MCMC sweep (spec E.2 steps 1-6, plus the structural-zero steps
+  7-9 by App. C) and per saved draw (tau by BR App. B, M = 500) for n = 1,000 / 5,000 /
+  10,000, one chain, after a warm-up so that the number of components has settled;
+* ``default``: wall time and diagnostics of ``HdpRisk()`` with its defaults (4 chains,
+  adaptive run length) on one sample;
+* ``paper``: the reproduction of spec G.5 (posterior mean, sd and interval of tau1 against
+  the truth and BR's estimate; per-chain means and the multimodality flag).
+
+Usage::
+
+    python benchmarks/bench_hdp.py sweeps [--n 1000 5000 10000] [--kind clean sz]
+    python benchmarks/bench_hdp.py default --kind clean --n 10000
+    python benchmarks/bench_hdp.py paper --cases clean-1000 sz-5000 ... [--compat]
+        [--iterations I --burn-in B --chains C]
+    python benchmarks/bench_hdp.py write      # only rebuild the RESULTS.md section
+
+The machine is shared: every record carries the load average (``os.getloadavg``) seen
+while it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import sdcrisk
+from sdcrisk import ConvergenceWarning, HdpRisk, Microdata, tabulate
+from sdcrisk.estimators import _mm_model as mm
+from sdcrisk.structural_zeros import StructuralZeros
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent.parent / "shared" / "data" / "bnp_dr_ny"
+STORE = HERE / "hdp_results.json"
+BEGIN, END = "<!-- HDP:BEGIN -->", "<!-- HDP:END -->"
+
+SIZES = {
+    "clean": dict(AGE=5, SEX=2, MARST=6, RACESING=5, EDUC=11, EMPSTAT=3, DISABWRK=2,
+                  VETSTAT=2),
+    "sz": dict(OWNERSHP=3, MORTGAGE=4, AGE=9, SEX=2, MARST=6, RACESING=5, EDUC=11, EMPSTAT=4,
+               DISABWRK=3, VETSTAT=3),
+}
+POP = {"clean": 712_174, "sz": 953_076}
+# spec G.5: true tau1 and BR's posterior mean +- sd
+TRUTH = {("clean", 1000): 9, ("clean", 5000): 27, ("clean", 10000): 53,
+         ("sz", 1000): 11, ("sz", 5000): 55, ("sz", 10000): 88}
+PAPER = {("clean", 1000): "7.49 ± 5.32", ("clean", 5000): "38.80 ± 12.00",
+         ("clean", 10000): "66.72 ± 10.85", ("sz", 1000): "10.81 ± 1.66",
+         ("sz", 5000): "56.16 ± 3.78", ("sz", 10000): "bimodal 189.5 ± 5.8 / 102.0 ± 5.3",
+         ("sz-ignored", 1000): "68.64 ± 19.11", ("sz-ignored", 5000): "186.06 ± 46.67",
+         ("sz-ignored", 10000): "288.70 ± 47.15"}
+
+
+def table(kind: str, n: int):
+    name = "ny_clean" if kind == "clean" else "ny_structural_zeros"
+    sizes = SIZES[kind]
+    md = Microdata.from_source(DATA / f"{name}_n{n}.csv.gz", list(sizes),
+                               population_size=POP[kind],
+                               levels={k: list(range(v)) for k, v in sizes.items()})
+    return tabulate(md)
+
+
+def conditions() -> StructuralZeros:
+    sizes = SIZES["sz"]
+    return StructuralZeros.from_csv(DATA / "ny_structural_zeros_disjoint_conditions.csv",
+                                    keys=list(sizes),
+                                    levels=[list(range(d)) for d in sizes.values()],
+                                    coding="bnpdr")
+
+
+def load() -> dict:
+    return json.loads(STORE.read_text()) if STORE.exists() else {}
+
+
+def save(store: dict) -> None:
+    STORE.write_text(json.dumps(store, indent=1, sort_keys=True) + "\n")
+
+
+def stamp() -> dict:
+    return {"date": datetime.date.today().isoformat(), "load_avg": os.getloadavg()[0],
+            "sdcrisk": sdcrisk.__version__}
+
+
+# --- measurements ------------------------------------------------------------------------------
+def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int) -> dict:
+    tab = table(kind, n)
+    data = mm.MMData.from_table(tab, conditions() if kind == "sz" else None)
+    params = mm.HdpParams()
+    rng = np.random.default_rng(0)
+    state = mm.hdp_init(rng, data, params)
+    mm.hdp_step(rng, state, data, params)          # compile / load the kernels
+    mm.hdp_observe(rng, state, data, params)
+    for _ in range(warm):
+        mm.hdp_step(rng, state, data, params)
+    loads = [os.getloadavg()[0]]
+    t0 = time.perf_counter()
+    ks = []
+    for _ in range(sweeps):
+        mm.hdp_step(rng, state, data, params)
+        ks.append(state.K)
+    sweep = (time.perf_counter() - t0) / sweeps
+    t0 = time.perf_counter()
+    for _ in range(draws):
+        mm.hdp_observe(rng, state, data, params)
+    observe = (time.perf_counter() - t0) / draws
+    loads.append(os.getloadavg()[0])
+    return {"kind": kind, "n": n, "seconds_per_sweep": sweep, "seconds_per_draw": observe,
+            "components": float(np.mean(ks)), "warm_up": warm, "sweeps": sweeps,
+            "load_avg": float(np.mean(loads)), "date": stamp()["date"]}
+
+
+def bench_fit(kind: str, n: int, options: dict, label: str) -> dict:
+    tab = table(kind.replace("-ignored", ""), n)
+    opts = dict(options)
+    if kind == "sz":
+        opts["structural_zeros"] = conditions()
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = HdpRisk(**opts).fit(tab)
+    wall = time.perf_counter() - t0
+    d = res.diagnostics["mcmc"]
+    post = res.fitted["posterior"]["tau1"]
+    key = (kind, n)
+    return {
+        "label": label, "kind": kind, "n": n, "options": {k: v for k, v in options.items()},
+        "seconds": wall, "load_avg": (load0 + os.getloadavg()[0]) / 2,
+        "tau1_mean": post["mean"], "tau1_sd": post["sd"], "tau1_lower": post["lower"],
+        "tau1_upper": post["upper"], "truth": TRUTH.get((kind.replace("-ignored", ""), n)),
+        "paper": PAPER.get(key), "components_mean": res.fitted["components_mean"],
+        "iterations": d["iterations"], "burn_in": d["burn_in"], "chains": d["chains"],
+        "draws_per_chain": d["draws_per_chain"], "converged": d["converged"],
+        "rhat_tau1": d["rhat"]["tau1"], "ess_bulk_tau1": d["ess_bulk"]["tau1"],
+        "ess_tail_tau1": d["ess_tail"]["tau1"], "rhat_components": d["rhat"]["components"],
+        "ess_bulk_components": d["ess_bulk"]["components"],
+        "chain_means_tau1": d["chain_means"]["tau1"], "multimodal": d["multimodal"],
+        "modes": d["modes"].get("tau1"), "warnings": [str(w.message)[:200] for w in caught],
+        "date": stamp()["date"],
+    }
+
+
+# --- report ------------------------------------------------------------------------------------
+def _f(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def render(store: dict) -> str:
+    lines = [BEGIN, "## HDP / mixed-membership MCMC (issue 5)", "",
+             "Command: `python benchmarks/bench_hdp.py sweeps|default|paper` (raw numbers in "
+             "`benchmarks/hdp_results.json`).", "",
+             f"Machine: {platform.processor() or platform.machine()}, "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy "
+             f"{np.__version__}. **The machine was shared with 3-5 other workers running "
+             "tests and benchmarks**: the load average (on 2 cores) is given with every row; "
+             "at a load of 8 a sweep takes 2-4 times as long as on an idle machine.", ""]
+    sw = store.get("sweeps", {})
+    if sw:
+        lines += ["### Seconds per sweep (one chain, after the warm-up)", "",
+                  "| data | n | s / sweep | s / saved draw (tau, M = 500) | components | "
+                  "load avg |", "|---|---:|---:|---:|---:|---:|"]
+        for key in sorted(sw, key=lambda k: (sw[k]["kind"], sw[k]["n"])):
+            r = sw[key]
+            lines.append(f"| NY {r['kind']} | {r['n']:,} | {r['seconds_per_sweep']:.4f} | "
+                         f"{r['seconds_per_draw']:.4f} | {r['components']:.1f} | "
+                         f"{r['load_avg']:.1f} |")
+        lines.append("")
+    fits = store.get("fits", {})
+    for title, pick in (("Default runs (`HdpRisk()`: 4 chains, burn-in 1,000, adaptive "
+                         "length in blocks of 500 up to 10,000, thin 10)", "default"),
+                        ("Paper reproduction (spec G.5)", "paper")):
+        rows = [r for r in fits.values() if r["label"].startswith(pick)]
+        if not rows:
+            continue
+        lines += [f"### {title}", "",
+                  "| case | settings | wall s | load | iterations | tau1 mean ± sd [95%] | "
+                  "truth | BR | K | R-hat / bulk ESS (tau1) | converged | chain means | "
+                  "modes |", "|---|---|---:|---:|---:|---|---:|---|---:|---|---|---|---|"]
+        for r in sorted(rows, key=lambda r: (r["kind"], r["n"], r["label"])):
+            opts = ", ".join(f"{k}={v}" for k, v in r["options"].items()) or "defaults"
+            modes = r.get("modes") or []
+            mtxt = ("; ".join(f"{g['chains']}: {g['mean']:.1f}" for g in modes)
+                    if r["multimodal"] else "one")
+            lines.append(
+                f"| NY {r['kind']} n={r['n']:,} | {opts} | {r['seconds']:.0f} | "
+                f"{r['load_avg']:.1f} | {r['iterations']:,} x {r['chains']} | "
+                f"{_f(r['tau1_mean'])} ± {_f(r['tau1_sd'])} [{_f(r['tau1_lower'], 1)}, "
+                f"{_f(r['tau1_upper'], 1)}] | {r['truth'] if r['truth'] is not None else '-'}"
+                f" | {r['paper'] or '-'} | {r['components_mean']:.1f} | "
+                f"{_f(r['rhat_tau1'], 3)} / {r['ess_bulk_tau1']:.0f} | "
+                f"{'yes' if r['converged'] else 'no'} | "
+                f"{', '.join(f'{m:.1f}' for m in r['chain_means_tau1'])} | {mtxt} |")
+        lines.append("")
+    notes = store.get("notes")
+    if notes:
+        lines += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_results(store: dict) -> None:
+    path = HERE / "RESULTS.md"
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    block = render(store)
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweeps")
+    s.add_argument("--n", type=int, nargs="+", default=[1000, 5000, 10000])
+    s.add_argument("--kind", nargs="+", default=["clean", "sz"])
+    s.add_argument("--warm", type=int, default=200)
+    s.add_argument("--sweeps", type=int, default=100)
+    s.add_argument("--draws", type=int, default=20)
+    d = sub.add_parser("default")
+    d.add_argument("--kind", default="clean")
+    d.add_argument("--n", type=int, default=10000)
+    q = sub.add_parser("paper")
+    q.add_argument("--cases", nargs="+", required=True,
+                   help="kind-n, kind in clean, sz, sz-ignored (e.g. clean-1000 sz-5000)")
+    q.add_argument("--compat", action="store_true", help="compat_bnpdr + fast allocation")
+    q.add_argument("--iterations", type=int, default=None)
+    q.add_argument("--burn-in", type=int, default=None)
+    q.add_argument("--chains", type=int, default=None)
+    q.add_argument("--seed", type=int, default=0)
+    sub.add_parser("write")
+    sub.add_parser("note").add_argument("text")
+    args = p.parse_args(argv)
+    store = load()
+    if args.cmd == "sweeps":
+        for kind in args.kind:
+            for n in args.n:
+                r = bench_sweeps(kind, n, args.warm, args.sweeps, args.draws)
+                print(json.dumps(r), flush=True)
+                store.setdefault("sweeps", {})[f"{kind}-{n}"] = r
+                save(store)
+    elif args.cmd == "default":
+        r = bench_fit(args.kind, args.n, {}, "default")
+        print(json.dumps(r), flush=True)
+        store.setdefault("fits", {})[f"default-{args.kind}-{args.n}"] = r
+    elif args.cmd == "paper":
+        opts = {}
+        if args.compat:
+            opts.update(compat_bnpdr=True, allocation="fast")
+        for name, value in (("iterations", args.iterations), ("burn_in", args.burn_in),
+                            ("chains", args.chains)):
+            if value is not None:
+                opts[name] = value
+        if args.seed:
+            opts["random_state"] = args.seed
+        for case in args.cases:
+            kind, n = case.rsplit("-", 1)
+            label = "paper" + ("-compat" if args.compat else "")
+            r = bench_fit(kind, int(n), opts, label)
+            print(json.dumps(r), flush=True)
+            store.setdefault("fits", {})[f"{label}-{case}-{args.seed}"] = r
+            save(store)
+    elif args.cmd == "note":
+        store.setdefault("notes", []).append(args.text)
+    save(store)
+    write_results(store)
+
+
+if __name__ == "__main__":
+    main()

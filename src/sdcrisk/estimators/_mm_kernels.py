@@ -1,0 +1,538 @@
+"""Compiled (numba) kernels of the mixed-membership samplers: primitives and HDP sweeps.
+
+Layout shared by all kernels (records are rows, variables columns):
+
+* ``xo`` (n, J) int64: column index ``offs[j] + x_ij`` of each record's value in the
+  flattened level axis of length D = sum_j d_j; ``dsize`` (J,) the d_j as floats;
+* profiles ``theta`` (capacity, D): row k holds theta_k1, ..., theta_kJ side by side;
+* memberships ``pi`` (n, capacity) with the remainder (uninstantiated mass) in ``pi0``;
+  global weights ``beta`` (capacity,) with the remainder in ``scal[0]``; ``scal[1]`` is the
+  top-level concentration alpha_0; ``kk[0]`` the number K of instantiated components.
+
+Random variates come from the ``np.random.Generator`` passed in (numba shares its state with
+the Python object). Dirichlet vectors are drawn through log-gamma variates (a gamma variate
+with shape a < 1 as G(a + 1) U^(1/a), in log space) and normalised in log space, so tiny
+concentrations never give NaN rows (spec E.2, initialisation note).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_JIT = {"cache": True, "nogil": True}
+
+
+# --- primitives ------------------------------------------------------------------------------
+@njit(**_JIT)
+def gamma_variate(rng, a):
+    """A Gamma(a, 1) variate (Marsaglia & Tsang 2000; a < 1 as G(a + 1) U^(1/a)).
+
+    For tiny ``a`` the boosted value may underflow to 0: callers that need the logarithm
+    of such draws use :func:`log_gamma_variate`.
+    """
+    if a <= 0.0:
+        return 0.0
+    boost = 1.0
+    if a < 1.0:
+        u = rng.random()
+        while u == 0.0:
+            u = rng.random()
+        boost = u ** (1.0 / a)
+        a += 1.0
+    d = a - 1.0 / 3.0
+    c = 1.0 / np.sqrt(9.0 * d)
+    while True:
+        x = rng.standard_normal()
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = rng.random()
+        x2 = x * x
+        if u < 1.0 - 0.0331 * x2 * x2:
+            return d * v * boost
+        if np.log(u) < 0.5 * x2 + d * (1.0 - v + np.log(v)):
+            return d * v * boost
+
+
+@njit(**_JIT)
+def log_gamma_variate(rng, a):
+    """log of a Gamma(a, 1) variate, exact in log space for tiny a; -inf for a <= 0."""
+    if a <= 0.0:
+        return -np.inf
+    if a >= 1.0:
+        return np.log(gamma_variate(rng, a))
+    u = rng.random()
+    while u == 0.0:
+        u = rng.random()
+    return np.log(gamma_variate(rng, a + 1.0)) + np.log(u) / a
+
+
+@njit(**_JIT)
+def beta_pair(rng, a, b):
+    """(v, 1 - v) for v ~ Beta(a, b), both computed without cancellation."""
+    la = log_gamma_variate(rng, a)
+    lb = log_gamma_variate(rng, b)
+    if la == -np.inf and lb == -np.inf:
+        return 0.5, 0.5
+    d = lb - la
+    if d > 0:
+        e = np.exp(-d)
+        return e / (1.0 + e), 1.0 / (1.0 + e)
+    e = np.exp(d)
+    return 1.0 / (1.0 + e), e / (1.0 + e)
+
+
+@njit(**_JIT)
+def dirichlet_into(rng, conc, length, out, log_out):
+    """out[:length] ~ Dir(conc[:length]); log_out[:length] gets the logs if it is not empty.
+
+    With some concentration >= 1 and no logs wanted, gamma variates are normalised
+    directly (a coordinate whose variate underflows has mass below 1e-300 relative to one
+    of order 1); otherwise the draw is made and normalised in log space.
+    """
+    want_log = log_out.shape[0] > 0
+    if not want_log:
+        big = False
+        for k in range(length):
+            if conc[k] >= 1.0:
+                big = True
+                break
+        if big:
+            s = 0.0
+            for k in range(length):
+                out[k] = gamma_variate(rng, conc[k])
+                s += out[k]
+            if s > 0.0:
+                for k in range(length):
+                    out[k] /= s
+                return
+    mx = -np.inf
+    for k in range(length):
+        v = log_gamma_variate(rng, conc[k])
+        out[k] = v
+        if v > mx:
+            mx = v
+    if mx == -np.inf:
+        for k in range(length):
+            out[k] = 1.0 / length
+            if want_log:
+                log_out[k] = -np.log(length)
+        return
+    s = 0.0
+    for k in range(length):
+        v = out[k] - mx
+        if want_log:
+            log_out[k] = v
+        out[k] = np.exp(v)
+        s += out[k]
+    ls = np.log(s)
+    for k in range(length):
+        if want_log:
+            log_out[k] -= ls
+        out[k] /= s
+
+
+@njit(**_JIT)
+def categorical(rng, weights, length):
+    """Index drawn with probabilities proportional to weights[:length] (>= 0)."""
+    total = 0.0
+    for k in range(length):
+        total += weights[k]
+    u = rng.random() * total
+    acc = 0.0
+    for k in range(length):
+        acc += weights[k]
+        if u < acc:
+            return k
+    # u == total (or total == 0): the last index with positive weight, else the last
+    for k in range(length - 1, -1, -1):
+        if weights[k] > 0:
+            return k
+    return length - 1
+
+
+@njit(**_JIT)
+def crp_tables(rng, customers, conc):
+    """Number of tables of a CRP(conc) with ``customers`` customers (TJBB06 eq 40)."""
+    if customers <= 0:
+        return 0
+    m = 1
+    for seated in range(1, customers):
+        # customer seated + 1 opens a table with probability conc / (conc + seated)
+        if rng.random() * (conc + seated) < conc:
+            m += 1
+    return m
+
+
+@njit(**_JIT)
+def profile_prior_row(rng, theta, row, offs, col):
+    """theta[row] ~ prod_j Dir(1), with one extra count at column ``col`` (or none if < 0)."""
+    J = offs.shape[0] - 1
+    buf = np.empty(theta.shape[1])
+    nolog = np.empty(0)
+    for j in range(J):
+        d = offs[j + 1] - offs[j]
+        conc = np.ones(d)
+        if offs[j] <= col < offs[j + 1]:
+            conc[col - offs[j]] += 1.0
+        dirichlet_into(rng, conc, d, buf, nolog)
+        for v in range(d):
+            theta[row, offs[j] + v] = buf[v]
+
+
+# --- HDP step 1: allocations (spec E.2 step 1) -------------------------------------------
+@njit(**_JIT)
+def _new_component(rng, K, pi, pi0, beta, scal, alpha):
+    """Instantiate component K from the remainder: split beta_0 and every pi_i0."""
+    nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
+    b0 = scal[0]
+    beta[K] = nu * b0
+    scal[0] = one_minus_nu * b0
+    for i in range(pi.shape[0]):
+        rho, one_minus_rho = beta_pair(rng, alpha[i] * b0 * nu, alpha[i] * b0 * one_minus_nu)
+        pi[i, K] = rho * pi0[i]
+        pi0[i] = one_minus_rho * pi0[i]
+
+
+@njit(**_JIT)
+def allocate_sequential(rng, xo, dsize, offs, z, pi, pi0, beta, scal, theta, alpha, kk, start):
+    """Exact sequential allocation of z_ij; returns the position where capacity ran out or -1.
+
+    P(z_ij = k) is proportional to pi_ik theta_kj(x_ij) and P(new) to pi_i0 / d_j; a new
+    component gets theta_{K+1,j} ~ Dir(1 + e_x) for the variable that created it and Dir(1)
+    for the others, so later allocations see its likelihood.
+    """
+    n, J = xo.shape
+    cap = pi.shape[1]
+    K = kk[0]
+    w = np.empty(cap + 1)
+    for pos in range(start, n * J):
+        if K >= cap:
+            kk[0] = K
+            return pos
+        i = pos // J
+        j = pos - i * J
+        col = xo[i, j]
+        for k in range(K):
+            w[k] = pi[i, k] * theta[k, col]
+        w[K] = pi0[i] / dsize[j]
+        k = categorical(rng, w, K + 1)
+        if k == K:
+            _new_component(rng, K, pi, pi0, beta, scal, alpha)
+            profile_prior_row(rng, theta, K, offs, col)
+            K += 1
+        z[i, j] = k
+    kk[0] = K
+    return -1
+
+
+@njit(**_JIT)
+def allocate_collapsed(rng, xo, dsize, offs, z, beta, scal, theta, alpha, kk, start):
+    """Allocations with pi_i integrated out (TJBB06 section 5.3, direct assignment).
+
+    P(z_ij = k | z_i,-j) is proportional to (n_ik^-ij + alpha_i beta_k) theta_kj(x_ij) and
+    P(new) to alpha_i beta_0 / d_j; a new component takes nu ~ Beta(1, alpha_0) of beta_0
+    and theta_{K+1,j} ~ Dir(1 + e_x). Returns the position where capacity ran out, or -1.
+    """
+    n, J = xo.shape
+    cap = beta.shape[0]
+    K = kk[0]
+    cnt = np.zeros(cap, np.int64)
+    w = np.empty(cap + 1)
+    current = -1
+    for pos in range(start, n * J):
+        i = pos // J
+        j = pos - i * J
+        if K >= cap:
+            kk[0] = K
+            return pos
+        if i != current:
+            for k in range(K):
+                cnt[k] = 0
+            for jj in range(J):
+                cnt[z[i, jj]] += 1
+            current = i
+        col = xo[i, j]
+        cnt[z[i, j]] -= 1
+        a = alpha[i]
+        for k in range(K):
+            w[k] = (cnt[k] + a * beta[k]) * theta[k, col]
+        w[K] = a * scal[0] / dsize[j]
+        k = categorical(rng, w, K + 1)
+        if k == K:
+            nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
+            b0 = scal[0]
+            beta[K] = nu * b0
+            scal[0] = one_minus_nu * b0
+            profile_prior_row(rng, theta, K, offs, col)
+            cnt[K] = 0
+            K += 1
+        z[i, j] = k
+        cnt[k] += 1
+    kk[0] = K
+    return -1
+
+
+@njit(**_JIT)
+def allocate_parallel(rng, xo, dsize, z, pi, pi0, theta, kk):
+    """All z_ij drawn given the current pi, theta ("new" = -1); returns the number of new."""
+    n, J = xo.shape
+    K = kk[0]
+    w = np.empty(K + 1)
+    count = 0
+    for i in range(n):
+        for j in range(J):
+            col = xo[i, j]
+            for k in range(K):
+                w[k] = pi[i, k] * theta[k, col]
+            w[K] = pi0[i] / dsize[j]
+            k = categorical(rng, w, K + 1)
+            if k == K:
+                z[i, j] = -1
+                count += 1
+            else:
+                z[i, j] = k
+    return count
+
+
+@njit(**_JIT)
+def resolve_new_round(rng, xo, offs, z, pi, pi0, beta, scal, theta, alpha, kk):
+    """One round of BR's vectorised resolution of "new" draws; returns how many remain.
+
+    The first pending entry (row-major) instantiates a component; every other pending entry
+    moves to it or stays new with probabilities proportional to (pi_i,new, pi_i0), ignoring
+    the likelihood (BR's code; spec H.1.6).
+    """
+    n, J = z.shape
+    K = kk[0]
+    first = -1
+    for pos in range(n * J):
+        if z[pos // J, pos % J] == -1:
+            first = pos
+            break
+    if first < 0:
+        return 0
+    _new_component(rng, K, pi, pi0, beta, scal, alpha)
+    i0 = first // J
+    profile_prior_row(rng, theta, K, offs, xo[i0, first - i0 * J])
+    z[i0, first - i0 * J] = K
+    remaining = 0
+    for pos in range(first + 1, n * J):
+        i = pos // J
+        j = pos - i * J
+        if z[i, j] != -1:
+            continue
+        tot = pi[i, K] + pi0[i]
+        if tot > 0 and rng.random() * tot < pi[i, K]:
+            z[i, j] = K
+        else:
+            remaining += 1
+    kk[0] = K + 1
+    return remaining
+
+
+# --- HDP steps 2-6 (spec E.2) ----------------------------------------------------------------
+@njit(**_JIT)
+def _counts_of(z, i, K, cnt):
+    for k in range(K):
+        cnt[k] = 0
+    for j in range(z.shape[1]):
+        cnt[z[i, j]] += 1
+
+
+@njit(**_JIT)
+def _update_concentrations(rng, K, m_total, mi, alpha, scal, a0, b0, a, b, multiple, J):
+    # top level (EW95): m_total tables, K dishes
+    eta = beta_pair(rng, scal[1] + 1.0, m_total)[0]
+    rate = b0 - np.log(eta)
+    p = m_total * rate / (a0 + K - 1.0 + m_total * rate)
+    s = 1.0 if rng.random() < p else 0.0
+    scal[1] = gamma_variate(rng, a0 + K - s) / rate
+    n = alpha.shape[0]
+    if multiple:
+        for i in range(n):
+            eta = beta_pair(rng, alpha[i] + 1.0, J)[0]
+            rate = b - np.log(eta)
+            p = J * rate / (a + mi[i] - 1.0 + J * rate)
+            s = 1.0 if rng.random() < p else 0.0
+            alpha[i] = gamma_variate(rng, a + mi[i] - s) / rate
+    else:
+        common = alpha[0]
+        log_eta = 0.0
+        s_sum = 0.0
+        m_obs = 0.0
+        for i in range(n):
+            log_eta += np.log(beta_pair(rng, common + 1.0, J)[0])
+            if rng.random() * (J + common) < J:
+                s_sum += 1.0
+            m_obs += mi[i]
+        common = gamma_variate(rng, a + m_obs - s_sum) / (b - log_eta)
+        for i in range(n):
+            alpha[i] = common
+
+
+@njit(**_JIT)
+def hdp_rest(rng, xo, z, pi, pi0, beta, scal, theta, alpha, kk, aug_m, aug_c, aug_m0,
+             a0, b0, a, b, multiple, compat, offs, draw_pi):
+    """Steps 2-6 after the allocations: tables, pruning, concentrations, beta, pi, theta.
+
+    Order 2 -> 6 -> 3 -> 4 -> 5 by default; 2 -> 3 -> 4 -> 5 -> 6 with ``compat`` (BR's
+    code), which also uses alpha_0 beta_k instead of alpha_i beta_k as the CRP concentration
+    of the table counts (spec H.1.1). ``aug_m`` (K,), ``aug_c`` (K, D) and ``aug_m0`` are
+    the structural-zero augmentation statistics (zeros without structural zeros). Step 4
+    (pi) is skipped when ``draw_pi`` is False (collapsed allocations). Returns the total
+    number of tables m.. (observed only).
+    """
+    n, J = z.shape
+    K = kk[0]
+    D = theta.shape[1]
+    cnt = np.zeros(K, np.int64)
+    mk = np.zeros(K)
+    nk = np.zeros(K)
+    mi = np.zeros(n)
+    # step 2: table counts
+    for i in range(n):
+        _counts_of(z, i, K, cnt)
+        conc_i = scal[1] if compat else alpha[i]
+        for k in range(K):
+            c = cnt[k]
+            if c > 0:
+                t = crp_tables(rng, c, conc_i * beta[k])
+                mk[k] += t
+                mi[i] += t
+                nk[k] += c
+    # prune components with no observed allocation and no augmented tables
+    newidx = np.full(K, -1, np.int64)
+    K2 = 0
+    for k in range(K):
+        if nk[k] > 0 or aug_m[k] > 0:
+            newidx[k] = K2
+            K2 += 1
+    if K2 < K:
+        for k in range(K):
+            t = newidx[k]
+            if t >= 0 and t != k:
+                beta[t] = beta[k]
+                mk[t] = mk[k]
+                aug_m[t] = aug_m[k]
+                for c in range(D):
+                    theta[t, c] = theta[k, c]
+                    aug_c[t, c] = aug_c[k, c]
+                for i in range(n if draw_pi else 0):
+                    pi[i, t] = pi[i, k]
+        for i in range(n):
+            for j in range(J):
+                z[i, j] = newidx[z[i, j]]
+        for k in range(K2, K):
+            aug_m[k] = 0.0
+            for c in range(D):
+                aug_c[k, c] = 0.0
+        K = K2
+        kk[0] = K
+    m_obs = 0.0
+    for k in range(K):
+        m_obs += mk[k]
+    m_total = m_obs + aug_m0
+    for k in range(K):
+        m_total += aug_m[k]
+    if not compat:
+        _update_concentrations(rng, K, m_total, mi, alpha, scal, a0, b0, a, b, multiple, J)
+    # step 3: global weights
+    conc = np.empty(K + 1)
+    out = np.empty(K + 1)
+    nolog = np.empty(0)
+    for k in range(K):
+        conc[k] = mk[k] + aug_m[k]
+    conc[K] = scal[1] + aug_m0
+    dirichlet_into(rng, conc, K + 1, out, nolog)
+    for k in range(K):
+        beta[k] = out[k]
+    scal[0] = out[K]
+    # step 4: memberships
+    for i in range(n if draw_pi else 0):
+        _counts_of(z, i, K, cnt)
+        for k in range(K):
+            conc[k] = alpha[i] * beta[k] + cnt[k]
+        conc[K] = alpha[i] * scal[0]
+        dirichlet_into(rng, conc, K + 1, out, nolog)
+        for k in range(K):
+            pi[i, k] = out[k]
+        pi0[i] = out[K]
+    # step 5: profiles
+    counts = np.zeros((K, D))
+    for i in range(n):
+        for j in range(J):
+            counts[z[i, j], xo[i, j]] += 1.0
+    buf = np.empty(D)
+    cbuf = np.empty(D)
+    for k in range(K):
+        for j in range(J):
+            d = offs[j + 1] - offs[j]
+            for v in range(d):
+                cbuf[v] = 1.0 + counts[k, offs[j] + v] + aug_c[k, offs[j] + v]
+            dirichlet_into(rng, cbuf, d, buf, nolog)
+            for v in range(d):
+                theta[k, offs[j] + v] = buf[v]
+    if compat:
+        _update_concentrations(rng, K, m_total, mi, alpha, scal, a0, b0, a, b, multiple, J)
+    return m_obs
+
+
+# --- membership draws for Monte Carlo expectations (spec E.3) ----------------------------
+@njit(**_JIT)
+def membership_draws(rng, weights, m_draws, shape, rate, fixed_alpha):
+    """(M, L) draws of Dir(alpha weights), alpha ~ Gamma(shape, rate) or fixed (> 0).
+
+    Returns the draws and the M concentrations alpha used.
+    """
+    L = weights.shape[0]
+    out = np.empty((m_draws, L))
+    alphas = np.empty(m_draws)
+    conc = np.empty(L)
+    buf = np.empty(L)
+    nolog = np.empty(0)
+    for m in range(m_draws):
+        al = fixed_alpha if fixed_alpha > 0 else gamma_variate(rng, shape) / rate
+        alphas[m] = al
+        for k in range(L):
+            conc[k] = al * weights[k]
+        dirichlet_into(rng, conc, L, buf, nolog)
+        for k in range(L):
+            out[m, k] = buf[k]
+    return out, alphas
+
+
+@njit(**_JIT)
+def cell_probabilities(marg, cols):
+    """p(x) = mean_m prod_j marg[m, cols[x, j]] for each row of ``cols`` (spec E.3 eq 10)."""
+    M = marg.shape[0]
+    C, J = cols.shape
+    out = np.zeros(C)
+    for c in range(C):
+        s = 0.0
+        for m in range(M):
+            p = 1.0
+            for j in range(J):
+                p *= marg[m, cols[c, j]]
+            s += p
+        out[c] = s / M
+    return out
+
+
+@njit(**_JIT)
+def condition_probabilities(marg, cond_cols, cond_len):
+    """p_c = mean_m prod over the fixed columns of condition c (spec E.4.3 step 7)."""
+    M = marg.shape[0]
+    C = cond_cols.shape[0]
+    out = np.zeros(C)
+    for c in range(C):
+        s = 0.0
+        for m in range(M):
+            p = 1.0
+            for t in range(cond_len[c]):
+                p *= marg[m, cond_cols[c, t]]
+            s += p
+        out[c] = s / M
+    return out
