@@ -7,6 +7,7 @@ diagnostics, provenance); :func:`evaluate` compares estimators with the truth;
 :func:`recommend` finds suppressions or recodings that reach a risk target.
 """
 
+from ._outofcore import tabulate_file
 from ._version import __version__
 from .decision import (
     BetaBinomialFit,
@@ -72,6 +73,7 @@ from .predictive import (
 )
 from .recommend import Plan, Recommendations, RiskTarget, recommend
 from .result import RiskResult
+from .scenarios import KeySet, assess_scenarios
 from .suda import SudaResult, suda2, suda_weights
 from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
 from .uniqueness import (
@@ -123,6 +125,9 @@ __all__ = [
     "HouseholdBernoulli",
     "household_microdata",
     "household_sizes",
+    "tabulate_file",
+    "assess_scenarios",
+    "KeySet",
     "draw_sample",
     "BetaBinomialPrior",
     "BetaBinomialFit",
