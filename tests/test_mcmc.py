@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sdcrisk import ConvergenceWarning, ParameterError
-from sdcrisk._mcmc import Kernel, Observation, Thresholds, find_modes, sample
+from sdcrisk._mcmc import Kernel, Observation, Thresholds, find_modes, sample, split_modes
 
 
 # --- toy models ---------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_failed_verdict_warns_with_thresholds_and_values():
 
 
 def test_chains_in_different_modes_are_reported():
-    with pytest.warns(ConvergenceWarning, match="different modes"):
+    with pytest.warns(ConvergenceWarning, match="separate modes"):
         run = sample(MODAL, None, {"count": 0}, chains=4, burn_in=0, iterations=200, seed=5,
                      monitor=("x",), modes_of=("x",))
     d = run.diagnostics
@@ -147,6 +147,41 @@ def test_chains_in_different_modes_are_reported():
     assert [g["chains"] for g in groups] == [[0, 1], [2, 3]]
     assert groups[0]["mean"] == pytest.approx(0.0, abs=0.2)
     assert groups[1]["mean"] == pytest.approx(10.0, abs=0.2)
+
+
+def _jump_step(rng, state, data, params):
+    # every chain jumps between modes 0 and 12, staying about 50 iterations in each
+    if rng.random() < 0.02:
+        state["mode"] = 12.0 - state["mode"]
+    state["x"] = state["mode"] + rng.normal()
+    state["t"] += 1
+    return state, {}
+
+
+JUMP = Kernel(lambda rng, d, p: {"x": 0.0, "t": 0, "mode": 0.0}, _jump_step, _iid_observe,
+              name="jump")
+
+
+def test_modes_visited_by_every_chain_are_reported():
+    with pytest.warns(ConvergenceWarning, match="x draws: .*% at"):
+        run = sample(JUMP, None, {}, chains=4, burn_in=0, iterations=2000, seed=12,
+                     monitor=("x",), modes_of=("x",))
+    d = run.diagnostics
+    assert d["multimodal"] and len(d["modes"]["x"]) == 1  # chain means agree
+    groups = d["pooled_modes"]["x"]
+    assert groups[0]["mean"] == pytest.approx(0.0, abs=0.3)
+    assert groups[1]["mean"] == pytest.approx(12.0, abs=0.3)
+    assert groups[0]["share"] + groups[1]["share"] == pytest.approx(1.0)
+
+
+def test_split_modes_ignores_unimodal_laws():
+    rng = np.random.default_rng(13)
+    for x in (rng.normal(size=20_000), rng.uniform(size=20_000), rng.gamma(2.0, size=20_000),
+              rng.standard_t(4, size=20_000)):
+        assert split_modes(x, 4.0) == []
+    two = np.concatenate([rng.normal(0, 1, 5000), rng.normal(10, 1, 1000)])
+    g = split_modes(two, 4.0)
+    assert g[1]["share"] == pytest.approx(1 / 6, abs=0.01)
 
 
 def test_find_modes_gap_rule():

@@ -180,6 +180,7 @@ class _MixedMembershipBase(Estimator):
                 "converged": d["converged"], "failures": d["failures"],
                 "thresholds": d["thresholds"], "monitored": d["monitored"],
                 "multimodal": d["multimodal"], "modes": d["modes"],
+                "pooled_modes": d["pooled_modes"],
                 "chain_means": d["chain_means"],
                 "step_info": {k: v.tolist() for k, v in run.info.items()},
                 "sampling_seconds": d["seconds"]}
