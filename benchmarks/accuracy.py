@@ -72,7 +72,7 @@ def populations(data_dir: Path):
 
 
 def run(data_dir: Path, variants: dict, only: set[str] | None, *, workers: int = 1,
-        scheduler: str | None = None) -> list[dict]:
+        scheduler: str | None = None, keysets_only: set[str] | None = None) -> list[dict]:
     """Every (population, key set, fraction, variant) is one unit of ``evaluate_grid``: on
     local processes (``workers``) or a Dask cluster (``scheduler``); same numbers either way."""
     out = []
@@ -83,6 +83,8 @@ def run(data_dir: Path, variants: dict, only: set[str] | None, *, workers: int =
         for r in rows:
             keysets.setdefault(r["keyset"], (r["keys"].split("+"), []))[1].append(r)
         for keyset, (keys, truth_rows) in keysets.items():
+            if keysets_only and keyset not in keysets_only:
+                continue
             pop = Microdata.from_source(path, keys, max_levels=None)
             runnable = {k: v for k, v in variants.items()
                         if pop.cell_space <= MAX_CELLS.get(k, pop.cell_space)}
@@ -298,6 +300,7 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default=",".join(VARIANTS),
                     help=f"labels among {', '.join(VARIANTS)}")
     ap.add_argument("--populations", default=None, help="comma-separated folder names")
+    ap.add_argument("--keysets", default=None, help="comma-separated key-set labels (KS6, ...)")
     ap.add_argument("--csv", type=Path, default=HERE / "accuracy.csv",
                     help="CSV the new rows are merged into (default benchmarks/accuracy.csv)")
     ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="CSV",
@@ -318,7 +321,8 @@ def main(argv=None) -> int:
         only = set(args.populations.split(",")) if args.populations else None
         with np.errstate(all="ignore"):
             new = run(args.data, variants, only, workers=args.workers,
-                      scheduler=args.scheduler)
+                      scheduler=args.scheduler,
+                      keysets_only=set(args.keysets.split(",")) if args.keysets else None)
     rows = merge_rows(read_rows(args.csv), new)
     write_rows(rows, args.csv)
     section = markdown(rows, time.perf_counter() - t0)

@@ -23,6 +23,7 @@ same numbers on one core, on local processes and on a cluster.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,7 +35,13 @@ import numpy as np
 from .exceptions import ParameterError
 
 __all__ = ["SerialExecutor", "executor_scope", "map_units", "unit_seed", "unit_seeds",
-           "describe_executor", "chunked", "evaluate_grid"]
+           "describe_executor", "chunked", "evaluate_grid", "use_executor",
+           "current_executor"]
+
+# the Executor that estimators hand their internal work units (MCMC chains, log-linear
+# partitions) to while ``Estimator.fit(..., executor=...)`` runs; None = their own default
+_CURRENT: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
+    "sdcrisk_executor", default=None)
 
 
 class SerialExecutor(Executor):
@@ -129,6 +136,31 @@ def executor_scope(executor: Any = None, *, workers: int | None = None,
         return
     raise ParameterError(f"executor={executor!r} is not a concurrent.futures.Executor, a Dask "
                          "Client, a scheduler address or 'serial'")
+
+
+@contextlib.contextmanager
+def use_executor(executor: Any, *, workers: int | None = None) -> Iterator[Executor | None]:
+    """Make ``executor`` the one :func:`current_executor` returns inside the block.
+
+    ``executor`` takes the forms of :func:`executor_scope` except that ``None`` leaves the
+    current setting alone (estimators then use their own default: MCMC chains in threads,
+    log-linear partitions one after the other in this process). An executor started here
+    (local processes, a Client for a scheduler address) is closed when the block ends.
+    """
+    if executor is None and workers is None:
+        yield _CURRENT.get()
+        return
+    with executor_scope(executor, workers=workers) as ex:
+        token = _CURRENT.set(ex)
+        try:
+            yield ex
+        finally:
+            _CURRENT.reset(token)
+
+
+def current_executor() -> Executor | None:
+    """The Executor set by :func:`use_executor` (``Estimator.fit(executor=...)``), or None."""
+    return _CURRENT.get()
 
 
 def describe_executor(executor: Any) -> str:

@@ -18,6 +18,7 @@ from ..measures import (
     household_risk,
     predictive_measures,
 )
+from ..backend import use_executor
 from ..predictive import CellPredictive
 from ..result import RiskResult, provenance
 from ..table import CellTable, check_memory
@@ -78,7 +79,8 @@ class Estimator(ABC):
         return 8 * (CELL_ARRAYS * int(table.n_cells) + RECORD_ARRAYS * int(table.n))
 
     def fit(self, table: CellTable, *, population_size: float | None = None,
-            memory_limit: int | None = None) -> RiskResult:
+            memory_limit: int | None = None, executor: Any = None,
+            workers: int | None = None) -> RiskResult:
         """Estimate the disclosure risk of the sample tabulated in ``table``.
 
         Parameters
@@ -89,6 +91,13 @@ class Estimator(ABC):
             Override N (default: the table's).
         memory_limit : int, optional
             Bytes the method may use (default ``SDCRISK_MEMORY_LIMIT`` or 8 GiB).
+        executor : optional
+            Where the method's independent work units run (MCMC chains, log-linear
+            partitions): ``"serial"``, a :class:`concurrent.futures.Executor`, a Dask
+            ``Client`` or a scheduler address (see :mod:`sdcrisk.backend`). Default: the
+            method's own choice. Results are the same for a seed wherever units run.
+        workers : int, optional
+            With ``executor=None``: run the units in this many local processes.
 
         Raises
         ------
@@ -112,7 +121,8 @@ class Estimator(ABC):
                      f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
                      remedies=MEMORY_REMEDIES)
         start = time.perf_counter()
-        result = self._fit(table)
+        with use_executor(executor, workers=workers):
+            result = self._fit(table)
         diagnostics = {**result.diagnostics, "seconds": time.perf_counter() - start}
         return dataclasses.replace(result, diagnostics=diagnostics)
 
