@@ -33,7 +33,7 @@ def small_csv(tmp_path):
 
 def test_assess_example_json_has_the_contract_fields(capsys):
     code, out, err = run(capsys, "assess", "example:uk_census2011", "--keys", UK_KEYS,
-                         "--population-size", "56075912", "--format", "json")
+                         "--population-size", "56075912", "--method", "nb", "--format", "json")
     assert code == 0, err
     d = json.loads(out)
     assert d["method"] == "nb"
@@ -52,14 +52,20 @@ def test_assess_example_json_has_the_contract_fields(capsys):
 
 
 def test_assess_example_defaults_and_table_output(capsys):
+    # the default method is auto: the table names it, shows every candidate's validated
+    # error and the reason for the choice in words
     code, out, _ = run(capsys, "assess", "example:uk_census2011")
     assert code == 0
     assert "tau2" in out and "sample uniques 1,001" in out and "assumptions" in out
+    assert "method: auto" in out and "method choice (validated on sub-samples" in out
+    for candidate in ("nb", "poisson-gamma", "graphical"):
+        assert f"\n  {candidate} " in out
+    assert "On 5 sub-samples of this file" in out
 
 
 def test_assess_weights_household_hand_values(capsys, small_csv):
     code, out, err = run(capsys, "assess", str(small_csv), "--keys", "a,b", "--weights", "w",
-                         "--household", "hh", "--format", "json")
+                         "--household", "hh", "--method", "nb", "--format", "json")
     assert code == 0, err
     d = json.loads(out)
     assert d["population_size"] == 40.0

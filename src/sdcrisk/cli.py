@@ -128,7 +128,8 @@ def _common_input(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("tabl
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
-def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str) -> None:
+def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
+                         default_method: str = "nb") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
     p.add_argument("data", help="CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
@@ -136,7 +137,8 @@ def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str) -> Non
     size.add_argument("--population-size", type=float, help="population size N")
     size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
     p.add_argument("--weights", help="survey weight column (N defaults to its sum)")
-    p.add_argument("--method", default="nb", choices=list(ESTIMATORS), help=method_help)
+    p.add_argument("--method", default=default_method, choices=list(ESTIMATORS),
+                   help=method_help)
 
 
 #: figures --fail-above accepts besides the measures of a result
@@ -239,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
-    add_sample_arguments(a, method_help="estimator (default nb)")
+    add_sample_arguments(a, default_method="auto",
+                         method_help="estimator (default auto: the one that validates best "
+                         "on sub-samples of the file itself, see docs/auto.md)")
     _common_input(a, formats=("table", "json", "html"))
     add_fail_above(a)
     add_scenario_arguments(a)
@@ -394,9 +398,14 @@ def _result_table(result) -> str:
     ]
     for name, m in result.measures.items():
         lines.append(f"{name:<38}{_fmt(m.estimate):>14}{_fmt(m.lower):>14}{_fmt(m.upper):>14}")
-    intervals = {m.interval for m in result.measures.values() if m.interval}
-    for kind in sorted(intervals):
-        lines.append(f"  intervals: {result.thresholds.get('ci_level', 0.95):.0%} {kind}")
+    intervals: dict[str, list[str]] = {}
+    for name, m in result.measures.items():
+        if m.interval:
+            intervals.setdefault(m.interval, []).append(name)
+    level = f"{result.thresholds.get('ci_level', 0.95):.0%}"
+    for kind, names in intervals.items():
+        lines.append(f"  intervals ({', '.join(names)}): {level} {kind}")
+    lines += _choice_lines(result)
     thr = result.thresholds
     if "record_risk_threshold" in thr:
         value = thr["record_risk_threshold"]
@@ -404,6 +413,30 @@ def _result_table(result) -> str:
                   + ("none needed (target already met)" if value is None else f"{value:.6g}")]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in result.assumptions]
     return "\n".join(lines)
+
+
+def _choice_lines(result) -> list[str]:
+    """The validation table and the reason, for a result that chose its method (auto)."""
+    reason = result.fitted.get("reason")
+    rows = result.diagnostics.get("validation")
+    if not reason or not isinstance(rows, list):
+        return []
+    lines = ["", "method choice (validated on sub-samples of this file; median relative error):",
+             f"  {'candidate':<30}{'tau1':>9}{'tau2':>9}{'AUC':>7}{'seconds':>9}"]
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:+.1f}%"
+
+    for r in rows:
+        if r.get("status") != "ok":
+            lines.append(f"  {r['candidate']:<30} {r.get('status')}")
+            continue
+        auc = r.get("median_auc")
+        lines.append(f"  {r['candidate']:<30}{pct(r.get('median_rel_err_tau1')):>9}"
+                     f"{pct(r.get('median_rel_err_tau2')):>9}"
+                     f"{'-' if auc is None else f'{auc:.3f}':>7}{r.get('seconds', 0):>9.2f}")
+    lines.append("  " + reason)
+    return lines
 
 
 def _evaluation_table(ev) -> str:
