@@ -7,44 +7,13 @@ diagnostics, provenance); :func:`evaluate` compares estimators with the truth;
 :func:`recommend` finds suppressions or recodings that reach a risk target.
 """
 
-from ._outofcore import tabulate_file
+import importlib
+from typing import Any
+
 from ._version import __version__
-from .decision import (
-    BetaBinomialFit,
-    BetaBinomialPrior,
-    CallableLoss,
-    DecisionTable,
-    DomainDecision,
-    DomainTable,
-    ExponentialLoss,
-    GammaLoss,
-    Loss,
-    LossSensitivity,
-    MixtureLoss,
-    SuppressionLoss,
-    TradeoffCurve,
-    decide,
-    decision_table,
-    fit_beta_binomial,
-    parse_loss,
-    plot_tradeoff,
-    posterior_table,
-    sensitivity,
-)
-from .estimators import (
-    ESTIMATORS,
-    AutoRisk,
-    Estimator,
-    GraphicalRisk,
-    HdpRisk,
-    LogLinearRisk,
-    MixedMembershipRisk,
-    NegativeBinomialRisk,
-    PoissonGammaRisk,
-    SkinnerElliotTheta,
-    bf_risk,
-    get_estimator,
-)
+
+# eager: these submodules share a name with a function they define (sdcrisk.evaluate is the
+# function); both are light
 from .evaluate import (
     Bernoulli,
     Evaluation,
@@ -63,29 +32,50 @@ from .exceptions import (
     SdcRiskError,
     SdcRiskWarning,
 )
-from .household import household_microdata, household_sizes
-from .measures import Measure, global_risk_threshold, household_risk, roc_auc, truth_measures
-from .predictive import (
-    CellPredictive,
-    MixturePredictive,
-    NegativeBinomialPredictive,
-    PoissonPredictive,
-)
 from .recommend import Plan, Recommendations, RiskTarget, recommend
-from .result import RiskResult
-from .scenarios import KeySet, assess_scenarios
-from .suda import SudaResult, suda2, suda_weights
-from .table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
-from .uniqueness import (
-    FrequencyProfile,
-    PopulationUniqueness,
-    UniquenessEstimate,
-    pitman_uniques,
-    population_uniqueness,
-    snb_uniques,
-    zayatz_uniques,
-)
-from .validation import ValidationTable, validate
+
+# Everything else is imported on first use (PEP 562), so that ``sdcrisk assess --method nb``
+# does not import the decision, report and MCMC modules and their dependencies.
+_MODULES = {
+    "_outofcore": "tabulate_file",
+    "decision": (
+        "BetaBinomialFit BetaBinomialPrior CallableLoss DecisionTable DomainDecision "
+        "DomainTable ExponentialLoss GammaLoss Loss LossSensitivity MixtureLoss "
+        "SuppressionLoss TradeoffCurve decide decision_table fit_beta_binomial parse_loss "
+        "plot_tradeoff posterior_table sensitivity"
+    ),
+    "estimators": (
+        "ESTIMATORS AutoRisk Estimator GraphicalRisk HdpRisk LogLinearRisk "
+        "MixedMembershipRisk NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk "
+        "get_estimator"
+    ),
+    "household": "household_microdata household_sizes",
+    "measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",
+    "predictive": "CellPredictive MixturePredictive NegativeBinomialPredictive PoissonPredictive",
+    "result": "RiskResult",
+    "scenarios": "KeySet assess_scenarios",
+    "suda": "SudaResult suda2 suda_weights",
+    "table": "CellTable Microdata PopulationCounts check_memory tabulate",
+    "uniqueness": (
+        "FrequencyProfile PopulationUniqueness UniquenessEstimate pitman_uniques "
+        "population_uniqueness snb_uniques zayatz_uniques"
+    ),
+    "validation": "ValidationTable validate",
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "__version__",

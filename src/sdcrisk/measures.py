@@ -13,9 +13,9 @@ Notation: n1 = number of sample-unique cells (f = 1), N = population size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import special
 
 from . import _nb
 from .predictive import CellPredictive
@@ -132,7 +132,7 @@ def theta_expectation(n1: int, mean_sum: float, var_sum: float) -> float:
 
 
 def _normal_interval(mean: float, var: float, level: float, lo: float, hi: float):
-    z = float(special.ndtri(0.5 + level / 2))
+    z = NormalDist().inv_cdf(0.5 + level / 2)
     sd = float(np.sqrt(max(var, 0.0)))
     return max(lo, mean - z * sd), min(hi, mean + z * sd)
 

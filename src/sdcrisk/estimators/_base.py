@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..backend import use_executor
 from ..exceptions import InputError, ParameterError
 from ..measures import (
     DESCRIPTIONS,
@@ -18,7 +19,6 @@ from ..measures import (
     household_risk,
     predictive_measures,
 )
-from ..backend import use_executor
 from ..predictive import CellPredictive
 from ..result import RiskResult, provenance
 from ..table import CellTable, check_memory

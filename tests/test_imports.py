@@ -1,0 +1,52 @@
+"""Start-up cost: the package and the CLI import their heavy dependencies only when used."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import sdcrisk
+
+
+def test_every_public_name_resolves_and_is_listed():
+    for name in sdcrisk.__all__:
+        assert getattr(sdcrisk, name) is not None, name
+    assert set(sdcrisk.__all__) <= set(dir(sdcrisk))
+    # functions named like their modules stay functions once every module is loaded
+    importlib.import_module("sdcrisk.evaluate")
+    importlib.import_module("sdcrisk.recommend")
+    assert callable(sdcrisk.evaluate) and callable(sdcrisk.recommend)
+    assert sdcrisk.ESTIMATORS["loglinear"] is sdcrisk.LogLinearRisk
+    assert sdcrisk.ESTIMATORS["loglinear"].name == "loglinear"
+    assert sorted(sdcrisk.ESTIMATORS) == sorted(cls.name for cls in sdcrisk.ESTIMATORS.values())
+
+
+def _modules_after(code: str) -> set[str]:
+    code += "\nimport sys\nprint(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    return set(out.split())
+
+
+def test_cli_import_is_light():
+    # `sdcrisk --help` and every command start without scipy, numba, pandas or the models
+    mods = _modules_after("import sdcrisk.cli")
+    heavy = {"scipy", "numba", "pandas", "matplotlib", "sdcrisk.estimators.loglinear",
+             "sdcrisk.decision", "sdcrisk.estimators.mixed_membership"}
+    assert not heavy & mods
+
+
+def test_loglinear_on_parquet_does_not_import_pandas_or_scipy_stats(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"a": [0, 1, 1, 2] * 25, "b": [0, 0, 1, 1] * 25}), path)
+    mods = _modules_after(
+        "from sdcrisk.cli import main\n"
+        f"main(['assess', {str(path)!r}, '--keys', 'a,b', '--population-size', '1000',"
+        " '--method', 'loglinear', '--format', 'json', '--out', "
+        f"{str(tmp_path / 'o.json')!r}])")
+    assert "sdcrisk.estimators.loglinear" in mods
+    assert not {"pandas", "scipy.stats", "sdcrisk.decision"} & mods
