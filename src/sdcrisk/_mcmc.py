@@ -13,27 +13,36 @@ of a chain does not depend on how often or how expensively it is observed.
 
 A step may update its state in place and return it; the driver never shares a state
 between chains.
+
+Where the chains run: in threads of this process (``n_jobs``), or - inside
+``Estimator.fit(..., executor=...)``, when :func:`sdcrisk.backend.current_executor` returns
+an executor - as work units on that executor (local processes, a Dask cluster). A unit is
+one chain advanced by a number of iterations: the chain travels pickled with its state, its
+two generators and its records, and comes back advanced (:func:`advance_chain`). Both paths
+give identical draws for a seed.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import diagnostics as dg
+from .backend import SerialExecutor, current_executor, describe_executor
 from .exceptions import ConvergenceWarning, ParameterError
 
 __all__ = ["Kernel", "Observation", "Thresholds", "MCMCRun", "sample", "find_modes",
-           "split_modes"]
+           "split_modes", "advance_chain"]
 
 
 @dataclass(frozen=True)
@@ -152,19 +161,26 @@ def _progress_bar(total: int, desc: str, progress: bool | None):
 
 
 class _Chain:
-    """One chain: its state, streams and what it has recorded so far."""
+    """One chain: its state, streams and what it has recorded so far.
+
+    The state is created by the kernel's ``init`` at the start of the first :meth:`run`
+    (with the transition stream, as every later step), so a chain can be built in one
+    process and started in another. Banked arrays are keyed by their draw index, so the
+    draws a unit banked can be merged with those kept before it (:func:`_merge_chain`).
+    """
 
     def __init__(self, kernel: Kernel, data, params, streams, thin: int, bank_cap: int):
         self.kernel, self.data, self.params = kernel, data, params
         self.step_rng = np.random.Generator(np.random.PCG64(streams[0]))
         self.obs_rng = np.random.Generator(np.random.PCG64(streams[1]))
-        self.state = kernel.init(self.step_rng, data, params)
+        self.state: Any = None
+        self.started = False
         self.thin = thin
         self.kept = 0                      # post-burn-in iterations done
         self.scalars: dict[str, list[float]] = {}
         self.sums: dict[str, np.ndarray] = {}
-        self.bank: dict[str, list] = {}
-        self.bank_index: list[int] = []
+        self.bank: dict[str, dict[int, np.ndarray]] = {}   # name -> {draw index: array}
+        self.bank_index: list[int] = []    # draw indices kept in the bank
         self.bank_cap = bank_cap
         self.bank_stride = 1
         self.info_sum: dict[str, float] = {}
@@ -173,8 +189,11 @@ class _Chain:
     def n_draws(self) -> int:
         return len(next(iter(self.scalars.values()))) if self.scalars else 0
 
-    def run(self, n_iter: int, burn: bool, tick) -> None:
+    def run(self, n_iter: int, burn: bool, tick: Callable[[int], None] | None = None) -> None:
         k = self.kernel
+        if not self.started:
+            self.state = k.init(self.step_rng, self.data, self.params)
+            self.started = True
         pending = 0
         for _ in range(n_iter):
             self.state, info = k.step(self.step_rng, self.state, self.data, self.params)
@@ -185,10 +204,10 @@ class _Chain:
                 if self.kept % self.thin == 0:
                     self._observe()
             pending += 1
-            if pending >= 10:
+            if pending >= 10 and tick is not None:
                 tick(pending)
                 pending = 0
-        if pending:
+        if pending and tick is not None:
             tick(pending)
 
     def _observe(self) -> None:
@@ -202,16 +221,82 @@ class _Chain:
             else:
                 self.sums[name] = np.array(v, dtype=float, copy=True)
         if self.bank_cap and obs.bank and s % self.bank_stride == 0:
-            # keep draws s = 0, stride, 2 stride, ...; when full, drop every other one and
-            # double the stride, so the kept draws stay evenly spaced however long the run
+            # keep draws s = 0, stride, 2 stride, ...; when full, keep every other one (the
+            # multiples of twice the stride) and double the stride, so the kept draws stay
+            # evenly spaced however long the run
             for name, v in obs.bank.items():
-                self.bank.setdefault(name, []).append(np.array(v, copy=True))
+                self.bank.setdefault(name, {})[s] = np.array(v, copy=True)
             self.bank_index.append(s)
             if len(self.bank_index) > self.bank_cap:
-                for name in self.bank:
-                    self.bank[name] = self.bank[name][::2]
-                self.bank_index = self.bank_index[::2]
                 self.bank_stride *= 2
+                self.bank_index = [i for i in self.bank_index if i % self.bank_stride == 0]
+                for name, kept in self.bank.items():
+                    self.bank[name] = {i: a for i, a in kept.items()
+                                       if i % self.bank_stride == 0}
+
+
+def advance_chain(unit: tuple) -> _Chain:
+    """Advance one chain: the work unit of :func:`sample` on an executor.
+
+    Parameters
+    ----------
+    unit : tuple
+        ``(chain, segments)``: a chain as sent by :func:`sample` and a sequence of
+        ``(n_iter, burn)`` pairs, run in order (``burn`` True: iterations discarded).
+
+    Returns
+    -------
+    _Chain
+        The chain advanced, its state, generators and records updated. Its ``data`` is
+        dropped (the caller holds it), and its bank holds only the draws banked in this
+        unit (the caller merges them with those it kept).
+
+    Notes
+    -----
+    A module-level function of one picklable argument, so that process pools and Dask
+    workers can run it; the chain's generators travel with their state, so the draws do
+    not depend on where or in how many units a chain is advanced.
+    """
+    chain, segments = unit
+    for n_iter, burn in segments:
+        chain.run(int(n_iter), bool(burn))
+    chain.data = None
+    return chain
+
+
+def _outbound(chain: _Chain) -> _Chain:
+    """What travels in a unit: the chain without the arrays it has banked (they stay here)."""
+    out = copy.copy(chain)
+    out.bank = {name: {} for name in chain.bank}
+    return out
+
+
+def _merge_chain(kept: _Chain, back: _Chain, data) -> _Chain:
+    """The chain that came back from a unit, with its data and the bank merged back."""
+    back.data = data
+    for name, arrays in kept.bank.items():
+        old = {i: a for i, a in arrays.items() if i % back.bank_stride == 0}
+        back.bank[name] = {**old, **back.bank.get(name, {})}
+    return back
+
+
+def _run_units(executor: Executor, chains: list[_Chain], segments: tuple, data,
+               tick: Callable[[int], None]) -> list[_Chain]:
+    """Advance every chain as one unit on ``executor``; results in chain order."""
+    steps = sum(int(n) for n, _ in segments)
+    futures = [executor.submit(advance_chain, (_outbound(ch), segments)) for ch in chains]
+    where = {f: i for i, f in enumerate(futures)}
+    out: list[_Chain] = [None] * len(chains)  # type: ignore[list-item]
+    try:
+        for f in as_completed(futures):
+            i = where[f]
+            out[i] = _merge_chain(chains[i], f.result(), data)
+            tick(steps)
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+    return out
 
 
 def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: int = 1000,
@@ -253,7 +338,8 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
         Show a tqdm progress bar (default: only when stderr is a terminal).
     n_jobs : int or None
         Chains run in this many threads (the kernels release the GIL in compiled code);
-        ``None``: one per chain up to the number of CPUs.
+        ``None``: one per chain up to the number of CPUs. Ignored when an executor is set
+        (see Notes).
     block, max_iterations : int
         Block size and cap of the adaptive run (``iterations=None``).
     warn : bool
@@ -273,6 +359,13 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
     (Vehtari et al. 2021); chains in different modes (:func:`find_modes`) never pass. An
     adaptive run stops at the first block end where the verdict passes, so its length is
     set by the diagnostics; it is deterministic for a seed.
+
+    Inside ``Estimator.fit(..., executor=...)`` (:func:`sdcrisk.backend.use_executor`) the
+    chains run as work units on that executor instead of threads: one unit per chain for
+    burn-in and the first ``iterations`` (or block), then one per chain and block of an
+    adaptive run (:func:`advance_chain`). Each unit carries the chain (state, generators,
+    running sums, traced scalars) and the kernel's ``data`` and ``params``; the progress bar
+    advances as units finish. The draws are identical to the threaded path's.
     """
     adaptive = iterations is None
     for name, v, low in (("chains", chains, 1), ("thin", thin, 1), ("burn_in", burn_in, 0),
@@ -308,19 +401,24 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
             for c in range(chains):
                 fn(c)
 
+    executor = current_executor()
+    if executor is not None:
+        jobs = 1 if isinstance(executor, SerialExecutor) else min(
+            chains, getattr(executor, "_max_workers", chains))
     start = time.perf_counter()
-    pool_chains: list[_Chain] = [None] * chains  # type: ignore[list-item]
+    pool_chains: list[_Chain] = [
+        _Chain(kernel, data, params, streams[c], thin, bank_cap) for c in range(chains)]
     try:
-        def init_and_burn(c: int) -> None:
-            ch = _Chain(kernel, data, params, streams[c], thin, bank_cap)
-            ch.run(burn_in, True, tick)
-            pool_chains[c] = ch
-
-        run_all(init_and_burn)
+        if executor is None:
+            run_all(lambda c: pool_chains[c].run(burn_in, True, tick))
         done = 0
         while True:
             n = first if done == 0 else min(block, max_iterations - done)
-            run_all(lambda c, n=n: pool_chains[c].run(n, False, tick))
+            if executor is None:
+                run_all(lambda c, n=n: pool_chains[c].run(n, False, tick))
+            else:  # burn-in and the first block in one unit per chain
+                segments = ((burn_in, True), (n, False)) if done == 0 else ((n, False),)
+                pool_chains[:] = _run_units(executor, pool_chains, segments, data, tick)
             done += n
             if not adaptive or done >= max_iterations:
                 break
@@ -337,7 +435,7 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
     n_draws = pool_chains[0].n_draws
     total = chains * n_draws
     means = {k: sum(ch.sums[k] for ch in pool_chains) / total for k in pool_chains[0].sums}
-    bank = {k: np.stack([a for ch in pool_chains for a in ch.bank.get(k, [])])
+    bank = {k: np.stack([a for ch in pool_chains for a in ch.bank.get(k, {}).values()])
             for k in pool_chains[0].bank}
     info = {k: np.array([ch.info_sum.get(k, np.nan) / done for ch in pool_chains])
             for k in pool_chains[0].info_sum}
@@ -348,6 +446,8 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
     diag = assess(draws, monitor=monitor, modes_of=modes_of, thresholds=thresholds)
     diag.update(settings)
     diag["seconds"] = seconds
+    diag["executor"] = (f"threads ({jobs})" if executor is None
+                        else describe_executor(executor))
     diag["seconds_per_sweep"] = seconds * jobs / max(1, chains * (burn_in + done))
     if warn:
         _warn(diag, stacklevel)

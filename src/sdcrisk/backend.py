@@ -9,7 +9,8 @@ argument and hands its work units to :func:`map_units`. The argument may be
   this process;
 * ``"serial"`` - in this process, one unit after the other;
 * any :class:`concurrent.futures.Executor` (used as given and not shut down);
-* a ``dask.distributed.Client`` (its ``client.get_executor()`` is used);
+* a ``dask.distributed.Client`` (its ``client.get_executor(pure=False)`` is used: units carry
+  their own seeds, so Dask need not hash them);
 * a scheduler address such as ``"tcp://10.0.0.5:8786"`` - a Client is started for the call
   and closed after it.
 
@@ -124,12 +125,12 @@ def executor_scope(executor: Any = None, *, workers: int | None = None,
             return
         client = _dask_client(executor)
         try:
-            yield client.get_executor()
+            yield client.get_executor(pure=False)
         finally:
             client.close()
         return
     if _is_dask_client(executor):
-        yield executor.get_executor()
+        yield executor.get_executor(pure=False)
         return
     if isinstance(executor, Executor):
         yield executor

@@ -13,10 +13,12 @@ import dataclasses
 import itertools
 import math
 import time
+import warnings
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from ..backend import current_executor, map_units
 from ..exceptions import ConvergenceWarning, ParameterError
 from ..measures import Measure
 from ..predictive import PoissonPredictive
@@ -258,14 +260,14 @@ class LogLinearRisk(Estimator):
         else:
             fit, path = fit_loglinear(table, _ipf.parse_terms(self.terms, table.keys),
                                       **kwargs), []
-        if not fit.ipf.converged:
-            import warnings
-
-            warnings.warn(
-                f"IPF stopped after {fit.ipf.iterations} iterations with margins still "
-                f"{fit.ipf.max_deviation[-1]:.3g} from their targets (tol {self.tol})",
-                ConvergenceWarning, stacklevel=4)
         return fit, path
+
+    def _ipf_warning(self, fit: LogLinearFit) -> str | None:
+        """The message of the IPF non-convergence warning, or None when IPF converged."""
+        if fit.ipf.converged:
+            return None
+        return (f"IPF stopped after {fit.ipf.iterations} iterations with margins still "
+                f"{fit.ipf.max_deviation[-1]:.3g} from their targets (tol {self.tol})")
 
     def _fit(self, table: CellTable) -> RiskResult:
         if self.weighted and table.weight_sums is None:
@@ -276,6 +278,9 @@ class LogLinearRisk(Estimator):
         table = compact_levels(table)
         dtype = self._dtype(table.cell_space)
         fit, path = self._fit_table(table, dtype)
+        message = self._ipf_warning(fit)
+        if message is not None:
+            warnings.warn(message, ConvergenceWarning, stacklevel=3)
         pi = fit.pi
         m_obs = (1 - pi) * fit.observed_mu / pi
         pred = PoissonPredictive(
@@ -310,22 +315,23 @@ class LogLinearRisk(Estimator):
     def _fit_partitioned(self, table: CellTable) -> RiskResult:
         var, groups, how = resolve_partition(self.partition, table)
         pi = table.n / table.population_size
+        bands = list(partition_tables(table, var, groups))
+        executor = current_executor()
+        if executor is None:  # one band after the other in this process
+            outputs = [_fit_band((self, label, sub, pi)) for label, _, sub in bands]
+        else:  # each band a work unit (spec C.6: the bands' fits are independent)
+            outputs = map_units(_fit_band, [(self, label, sub, pi) for label, _, sub in bands],
+                                executor=executor)
         m_obs = np.empty(table.n_cells)
         unobserved = 0.0
         rows = []
-        for label, cells, sub in partition_tables(table, var, groups):
-            sub = compact_levels(sub)
-            dtype = self._dtype(sub.cell_space)
-            fit, path = self._fit_table(sub, dtype)
-            m_sub = (1 - pi) * fit.observed_mu / pi
+        for (label, cells, _), (m_sub, unobserved_band, row, message) in zip(
+                bands, outputs, strict=True):
             m_obs[cells] = m_sub
-            unobserved += _unobserved_prob_one(fit, m_sub, self.weighted)
-            rows.append({"partition": label, "n": sub.n, "cells": sub.n_cells,
-                         "sample_uniques": sub.sample_uniques, "model": fit.description,
-                         "tau1": fit.tau1, "tau2": fit.tau2,
-                         "Z_tau1": fit.z.get("tau1", {}).get("Z"),
-                         "Z_tau2": fit.z.get("tau2", {}).get("Z"),
-                         **_fit_diagnostics(fit), "search_path": path})
+            unobserved += unobserved_band
+            rows.append(row)
+            if message is not None:
+                warnings.warn(f"{label}: {message}", ConvergenceWarning, stacklevel=4)
         pred = PoissonPredictive(
             table.counts, m_obs, unobserved_prob_one=unobserved,
             law_name=f"Poisson((1-pi) lambda_k), log-linear models per band of {var}")
@@ -381,6 +387,30 @@ class LogLinearRisk(Estimator):
                                 "estimation and prediction error",
                                 f"{name} (log-linear)")
         return out
+
+
+def _fit_band(unit: tuple) -> tuple[np.ndarray, float, dict, str | None]:
+    """Fit one band of a partitioned model (the work unit of ``_fit_partitioned``).
+
+    ``unit`` is ``(estimator, label, sub-table, pi)`` with pi = n/N of the whole sample (the
+    same in every band, spec C.6). Returns the band's m_k = (1 - pi) lambda_k of its observed
+    cells (in the sub-table's cell order), its sum over unobserved cells of P(F = 1), its
+    diagnostics row and the IPF non-convergence message (None when IPF converged), which the
+    caller emits as a warning: a unit may run in another process, where a warning is lost.
+    A module-level function of one picklable argument, so that it runs on any executor.
+    """
+    est, label, sub, pi = unit
+    sub = compact_levels(sub)
+    dtype = est._dtype(sub.cell_space)
+    fit, path = est._fit_table(sub, dtype)
+    m_sub = (1 - pi) * fit.observed_mu / pi
+    row = {"partition": label, "n": sub.n, "cells": sub.n_cells,
+           "sample_uniques": sub.sample_uniques, "model": fit.description,
+           "tau1": fit.tau1, "tau2": fit.tau2,
+           "Z_tau1": fit.z.get("tau1", {}).get("Z"),
+           "Z_tau2": fit.z.get("tau2", {}).get("Z"),
+           **_fit_diagnostics(fit), "search_path": path}
+    return m_sub, _unobserved_prob_one(fit, m_sub, est.weighted), row, est._ipf_warning(fit)
 
 
 _ASSUMPTIONS = (
