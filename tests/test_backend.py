@@ -139,11 +139,18 @@ def test_dask_evaluation_grid_equals_local(dask_client, tmp_path):
     path = tmp_path / "pop.csv"
     pd.DataFrame({"a": rng.integers(0, 10, n), "b": rng.integers(0, 4, n),
                   "c": rng.zipf(1.9, n) % 20}).to_csv(path, index=False)
-    pops = {"file": (path, ["a", "b", "c"]), "memory": _population()}
+    # declared levels (a dict of lists) travel with the path; "a" gets an empty level 10
+    levels = {"a": list(range(11))}
+    pops = {"file": (path, ["a", "b", "c"]), "memory": _population(),
+            "levels": (path, ["a", "b", "c"], {"levels": levels})}
     methods = {"nb": ("nb", {}), "pg": ("poisson-gamma", {})}
     local = evaluate_grid(pops, [0.05, 0.1], methods, seeds=(0, 1), executor="serial")
     dask = evaluate_grid(pops, [0.05, 0.1], methods, seeds=(0, 1), executor=dask_client)
-    assert len(local) == 2 * 2 * 2 * 2
+    assert len(local) == 3 * 2 * 2 * 2
+    with_levels = [r for r in local if r["population"] == "levels"]
+    plain = [r for r in local if r["population"] == "file"]
+    for a, b in zip(with_levels, plain, strict=True):
+        assert a["K"] == b["K"] * 11 // 10 and a["truth"] == b["truth"]
     for a, b in zip(local, dask, strict=True):
         assert (a["population"], a["fraction"], a["seed"], a["method"]) == \
             (b["population"], b["fraction"], b["seed"], b["method"])

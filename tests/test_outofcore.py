@@ -160,3 +160,138 @@ def test_huge_key_space_refused(tmp_path):
     pq.write_table(pa.table(data), path)
     with pytest.raises(ParameterError, match="too large for the out-of-core record map"):
         tabulate_file(path, list(data))
+
+
+# ---- household ids and `sdcrisk assess --out-of-core` (issue 8 item 1 remainder) -----------
+
+def _households(n=6000, seed=0):
+    """_frame plus household ids: households of 1-5 members, ids unordered in the file."""
+    df = _frame(n, seed)
+    rng = np.random.default_rng(seed + 10)
+    member_of = np.repeat(np.arange(n), rng.integers(1, 6, n))[:n]
+    ids = rng.permutation(10 * n)[:n] * 7 + 3  # distinct, not in file order
+    df["hid"] = ids[member_of]
+    df["hid_text"] = np.array([f"H{i}" for i in ids])[member_of]  # "H10" sorts before "H9"
+    df["hid_dec"] = df["hid"].astype(float) - 1e6  # integral decimals, negative
+    return df
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".csv.gz"])
+@pytest.mark.parametrize("column", ["hid", "hid_text", "hid_dec"])
+def test_household_codes_equal_in_memory(tmp_path, suffix, column):
+    df = _households()
+    path = tmp_path / f"h{suffix}"
+    if suffix == ".parquet":
+        df.to_parquet(path, row_group_size=700)
+    else:
+        df.to_csv(path, index=False)
+    keys = ["age", "region"]
+    ref = tabulate(Microdata.from_source(path, keys, weights="w", household=column))
+    t = tabulate_file(path, keys, weights="w", household=column, batch_rows=257)
+    _assert_same(t, ref)
+    assert isinstance(t.household, np.memmap) and t.household.dtype == np.int64
+    np.testing.assert_array_equal(np.asarray(t.household), ref.household)
+    # codes are the ranks of the ids among the sorted distinct ids (text sorts as text)
+    ids = df[column].to_numpy()
+    if column == "hid_text":
+        ids = ids.astype(str)
+    uniq = np.unique(ids)
+    assert len(uniq) < len(df) and ref.household.max() == len(uniq) - 1
+    np.testing.assert_array_equal(ref.household, np.searchsorted(uniq, ids))
+    # the memory-mapped codes give the in-memory household risk
+    r = np.linspace(0, 1, t.n_cells)[t.record_cell]
+    from sdcrisk.measures import household_risk
+
+    np.testing.assert_array_equal(household_risk(r, t.household),
+                                  household_risk(r, ref.household))
+
+
+def test_household_errors(tmp_path):
+    df = _households(800)
+    df.loc[433, "hid"] = np.nan
+    path = tmp_path / "h.parquet"
+    df.to_parquet(path)
+    with pytest.raises(InputError, match="household column 'hid' is missing at row 434"):
+        Microdata.from_source(path, ["age"], household="hid")  # the in-memory message ...
+    with pytest.raises(InputError, match="household column 'hid' is missing at row 434"):
+        tabulate_file(path, ["age"], household="hid", batch_rows=100)  # ... and the same here
+    df = _households(800)
+    df["hid_bad"] = df["hid"] + 0.5
+    df.to_csv(path.with_suffix(".csv"), index=False)
+    with pytest.raises(InputError, match="column 'hid_bad' is not categorical: value"):
+        tabulate_file(path.with_suffix(".csv"), ["age"], household="hid_bad")
+    with pytest.raises(ParameterError, match="both a key and household"):
+        tabulate_file(path.with_suffix(".csv"), ["age", "hid"], household="hid")
+    with pytest.raises(ParameterError, match="both weights and household"):
+        tabulate_file(path.with_suffix(".csv"), ["age"], weights="w", household="w")
+
+
+def _assess_json(tmp_path, *argv):
+    import json
+
+    from sdcrisk.cli import main
+
+    out = tmp_path / "out.json"
+    code = main(["assess", *map(str, argv), "--format", "json", "--out", str(out)])
+    assert code == 0
+    d = json.loads(out.read_text())
+    d["diagnostics"] = {k: v for k, v in d["diagnostics"].items() if "seconds" not in k}
+    return d  # without timings
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("method", ["nb", "loglinear"])
+@pytest.mark.parametrize("household", [None, "hid_text"])
+def test_cli_out_of_core_equals_in_memory(tmp_path, suffix, method, household):
+    df = _households(3000, seed=2)
+    path = tmp_path / f"s{suffix}"
+    df.to_parquet(path) if suffix == ".parquet" else df.to_csv(path, index=False)
+    argv = [path, "--keys", "age,region,code", "--method", method,
+            "--population-size", 250_000] + (["--household", household] if household else [])
+    ref = _assess_json(tmp_path, *argv)
+    ooc = _assess_json(tmp_path, *argv, "--out-of-core")
+    assert ooc == ref  # every measure, interval, diagnostic and the input fingerprint
+    assert ref["sample_uniques"] > 50  # risk to estimate, not an all-safe table
+    assert ("household_global_risk" in ref["measures"]) == (household is not None)
+
+
+def test_cli_out_of_core_weights_levels_and_example(tmp_path):
+    import json
+
+    df = _households(3000, seed=3)
+    path = tmp_path / "s.csv.gz"
+    df.to_csv(path, index=False)
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"age": list(range(20))}))
+    argv = [path, "--keys", "age,region", "--method", "nb", "--weights", "w", "--household",
+            "hid", "--levels", levels]
+    ref = _assess_json(tmp_path, *argv)
+    ooc = _assess_json(tmp_path, *argv, "--out-of-core")
+    assert ref["cell_space"] == 20 * 6 and ref["population_size_source"] == "weights"
+    # weight sums are added in another order: equal to rounding, so is everything after them
+    for name, m in ref["measures"].items():
+        for k in ("estimate", "lower", "upper"):
+            assert ooc["measures"][name][k] == pytest.approx(m[k], rel=1e-9, abs=1e-12)
+    assert ooc["population_size"] == pytest.approx(ref["population_size"], rel=1e-12)
+    # the bundled example (a .csv.gz inside the package), keys and N from its documentation
+    ref = _assess_json(tmp_path, "example:uk_census2011", "--method", "nb")
+    ooc = _assess_json(tmp_path, "example:uk_census2011", "--method", "nb", "--out-of-core")
+    assert ooc == ref and ref["sample_uniques"] == 1001
+
+
+def test_cli_out_of_core_refuses_what_it_cannot_do(tmp_path, capsys):
+    from sdcrisk.cli import main
+
+    df = _households(500)
+    path = tmp_path / "s.csv"
+    df.to_csv(path, index=False)
+    sets = tmp_path / "sets.txt"
+    sets.write_text("age,region\n")
+    for extra, message in (
+            (["--household", "hid", "--household-size", "2"],
+             "--out-of-core does not build household-level keys (--household-size)"),
+            (["--key-sets", str(sets)], "--out-of-core tabulates one key set")):
+        code = main(["assess", str(path), "--keys", "age,region", "--method", "nb",
+                     "--out-of-core", *extra])
+        _, err = capsys.readouterr()
+        assert code == 2 and message in err and err.count("\n") == 1

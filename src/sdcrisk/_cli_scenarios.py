@@ -29,10 +29,13 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
                    help="measure that ranks the key sets (default tau2; also tau1, "
                    "global_risk, p_pu, sample_uniques, k3_violations, ...)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="local worker processes (default: all CPUs; 1 = in this process)")
+                   help="local worker processes for the key sets (default: all CPUs; 1 = in "
+                   "this process); for one key set, for the method's units (MCMC chains, "
+                   "log-linear partitions; default: the method's own choice)")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the key sets on a Dask cluster, e.g. tcp://host:8786 "
-                   "(needs sdcrisk[cluster])")
+                   help="run the key sets (or one key set's MCMC chains / log-linear "
+                   "partitions) on a Dask cluster, e.g. tcp://host:8786 (needs "
+                   "sdcrisk[cluster])")
 
 
 def run_scenarios(args: argparse.Namespace, options: dict) -> str | None:
@@ -49,18 +52,18 @@ def run_scenarios(args: argparse.Namespace, options: dict) -> str | None:
     Raises
     ------
     ParameterError
-        ``--rank-by``/``--workers``/``--scheduler`` without a scenario option,
-        ``--all-subsets-up-to`` without ``--keys``, or an html format.
+        ``--rank-by`` without a scenario option, ``--all-subsets-up-to`` without ``--keys``,
+        or an html format. (``--workers``/``--scheduler`` without a scenario option are for
+        the single key set's fit: see :func:`sdcrisk.cli._assess`.)
     """
     from .scenarios import all_subsets, assess_scenarios, read_key_sets
 
     key_sets_file = getattr(args, "key_sets", None)
     depth = getattr(args, "all_subsets_up_to", None)
     if key_sets_file is None and depth is None:
-        for opt in ("rank_by", "workers", "scheduler"):
-            if getattr(args, opt, None) is not None:
-                raise ParameterError(f"--{opt.replace('_', '-')} applies to scenarios only; "
-                                     "add --key-sets FILE or --all-subsets-up-to D")
+        if getattr(args, "rank_by", None) is not None:
+            raise ParameterError("--rank-by applies to scenarios only; add --key-sets FILE or "
+                                 "--all-subsets-up-to D")
         return None
     if getattr(args, "format", "table") not in ("table", "json"):
         raise ParameterError(f"--format {args.format} is not available for scenarios; use "

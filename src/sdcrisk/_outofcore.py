@@ -15,6 +15,11 @@ holds more than one batch of records:
    record's cell index into a memory-mapped file: the record -> cell map that record-level
    risk needs, 4 bytes a record on disk instead of in memory.
 
+With a household column, pass 1 also collects the distinct household ids (one value a
+household: household risk needs an array over households anyway) and pass 2 writes each
+record's household code - the rank of its id, as the in-memory path codes it - into a second
+memory-mapped file (8 bytes a record, the in-memory path's int64).
+
 The result is the same :class:`~sdcrisk.table.CellTable` as
 ``tabulate(Microdata.from_source(path, keys, ...))`` - equal counts, cell codes, levels and
 record map; weight sums equal up to floating-point summation order.
@@ -148,6 +153,7 @@ def tabulate_file(
     keys: Sequence[str] | str,
     *,
     weights: str | None = None,
+    household: str | None = None,
     population_size: float | None = None,
     sampling_fraction: float | None = None,
     levels: Mapping[str, Sequence] | None = None,
@@ -164,14 +170,14 @@ def tabulate_file(
     path : path
         ``.csv``/``.tsv`` (optionally compressed), ``.parquet``/``.pq``, or a directory of
         Parquet files (a partitioned dataset).
-    keys, weights, population_size, sampling_fraction, levels, missing, max_levels
+    keys, weights, household, population_size, sampling_fraction, levels, missing, max_levels
         As for :meth:`sdcrisk.Microdata.from_source`.
     batch_rows : int
         Records per streamed batch (memory: a few batches of the key columns).
     record_cell : {"memmap", "memory"}
-        Where the n-long record -> cell map goes: a memory-mapped temporary file in
-        ``workdir`` (default; the file is unlinked at once and its space freed when the table
-        is garbage-collected) or an ordinary array.
+        Where the n-long record -> cell map (and the records' household codes) go: a
+        memory-mapped temporary file in ``workdir`` (default; the file is unlinked at once and
+        its space freed when the table is garbage-collected) or an ordinary array.
     workdir : path, optional
         Directory of the memory-mapped file (default: the system temporary directory).
 
@@ -191,9 +197,11 @@ def tabulate_file(
     -----
     Memory is O(observed cells + batch), time two streaming passes. CSV key columns are read
     as text and then typed as integers, else decimals, else text, like pyarrow's reader;
-    unlike it, ``true``/``false`` and date-like columns stay text. Household ids are not
-    supported out of core (their codes are n-long): tabulate such files in memory or by
-    region.
+    unlike it, ``true``/``false`` and date-like columns stay text (for household ids only
+    their order matters, and it is the same). With ``household``, memory also holds the
+    distinct household ids, O(households); each record's household code (the rank of its id
+    among the sorted distinct ids, an int64 as in :class:`~sdcrisk.table.Microdata`) goes to
+    a memory-mapped file like the record map.
 
     Examples
     --------
@@ -217,6 +225,10 @@ def tabulate_file(
         raise ParameterError(f"key variables repeat: {list(keys)}")
     if weights is not None and weights in keys:
         raise ParameterError(f"column {weights!r} cannot be both a key and weights")
+    if household is not None and household in keys:
+        raise ParameterError(f"column {household!r} cannot be both a key and household")
+    if household is not None and household == weights:
+        raise ParameterError(f"column {household!r} cannot be both weights and household")
     if missing not in ("category", "error"):
         raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
     if record_cell not in ("memmap", "memory"):
@@ -230,12 +242,13 @@ def tabulate_file(
     path = Path(path)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")
-    columns = list(keys) + ([weights] if weights else [])
+    columns = list(keys) + [c for c in (weights, household) if c]
     data, is_csv = _dataset(path, columns, weights)
 
     # pass 1: distinct key combinations with counts (and weight sums) ------------------------
     sums = [_COUNT] + ([_WSUM, _ISUM] if weights else [])
     partial, held, merged, n, wsum = [], 0, 0, 0, 0.0
+    hh_ids = _DistinctIds(household, 4 * batch_rows) if household else None
     for tbl in _batches(data, columns, batch_rows):
         cols = {k: _prepare(tbl.column(k)) for k in keys}
         if missing == "error":
@@ -251,6 +264,8 @@ def tabulate_file(
             w = _check_weights(weights, _prepare(tbl.column(weights)), n)
             wsum += float(w.sum())
             cols[_WSUM], cols[_ISUM] = pa.array(w), pa.array(1.0 / w)
+        if hh_ids is not None:
+            hh_ids.add(_prepare(tbl.column(household)), n)
         part = _group(pa.table(cols), keys, sums)
         partial.append(part)
         held += part.num_rows
@@ -264,6 +279,7 @@ def tabulate_file(
         raise InputError(f"{path.name}: no records (the sample is empty)")
     combos = _group(pa.concat_tables(partial), keys, sums) if len(partial) > 1 else partial[0]
     del partial
+    hh_levels, hh_type = hh_ids.levels(is_csv) if hh_ids is not None else (None, None)
 
     # code the distinct combinations exactly as the in-memory path codes records -------------
     codes, lv, raw_lookup = [], [], []
@@ -307,11 +323,13 @@ def tabulate_file(
                              "use fewer or coarser keys, or tabulate in memory")
     dtype = np.int32 if m < (1 << 31) else np.int64
     out = _record_map(n, dtype, record_cell, workdir)
+    hh_out = None if hh_ids is None else _record_map(n, np.int64, record_cell, workdir)
     import pandas as pd
 
     lookup = pd.Index(cells)  # hash lookup: ~3x faster than searchsorted on millions of cells
     pos = 0
-    for tbl in _batches(data, list(keys), batch_rows):
+    read = list(keys) + ([household] if household else [])
+    for tbl in _batches(data, read, batch_rows):
         batch_codes = []
         for k, (uniq, code_of) in zip(keys, raw_lookup, strict=True):
             idx = pc.index_in(_prepare(tbl.column(k)), value_set=uniq)
@@ -325,6 +343,9 @@ def tabulate_file(
         if end > n or (where < 0).any():
             raise InputError(f"{path.name}: the file changed while it was read")
         out[pos:end] = where
+        if hh_out is not None:
+            hh_out[pos:end] = _household_codes(path.name, household, tbl.column(household),
+                                               hh_levels, hh_type)
         pos = end
     if pos != n:
         raise InputError(f"{path.name}: the file changed while it was read")
@@ -333,9 +354,90 @@ def tabulate_file(
         n, np.array([wsum]) if weights else None, population_size, sampling_fraction)
     return CellTable(
         keys=keys, levels=tuple(lv), cell_codes=cell_codes, counts=counts,
-        weight_sums=weight_sums, record_cell=out, household=None, population_size=big_n,
+        weight_sums=weight_sums, record_cell=out, household=hh_out, population_size=big_n,
         population_size_source=how, population=None, source=path.name,
         inclusion_sums=inclusion_sums)
+
+
+class _DistinctIds:
+    """The distinct values of a household column, gathered batch by batch (pass 1).
+
+    Each batch's distinct ids are kept and merged once the unmerged ones outgrow the merged
+    set (and ``slack``), so memory stays O(households + batch) and merging linear overall.
+    """
+
+    def __init__(self, name: str, slack: int):
+        self.name, self.slack = name, slack
+        self.parts: list = []
+        self.held = self.merged = 0
+
+    def add(self, arr, offset: int) -> None:
+        import pyarrow.compute as pc
+
+        if arr.null_count:
+            row = offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"household column {self.name!r} is missing at row {row + 1}")
+        part = pc.unique(arr)
+        self.parts.append(part)
+        self.held += len(part)
+        if len(self.parts) > 1 and self.held - self.merged > max(self.merged, self.slack):
+            self._merge()
+
+    def _merge(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.parts = [pc.unique(pa.concat_arrays(self.parts))]
+        self.held = self.merged = len(self.parts[0])
+
+    def levels(self, is_csv: bool):
+        """Sorted distinct ids as the in-memory path orders them, and the CSV column type."""
+        self._merge()
+        raw = self.parts[0]
+        self.parts = []
+        typed = _infer(raw) if is_csv else raw
+        values = _id_values(self.name, typed)
+        return np.unique(values), typed.type
+
+
+def _id_values(name: str, arr) -> np.ndarray:
+    """Household ids as :func:`sdcrisk._cells.encode_column` orders them: integer codes
+    (integral decimals and booleans included) by value, anything else as text."""
+    col = _arrow_column(name, arr)
+    values = col.values
+    if col.missing is not None:  # NaN in a decimal column
+        row = int(np.flatnonzero(col.missing)[0])
+        raise InputError(f"household column {name!r} is missing at row {row + 1}")
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            value = _cells._format_value(values[int(np.flatnonzero(bad)[0])])
+            raise InputError(f"column {name!r} is not categorical: value {value} is not an "
+                             "integer code; band it into categories (or give it as text) "
+                             "before using it as a key")
+        return values.astype(np.int64)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    return values.astype(str)
+
+
+def _household_codes(source: str, name: str, column, levels: np.ndarray, typ) -> np.ndarray:
+    """Each record's household code: the position of its id among the sorted ``levels``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = _prepare(column)
+    if arr.type != typ and pa.types.is_string(arr.type) and not pa.types.is_string(typ):
+        arr = pc.cast(arr, typ)  # CSV text typed like the distinct ids
+    if arr.null_count:
+        raise InputError(f"{source}: a missing household id not seen in the first pass; the "
+                         "file changed while it was read")
+    values = _id_values(name, arr)
+    pos = np.searchsorted(levels, values)
+    if (pos >= len(levels)).any() or (levels[np.minimum(pos, len(levels) - 1)] != values).any():
+        raise InputError(f"{source}: a household id not seen in the first pass; the file "
+                         "changed while it was read")
+    return pos
 
 
 def _record_map(n: int, dtype, how: str, workdir) -> np.ndarray:

@@ -248,7 +248,8 @@ def _population(spec):
     if isinstance(spec, Microdata):
         return spec
     path, keys, options = spec
-    cache_key = (str(path), tuple(keys), tuple(sorted(options.items())))
+    # options may hold unhashable values (a levels dict of lists): key the cache by their repr
+    cache_key = (str(path), tuple(keys), repr(sorted(options.items())))
     if cache_key not in _POPULATIONS:
         if len(_POPULATIONS) >= 4:
             _POPULATIONS.pop(next(iter(_POPULATIONS)))

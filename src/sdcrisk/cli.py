@@ -1,7 +1,8 @@
 """Command-line interface: a thin shell over the public API.
 
 ``sdcrisk assess DATA --keys a,b,c ...``  estimate the disclosure risk of a sample file;
-``sdcrisk evaluate POPULATION --keys ...``  draw a sample, compare estimators with the truth;
+``sdcrisk evaluate POPULATION --keys ...``  draw samples, compare estimators with the truth
+(``_cli_evaluate``: one sample, or a grid of fractions x seeds);
 ``sdcrisk report DATA --keys ... --out report.html``  the HTML risk report (``_cli_report``).
 
 Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._cli_decide import register
+from ._cli_evaluate import register as register_evaluate
 from ._cli_report import register as register_report
 from ._cli_scenarios import add_scenario_arguments, run_scenarios
 from ._version import __version__
@@ -247,19 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common_input(a, formats=("table", "json", "html"))
     add_fail_above(a)
     add_scenario_arguments(a)
+    a.add_argument("--out-of-core", action="store_true",
+                   help="tabulate the file in two streaming passes without loading it "
+                   "(CSV/Parquet larger than memory; see docs/scale.md); the result is the "
+                   "in-memory one")
     a.set_defaults(run=_assess)
 
-    e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
-                       "estimators with the truth")
-    e.add_argument("population", help="population CSV/Parquet file (one row per person)")
-    how = e.add_mutually_exclusive_group(required=True)
-    how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
-    how.add_argument("--n", type=int, help="simple random sample size")
-    how.add_argument("--sample", help="a sample file whose records come from the population")
-    e.add_argument("--methods", default="nb,poisson-gamma,skinner-elliot",
-                   help="comma-separated estimators (default: all)")
-    _common_input(e)
-    e.set_defaults(run=_evaluate)
+    register_evaluate(sub)  # evaluate: one sample or a grid (_cli_evaluate)
     # further subcommands register themselves here: each adds a parser with
     # set_defaults(run=handler), handler(args) -> str (the text to print or write)
     register(sub)
@@ -314,14 +310,58 @@ def sample_microdata(args) -> Microdata:
     return _to_households(args, md, keys)
 
 
+def _out_of_core_table(args):
+    """The CellTable of ``assess --out-of-core``: :func:`sdcrisk._outofcore.tabulate_file`."""
+    import dataclasses
+
+    from ._outofcore import tabulate_file
+
+    for opt in ("household_size", "household_keys", "member_order"):
+        if getattr(args, opt, None) is not None:
+            flag = "--" + opt.replace("_", "-")
+            raise ParameterError(f"--out-of-core does not build household-level keys ({flag}): "
+                                 "they need each household's members together; drop "
+                                 f"--out-of-core or {flag}")
+    _data_defaults(args)
+    path, source = args.data, None
+    if str(path).startswith("example:"):
+        from .datasets import example_path
+
+        source, path = path, example_path(path.split(":", 1)[1])
+    table = tabulate_file(
+        path, _keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    return table if source is None else dataclasses.replace(table, source=source)
+
+
+def _where(args) -> str | None:
+    """Where the method's units run, when --workers or --scheduler was given (else None)."""
+    from .backend import describe_executor
+
+    if args.scheduler is not None:
+        return describe_executor(args.scheduler)
+    if args.workers is not None:
+        return describe_executor("serial" if args.workers == 1 else None)
+    return None
+
+
 def _assess(args) -> str:
+    out_of_core = getattr(args, "out_of_core", False)
+    if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
+        raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
+                             "--all-subsets-up-to read the file in memory: drop one of them")
     text = run_scenarios(args, _options(args))
     if text is not None:  # --key-sets / --all-subsets-up-to
         return text
-    md = sample_microdata(args)
+    table = _out_of_core_table(args) if out_of_core else tabulate(sample_microdata(args))
     est = get_estimator(args.method, **_options(args))
     limits = parse_limits(args.fail_above)
-    result = est.fit(tabulate(md))
+    where = _where(args)
+    if where is None:  # the method's own default
+        result = est.fit(table)
+    else:  # MCMC chains, log-linear partitions on these workers / this cluster
+        result = est.fit(table, executor=args.scheduler, workers=args.workers)
     args.breaches = limit_breaches({result.method: result}, limits)
     if args.format == "html":
         from .report import build_report
@@ -330,49 +370,15 @@ def _assess(args) -> str:
     if args.format == "json":
         d = result.to_dict()
         d["provenance"]["seed"] = args.seed
+        if where is not None:
+            d["provenance"]["executor"] = where
+            if args.workers is not None:
+                d["provenance"]["workers"] = args.workers
         er = result.measures.get("expected_reidentifications")
         if er is not None:
             d["expected_reidentifications"] = er.estimate
         return json.dumps(d, indent=2)
     return _result_table(result)
-
-
-def _evaluate(args) -> str:
-    from .evaluate import Bernoulli, HouseholdBernoulli, SimpleRandomSample, draw_sample, evaluate
-
-    keys = _keys(args.keys)
-    if keys is None:
-        raise ParameterError("--keys is required")
-    read = _person_keys(args, keys)
-    pop = Microdata.from_source(args.population, read, household=args.household,
-                                levels=_levels(args.levels), missing=args.missing,
-                                max_levels=args.max_levels)
-    estimators = [get_estimator(m, **_options(args)) for m in _methods(args.methods)]
-    if args.sample is not None:
-        sample = Microdata.from_source(args.sample, read, household=args.household,
-                                       levels=dict(zip(pop.keys, pop.levels, strict=True)),
-                                       missing=args.missing, max_levels=None)
-    elif args.household_size is not None:
-        # household-level keys: sample whole households, then one record per household
-        if args.fraction is None:
-            raise ParameterError("--household-size in evaluate needs --fraction (whole "
-                                 "households are sampled) or --sample")
-        sample = pop.subset(draw_sample(pop, HouseholdBernoulli(args.fraction), seed=args.seed),
-                            population_size=pop.n)
-    if args.sample is not None or args.household_size is not None:
-        pop_h = _to_households(args, pop, keys)
-        ev = evaluate(pop_h, estimators,
-                      sample=_to_households(args, sample, keys, population_households=pop_h.n))
-    else:
-        if args.fraction is not None:
-            design = HouseholdBernoulli(args.fraction) if args.household else Bernoulli(
-                args.fraction)
-        else:
-            design = SimpleRandomSample(args.n)
-        ev = evaluate(pop, estimators, design=design, seed=args.seed)
-    if args.format == "json":
-        return json.dumps(ev.to_dict(), indent=2)
-    return _evaluation_table(ev)
 
 
 def _fmt(x) -> str:
@@ -437,30 +443,6 @@ def _choice_lines(result) -> list[str]:
                      f"{'-' if auc is None else f'{auc:.3f}':>7}{r.get('seconds', 0):>9.2f}")
     lines.append("  " + reason)
     return lines
-
-
-def _evaluation_table(ev) -> str:
-    t = ev.truth
-    lines = [
-        f"{ev.design}, seed {ev.seed}; keys {', '.join(ev.keys)}; K = {ev.cell_space:,}",
-        f"truth: n = {int(t['n']):,}, N = {int(t['population_size']):,}, sample uniques "
-        f"{int(t['sample_uniques']):,}, tau1 = {t['tau1']:.0f}, tau2 = {t['tau2']:.4g}, "
-        f"P(PU|SU) = {t['p_pu_given_su']:.4g}, theta = {t['theta']:.4g}",
-        "",
-        f"{'method':<16}{'tau1':>10}{'err':>9}{'tau2':>10}{'err':>9}{'theta':>10}"
-        f"{'AUC':>7}{'seconds':>9}",
-    ]
-    for name, m in ev.methods.items():
-        e, r = m.estimates, m.relative_errors
-
-        def pct(x):
-            return "-" if x is None else f"{100 * x:+.1f}%"
-
-        lines.append(
-            f"{name:<16}{_fmt(e['tau1']):>10}{pct(r['tau1']):>9}{_fmt(e['tau2']):>10}"
-            f"{pct(r['tau2']):>9}{_fmt(e['theta']):>10}"
-            f"{'-' if m.auc is None else f'{m.auc:.3f}':>7}{m.seconds:>9.3f}")
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
