@@ -251,3 +251,25 @@ def test_warm_start_reaches_the_same_fit():
     np.testing.assert_allclose(warm.fitted, cold.fitted, rtol=1e-9, atol=1e-12)
     assert warm.iterations < cold.iterations
     np.testing.assert_array_equal(two.fitted, start)  # the start table is not modified
+
+
+def test_fused_dense_pass_equals_the_numpy_reference():
+    # one parallel pass gives both targets' B/v sums and the all-cell P(F = 1) sum; above
+    # _CHUNK cells it is the numba kernel, checked against coefficients() in float64
+    from sdcrisk.estimators import _minerror as me
+
+    rng = np.random.default_rng(0)
+    size = me._CHUNK + 12_345
+    flat = (rng.gamma(0.3, 1.0, size) * rng.integers(0, 2, size)).astype(np.float32)
+    pi = 0.02
+    got = me.dense_sums(flat, pi)
+    m = flat.astype(np.float64)
+    for target in ("tau1", "tau2"):
+        a, b = me.coefficients(m / pi, pi, target)
+        assert got[target][0] == pytest.approx(np.sum(-a * m + b * m * m), rel=1e-11)
+        assert got[target][1] == pytest.approx(np.sum(a * a * m + 2 * b * b * m * m), rel=1e-11)
+    x = m * (1 - pi) / pi
+    assert got["prob_one"] == pytest.approx(np.sum(x * np.exp(-x)), rel=1e-11)
+    small = me.dense_sums(flat[:1000], pi)  # the NumPy path
+    a, b = me.coefficients(m[:1000] / pi, pi, "tau2")
+    assert small["tau2"][1] == pytest.approx(np.sum(a * a * m[:1000] + 2 * b * b * m[:1000] ** 2))

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["h1", "h2", "coefficients", "minimum_error", "minimum_error_dense"]
+__all__ = ["h1", "h2", "coefficients", "dense_sums", "minimum_error", "minimum_error_dense"]
 
 Target = Literal["tau1", "tau2"]
 _CHUNK = 1 << 22
@@ -56,58 +56,74 @@ def coefficients(lam: np.ndarray, pi: float, target: Target) -> tuple[np.ndarray
 _KERNEL = None
 
 
-def _dense_sums(flat: np.ndarray, pi: float, target: Target) -> tuple[float, float]:
-    """sum_k (-a mu + b mu^2) and sum_k (a^2 mu + 2 b^2 mu^2) over the dense table.
+def dense_sums(flat: np.ndarray, pi: float) -> dict[str, tuple[float, float] | float]:
+    """Everything the fit needs from the dense table, in one pass over it.
 
-    One parallel numba pass (the NumPy version below is the reference and the fallback for
-    small tables); formulas as in :func:`coefficients`.
+    ``"tau1"`` and ``"tau2"``: sum_k (-a mu + b mu^2) and sum_k (a^2 mu + 2 b^2 mu^2) of
+    each target (:func:`coefficients`); ``"prob_one"``: sum_k x e^{-x} with x = (1 - pi) mu / pi,
+    the expected number of population uniques over all cells (spec C.3). One parallel numba
+    pass for large tables; NumPy (the reference) for small ones.
     """
     if flat.size < _CHUNK:
         m = flat.astype(np.float64)
-        a, b = coefficients(m / pi, pi, target)
-        return float(np.sum(-a * m + b * m * m)), float(np.sum(a * a * m + 2 * b * b * m * m))
+        out: dict = {}
+        for target in ("tau1", "tau2"):
+            a, b = coefficients(m / pi, pi, target)
+            out[target] = (float(np.sum(-a * m + b * m * m)),
+                           float(np.sum(a * a * m + 2 * b * b * m * m)))
+        x = m * ((1 - pi) / pi)
+        out["prob_one"] = float(np.sum(x * np.exp(-x)))
+        return out
     global _KERNEL
     if _KERNEL is None:
         from numba import get_num_threads, njit, prange
 
         @njit(parallel=True, cache=True)
-        def kernel(flat, pi, tau1, n_chunks):
+        def kernel(flat, pi, n_chunks):
             c = 1.0 - pi
             per = (flat.size + n_chunks - 1) // n_chunks
-            out_b = np.zeros(n_chunks)
-            out_v = np.zeros(n_chunks)
+            out = np.zeros((n_chunks, 5))
             for ch in prange(n_chunks):
-                sb = 0.0
-                sv = 0.0
+                b1 = 0.0
+                v1 = 0.0
+                b2 = 0.0
+                v2 = 0.0
+                p1 = 0.0
                 for k in range(ch * per, min(flat.size, (ch + 1) * per)):
                     mu = np.float64(flat[k])
                     if mu <= 0.0:
                         continue
                     lam = mu / pi
                     e = np.exp(-lam)
-                    if tau1:
-                        a = c * lam * e
-                        b = c * c / (2.0 * pi) * lam * e
-                    else:
-                        x = c * lam
-                        hh = -np.expm1(-x) / x if x > 1e-12 else 1.0 - x / 2.0
-                        g = np.exp(-pi * lam) * hh
-                        a = g - e
-                        b = (g - e * (1.0 + 0.5 * c * lam)) / (pi * lam)
-                    sb += -a * mu + b * mu * mu
-                    sv += a * a * mu + 2.0 * b * b * mu * mu
-                out_b[ch] = sb
-                out_v[ch] = sv
-            return out_b.sum(), out_v.sum()
+                    a = c * lam * e
+                    b = c * c / (2.0 * pi) * lam * e
+                    b1 += -a * mu + b * mu * mu
+                    v1 += a * a * mu + 2.0 * b * b * mu * mu
+                    x = c * lam
+                    ex = np.exp(-x)
+                    p1 += x * ex
+                    hh = -np.expm1(-x) / x if x > 1e-12 else 1.0 - x / 2.0
+                    g = np.exp(-pi * lam) * hh
+                    a = g - e
+                    b = (g - e * (1.0 + 0.5 * x)) / (pi * lam)
+                    b2 += -a * mu + b * mu * mu
+                    v2 += a * a * mu + 2.0 * b * b * mu * mu
+                out[ch, 0] = b1
+                out[ch, 1] = v1
+                out[ch, 2] = b2
+                out[ch, 3] = v2
+                out[ch, 4] = p1
+            return out.sum(axis=0)
 
         _KERNEL = (kernel, get_num_threads)
     kernel, n_threads = _KERNEL
-    b, v = kernel(flat, float(pi), target == "tau1", max(1, 4 * n_threads()))
-    return float(b), float(v)
+    t = kernel(flat, float(pi), max(1, 4 * n_threads()))
+    return {"tau1": (float(t[0]), float(t[1])), "tau2": (float(t[2]), float(t[3])),
+            "prob_one": float(t[4])}
 
 
 def minimum_error(mu: np.ndarray, observed: np.ndarray, f_observed: np.ndarray, pi: float,
-                  target: Target) -> dict[str, float]:
+                  target: Target, dense: dict | None = None) -> dict[str, float]:
     """B, v, Z for a fitted table ``mu`` (any shape; flattened) and the observed cells.
 
     Parameters
@@ -118,9 +134,11 @@ def minimum_error(mu: np.ndarray, observed: np.ndarray, f_observed: np.ndarray, 
         Flat indices of the cells with f > 0.
     f_observed : ndarray
         Their counts.
+    dense : dict, optional
+        :func:`dense_sums` of ``mu`` when already computed (both targets share one pass).
     """
     flat = mu.reshape(-1)
-    base_b, v = _dense_sums(flat, pi, target)
+    base_b, v = (dense or dense_sums(flat, pi))[target]
     m = flat[observed].astype(np.float64)
     f = np.asarray(f_observed, float)
     a, b = coefficients(m / pi, pi, target)

@@ -26,7 +26,7 @@ from ..result import RiskResult
 from ..table import CellTable
 from . import _ipf
 from ._base import Estimator
-from ._minerror import h1, h2, minimum_error
+from ._minerror import dense_sums, h1, h2, minimum_error
 from ._modrisk import modrisk_measures
 
 __all__ = ["LogLinearRisk", "fit_loglinear", "LogLinearFit"]
@@ -46,6 +46,8 @@ class LogLinearFit:
     tau1: float
     tau2: float
     z: dict[str, dict[str, float]]
+    #: sum over all cells of x e^{-x}, x = (1 - pi) mu / pi (unweighted fits; else None)
+    prob_one_all: float | None = None
 
     @property
     def fitted(self) -> np.ndarray:
@@ -81,13 +83,16 @@ def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: floa
     su = table.counts == 1
     lam_su = mu_obs[su] / pi
     z = {}
+    prob_one_all = None
     if not weighted:
+        dense = dense_sums(res.fitted.reshape(-1), pi)
+        prob_one_all = dense["prob_one"]
         for target in ("tau1", "tau2"):
-            z[target] = minimum_error(res.fitted, idx, table.counts, pi, target)
+            z[target] = minimum_error(res.fitted, idx, table.counts, pi, target, dense=dense)
     return LogLinearFit(
         generators=tuple(generators), description=_ipf.describe_terms(generators, table.keys),
         ipf=res, observed_mu=mu_obs, pi=pi, tau1=float(h1(lam_su, pi).sum()),
-        tau2=float(h2(lam_su, pi).sum()), z=z,
+        tau2=float(h2(lam_su, pi).sum()), z=z, prob_one_all=prob_one_all,
     )
 
 
@@ -124,6 +129,8 @@ def _unobserved_prob_one(fit: LogLinearFit, observed_m: np.ndarray, weighted: bo
     scale = (1 - pi) if weighted else (1 - pi) / pi
     flat = fit.fitted.reshape(-1)
     total = 0.0
+    if not weighted and fit.prob_one_all is not None:  # from the minimum-error pass
+        return max(fit.prob_one_all - float(np.sum(observed_m * np.exp(-observed_m))), 0.0)
     for s in range(0, flat.size, _CHUNK):
         m = flat[s:s + _CHUNK].astype(np.float64) * scale
         total += float(np.sum(m * np.exp(-m)))
