@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -337,3 +338,25 @@ def test_auto_beats_every_single_method_on_census_income_8_keys(shared_data):
         for single in ("graphical", "poisson-gamma"):
             assert abs(auto.relative_errors[m]) < abs(ev.methods[single].relative_errors[m])
     assert auto.result.fitted["choice"]["rule"] == "pair"
+
+
+def test_candidates_inherit_the_memory_limit():
+    # fit(memory_limit=) reaches auto's candidate and validation fits: graphical (15 MiB on
+    # these sub-samples) is refused at 5 MB and reported as such; nb is chosen
+    rng = np.random.default_rng(3)
+    data = {f"k{j}": rng.integers(0, 12, 3000) for j in range(5)}
+    table = tabulate(Microdata.from_source(data, list(data), population_size=300_000))
+    est = AutoRisk(candidates=("nb", "graphical"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        free = est.fit(table)
+        tight = est.fit(table, memory_limit=5_000_000)
+    assert free.fitted["choice"]["methods"] == ["graphical"]
+    status = {r["candidate"]: r["status"] for r in tight.diagnostics["validation"]}
+    assert status["nb"] == "ok" and status["graphical"].startswith("failed: MemoryLimitError")
+    assert "memory limit is 4.8 MiB" in status["graphical"]
+    assert tight.fitted["choice"]["methods"] == ["nb"]
+    # the limit does not outlive the call
+    from sdcrisk.table import _FIT_LIMIT
+
+    assert _FIT_LIMIT.get() is None

@@ -8,6 +8,8 @@ offending column or value. Estimators trust what it produces.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import math
 import os
@@ -30,12 +32,34 @@ DEFAULT_MAX_LEVELS = 1000
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 
 
+#: the limit given to the innermost running ``Estimator.fit(memory_limit=...)``; fits nested
+#: inside it (auto's candidates and their validation fits) inherit it
+_FIT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "sdcrisk_memory_limit", default=None)
+
+
+@contextlib.contextmanager
+def memory_limit_scope(limit: int | None):
+    """Make ``limit`` the default of :func:`check_memory` inside the block (None: unchanged)."""
+    if limit is None:
+        yield
+        return
+    token = _FIT_LIMIT.set(int(limit))
+    try:
+        yield
+    finally:
+        _FIT_LIMIT.reset(token)
+
+
 def memory_limit() -> int:
     """The memory limit in bytes for a method's working arrays.
 
-    ``SDCRISK_MEMORY_LIMIT`` (bytes, or with a ``K``/``M``/``G`` suffix) overrides the
-    default of 8 GiB.
+    Inside ``Estimator.fit(memory_limit=...)`` that limit (also for nested fits); otherwise
+    ``SDCRISK_MEMORY_LIMIT`` (bytes, or with a ``K``/``M``/``G`` suffix), default 8 GiB.
     """
+    inherited = _FIT_LIMIT.get()
+    if inherited is not None:
+        return inherited
     text = os.environ.get("SDCRISK_MEMORY_LIMIT", "").strip()
     if not text:
         return DEFAULT_MEMORY_LIMIT

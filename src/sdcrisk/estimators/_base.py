@@ -21,7 +21,7 @@ from ..measures import (
 )
 from ..predictive import CellPredictive
 from ..result import RiskResult, provenance
-from ..table import CellTable, check_memory
+from ..table import CellTable, check_memory, memory_limit_scope
 
 __all__ = ["Estimator"]
 
@@ -90,7 +90,9 @@ class Estimator(ABC):
         population_size : float, optional
             Override N (default: the table's).
         memory_limit : int, optional
-            Bytes the method may use (default ``SDCRISK_MEMORY_LIMIT`` or 8 GiB).
+            Bytes the method may use (default: the limit of an enclosing fit, else
+            ``SDCRISK_MEMORY_LIMIT`` or 8 GiB). Fits nested in this one (``auto``'s candidates
+            and validation fits) inherit it.
         executor : optional
             Where the method's independent work units run (MCMC chains, log-linear
             partitions): ``"serial"``, a :class:`concurrent.futures.Executor`, a Dask
@@ -121,7 +123,7 @@ class Estimator(ABC):
                      f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
                      remedies=MEMORY_REMEDIES)
         start = time.perf_counter()
-        with use_executor(executor, workers=workers):
+        with use_executor(executor, workers=workers), memory_limit_scope(memory_limit):
             result = self._fit(table)
         diagnostics = {**result.diagnostics, "seconds": time.perf_counter() - start}
         return dataclasses.replace(result, diagnostics=diagnostics)
