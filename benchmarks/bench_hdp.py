@@ -1,20 +1,25 @@
 """HDP / mixed-membership benchmarks on Battiston & Rimella's New York samples (issue 5).
 
-Three measurements, each merged into ``benchmarks/hdp_results.json`` and written to the
+Four measurements, each merged into ``benchmarks/hdp_results.json`` and written to the
 section between the HDP markers of ``benchmarks/RESULTS.md``:
 
-* ``sweeps``: seconds per MCMC sweep (spec E.2 steps 1-6, plus the structural-zero steps
-  7-9 by App. C) and per saved draw (tau by BR App. B, M = 500) for n = 1,000 / 5,000 /
-  10,000, one chain, after a warm-up so that the number of components has settled;
-* ``default``: wall time and diagnostics of ``HdpRisk()`` with its defaults (4 chains,
-  adaptive run length) on one sample;
+* ``sweeps``: CPU and wall seconds per MCMC sweep (spec E.2 steps 1-6, plus the
+  structural-zero steps 7-9 by App. C) and per saved draw (tau by BR App. B, M = 500) for
+  n = 1,000 / 5,000 / 10,000, one chain, after a warm-up so that the number of components
+  has settled; ``--code before`` with an older checkout first on ``PYTHONPATH`` labels the
+  rows of the code it measured;
+* ``default``: wall and CPU time and diagnostics of ``HdpRisk()`` with its defaults (4
+  chains, adaptive run length) on one sample;
 * ``paper``: the reproduction of spec G.5 (posterior mean, sd and interval of tau1 against
-  the truth and BR's estimate; per-chain means and the multimodality flag).
+  the truth and BR's estimate; per-chain means and the multimodality flag);
+* ``noise``: the Monte Carlo part of the variance of the traced tau1 (App. B, M = 500).
 
 Usage::
 
     python benchmarks/bench_hdp.py sweeps [--n 1000 5000 10000] [--kind clean sz]
-    python benchmarks/bench_hdp.py default --kind clean --n 10000
+        [--allocation sequential|collapsed] [--code LABEL]
+    python benchmarks/bench_hdp.py noise [--n 1000 10000]   # Monte Carlo noise of tau1
+    python benchmarks/bench_hdp.py default --kind clean --n 10000 [--code LABEL]
     python benchmarks/bench_hdp.py paper --cases clean-1000 sz-5000 ... [--compat]
         [--iterations I --burn-in B --chains C]
     python benchmarks/bench_hdp.py write      # only rebuild the RESULTS.md section
@@ -94,10 +99,17 @@ def stamp() -> dict:
 
 
 # --- measurements ------------------------------------------------------------------------------
-def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int) -> dict:
+def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int,
+                 allocation: str = "sequential") -> dict:
+    """Wall and CPU seconds per sweep and per saved draw, one chain.
+
+    The CPU time (``time.thread_time``) of this thread is the better measure on a shared
+    machine: the wall time also counts the time the thread waited for a core. Each figure
+    is the smallest over 5 repeats of ``sweeps`` sweeps (``draws`` draws).
+    """
     tab = table(kind, n)
     data = mm.MMData.from_table(tab, conditions() if kind == "sz" else None)
-    params = mm.HdpParams()
+    params = mm.HdpParams(allocation=allocation)
     rng = np.random.default_rng(0)
     state = mm.hdp_init(rng, data, params)
     mm.hdp_step(rng, state, data, params)          # compile / load the kernels
@@ -105,20 +117,54 @@ def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int) -> dict:
     for _ in range(warm):
         mm.hdp_step(rng, state, data, params)
     loads = [os.getloadavg()[0]]
-    t0 = time.perf_counter()
     ks = []
-    for _ in range(sweeps):
-        mm.hdp_step(rng, state, data, params)
-        ks.append(state.K)
-    sweep = (time.perf_counter() - t0) / sweeps
-    t0 = time.perf_counter()
-    for _ in range(draws):
-        mm.hdp_observe(rng, state, data, params)
-    observe = (time.perf_counter() - t0) / draws
+    best = {"sweep": np.inf, "sweep_cpu": np.inf, "draw": np.inf, "draw_cpu": np.inf}
+    for _ in range(5):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        for _ in range(sweeps):
+            mm.hdp_step(rng, state, data, params)
+            ks.append(state.K)
+        best["sweep"] = min(best["sweep"], (time.perf_counter() - t0) / sweeps)
+        best["sweep_cpu"] = min(best["sweep_cpu"], (time.thread_time() - c0) / sweeps)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        for _ in range(draws):
+            mm.hdp_observe(rng, state, data, params)
+        best["draw"] = min(best["draw"], (time.perf_counter() - t0) / draws)
+        best["draw_cpu"] = min(best["draw_cpu"], (time.thread_time() - c0) / draws)
     loads.append(os.getloadavg()[0])
-    return {"kind": kind, "n": n, "seconds_per_sweep": sweep, "seconds_per_draw": observe,
+    return {"kind": kind, "n": n, "allocation": allocation,
+            "seconds_per_sweep": best["sweep"], "cpu_seconds_per_sweep": best["sweep_cpu"],
+            "seconds_per_draw": best["draw"], "cpu_seconds_per_draw": best["draw_cpu"],
             "components": float(np.mean(ks)), "warm_up": warm, "sweeps": sweeps,
-            "load_avg": float(np.mean(loads)), "date": stamp()["date"]}
+            "load_avg": float(np.mean(loads)), "date": stamp()["date"],
+            "sdcrisk": sdcrisk.__version__}
+
+
+def bench_noise(kind: str, n: int, warm: int, states: int, repeats: int) -> dict:
+    """Monte Carlo noise of tau1 (BR App. B, M = 500) at fixed states against its spread.
+
+    At each of ``states`` states (``warm`` sweeps apart) tau1 is computed ``repeats`` times
+    with fresh membership draws: the mean within-state variance is the Monte Carlo part of
+    the variance of the traced tau1, the variance of the state means the posterior part.
+    """
+    tab = table(kind, n)
+    data = mm.MMData.from_table(tab, conditions() if kind == "sz" else None)
+    params = mm.HdpParams()
+    rng, obs = np.random.default_rng(0), np.random.default_rng(1)
+    state = mm.hdp_init(rng, data, params)
+    for _ in range(1000):
+        mm.hdp_step(rng, state, data, params)
+    vals = np.empty((states, repeats))
+    for s in range(states):
+        for _ in range(warm):
+            mm.hdp_step(rng, state, data, params)
+        for r in range(repeats):
+            vals[s, r] = mm.hdp_observe(obs, state, data, params).scalars["tau1"]
+    within = float(vals.var(axis=1, ddof=1).mean())
+    between = float(vals.mean(axis=1).var(ddof=1))
+    return {"kind": kind, "n": n, "states": states, "repeats": repeats, "sweeps_apart": warm,
+            "mc_sd": within ** 0.5, "state_sd": between ** 0.5,
+            "mc_share_of_variance": within / (within + between), "date": stamp()["date"]}
 
 
 def bench_fit(kind: str, n: int, options: dict, label: str) -> dict:
@@ -127,17 +173,18 @@ def bench_fit(kind: str, n: int, options: dict, label: str) -> dict:
     if kind == "sz":
         opts["structural_zeros"] = conditions()
     load0 = os.getloadavg()[0]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         res = HdpRisk(**opts).fit(tab)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     d = res.diagnostics["mcmc"]
     post = res.fitted["posterior"]["tau1"]
     key = (kind, n)
     return {
         "label": label, "kind": kind, "n": n, "options": {k: v for k, v in options.items()},
-        "seconds": wall, "load_avg": (load0 + os.getloadavg()[0]) / 2,
+        "seconds": wall, "cpu_seconds": cpu, "load_avg": (load0 + os.getloadavg()[0]) / 2,
+        "allocation": res.parameters["allocation"],
         "tau1_mean": post["mean"], "tau1_sd": post["sd"], "tau1_lower": post["lower"],
         "tau1_upper": post["upper"], "truth": TRUTH.get((kind.replace("-ignored", ""), n)),
         "paper": PAPER.get(key), "components_mean": res.fitted["components_mean"],
@@ -169,13 +216,23 @@ def render(store: dict) -> str:
     sw = store.get("sweeps", {})
     if sw:
         lines += ["### Seconds per sweep (one chain, after the warm-up)", "",
-                  "| data | n | s / sweep | s / saved draw (tau, M = 500) | components | "
-                  "load avg |", "|---|---:|---:|---:|---:|---:|"]
-        for key in sorted(sw, key=lambda k: (sw[k]["kind"], sw[k]["n"])):
+                  "CPU = CPU seconds of the sampling thread (`time.thread_time`, smallest of 5 "
+                  "repeats), the figure that does not depend on the load; wall = elapsed.", "",
+                  "| data | n | code | allocation | CPU s / sweep | wall s / sweep | "
+                  "CPU s / saved draw (tau, M = 500) | components | load avg |",
+                  "|---|---:|---|---|---:|---:|---:|---:|---:|"]
+        for key in sorted(sw, key=lambda k: (sw[k]["kind"], sw[k]["n"],
+                                             sw[k].get("code", ""),
+                                             sw[k].get("allocation", ""))):
             r = sw[key]
-            lines.append(f"| NY {r['kind']} | {r['n']:,} | {r['seconds_per_sweep']:.4f} | "
-                         f"{r['seconds_per_draw']:.4f} | {r['components']:.1f} | "
-                         f"{r['load_avg']:.1f} |")
+            cpu = r.get("cpu_seconds_per_sweep")
+            dcpu = r.get("cpu_seconds_per_draw")
+            lines.append(f"| NY {r['kind']} | {r['n']:,} | {r.get('code', '-')} | "
+                         f"{r.get('allocation', 'sequential')} | "
+                         f"{'-' if cpu is None else f'{cpu:.4f}'} | "
+                         f"{r['seconds_per_sweep']:.4f} | "
+                         f"{'-' if dcpu is None else f'{dcpu:.4f}'} | "
+                         f"{r['components']:.1f} | {r['load_avg']:.1f} |")
         lines.append("")
     fits = store.get("fits", {})
     for title, pick in (("Default runs (`HdpRisk()`: 4 chains, burn-in 1,000, adaptive "
@@ -185,16 +242,21 @@ def render(store: dict) -> str:
         if not rows:
             continue
         lines += [f"### {title}", "",
-                  "| case | settings | wall s | load | iterations | tau1 mean ± sd [95%] | "
-                  "truth | BR | K | R-hat / bulk ESS (tau1) | converged | chain means | "
-                  "modes |", "|---|---|---:|---:|---:|---|---:|---|---:|---|---|---|---|"]
-        for r in sorted(rows, key=lambda r: (r["kind"], r["n"], r["label"])):
+                  "| case | code | settings | wall s | CPU s | load | iterations | "
+                  "tau1 mean ± sd [95%] | truth | BR | K | R-hat / bulk ESS (tau1) | "
+                  "converged | chain means | modes |",
+                  "|---|---|---|---:|---:|---:|---:|---|---:|---|---:|---|---|---|---|"]
+        for r in sorted(rows, key=lambda r: (r["kind"], r["n"], r["label"],
+                                             r.get("code", ""))):
             opts = ", ".join(f"{k}={v}" for k, v in r["options"].items()) or "defaults"
+            opts += f" ({r.get('allocation', 'sequential')})"
             modes = r.get("modes") or []
             mtxt = ("; ".join(f"{g['chains']}: {g['mean']:.1f}" for g in modes)
                     if r["multimodal"] else "one")
+            cpu = r.get("cpu_seconds")
             lines.append(
-                f"| NY {r['kind']} n={r['n']:,} | {opts} | {r['seconds']:.0f} | "
+                f"| NY {r['kind']} n={r['n']:,} | {r.get('code', '-')} | {opts} | "
+                f"{r['seconds']:.0f} | {'-' if cpu is None else f'{cpu:.0f}'} | "
                 f"{r['load_avg']:.1f} | {r['iterations']:,} x {r['chains']} | "
                 f"{_f(r['tau1_mean'])} ± {_f(r['tau1_sd'])} [{_f(r['tau1_lower'], 1)}, "
                 f"{_f(r['tau1_upper'], 1)}] | {r['truth'] if r['truth'] is not None else '-'}"
@@ -206,6 +268,34 @@ def render(store: dict) -> str:
     notes = store.get("notes")
     if notes:
         lines += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
+    mix = store.get("mixing", {})
+    if mix:
+        lines += ["### Mixing of the allocation samplers (NY clean, 4 chains, seed 7, burn-in "
+                  "1,000, thin 10)", "",
+                  "Same seed and length for each sampler; CPU seconds of the whole run (both "
+                  "threads). ESS estimates from chains with R-hat above 1.01 are rough.", "",
+                  "| n | iterations | allocation | CPU s | tau1 mean ± sd | R-hat tau1 | "
+                  "bulk ESS tau1 | ESS / CPU min | R-hat / ESS of K | chain means |",
+                  "|---:|---:|---|---:|---|---:|---:|---:|---|---|"]
+        order = {"marginal": 0, "collapsed": 1, "sequential": 2}
+        for key in sorted(mix, key=lambda k: (mix[k]["n"], order.get(mix[k]["alloc"], 9))):
+            r = mix[key]
+            lines.append(f"| {r['n']:,} | {r['its']:,} | {r['alloc']} | {r['cpu']:.0f} | "
+                         f"{r['tau1']:.2f} ± {r['sd']:.2f} | {r['rhat']:.3f} | "
+                         f"{r['ess']:.0f} | {60 * r['ess'] / r['cpu']:.1f} | "
+                         f"{r['rhat_K']:.3f} / {r['ess_K']:.0f} | "
+                         f"{', '.join(f'{m:.1f}' for m in r['chain_means'])} |")
+        lines.append("")
+    noise = store.get("noise", {})
+    if noise:
+        lines += ["### Monte Carlo noise of tau1 (M = 500) at fixed states", "",
+                  "| data | n | MC sd | sd between states | MC share of the variance |",
+                  "|---|---:|---:|---:|---:|"]
+        for key in sorted(noise, key=lambda k: (noise[k]["kind"], noise[k]["n"])):
+            r = noise[key]
+            lines.append(f"| NY {r['kind']} | {r['n']:,} | {r['mc_sd']:.3f} | "
+                         f"{r['state_sd']:.3f} | {r['mc_share_of_variance']:.1%} |")
+        lines.append("")
     lines.append(END)
     return "\n".join(lines)
 
@@ -230,9 +320,20 @@ def main(argv=None) -> None:
     s.add_argument("--warm", type=int, default=200)
     s.add_argument("--sweeps", type=int, default=100)
     s.add_argument("--draws", type=int, default=20)
+    s.add_argument("--allocation", default="sequential")
+    s.add_argument("--code", default="current",
+                   help="label of the code measured (e.g. 'before' for an older checkout on "
+                        "PYTHONPATH)")
+    z = sub.add_parser("noise")
+    z.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
+    z.add_argument("--kind", nargs="+", default=["clean"])
+    z.add_argument("--states", type=int, default=30)
+    z.add_argument("--repeats", type=int, default=10)
+    z.add_argument("--apart", type=int, default=50)
     d = sub.add_parser("default")
     d.add_argument("--kind", default="clean")
     d.add_argument("--n", type=int, default=10000)
+    d.add_argument("--code", default="current")
     q = sub.add_parser("paper")
     q.add_argument("--cases", nargs="+", required=True,
                    help="kind-n, kind in clean, sz, sz-ignored (e.g. clean-1000 sz-5000)")
@@ -248,14 +349,23 @@ def main(argv=None) -> None:
     if args.cmd == "sweeps":
         for kind in args.kind:
             for n in args.n:
-                r = bench_sweeps(kind, n, args.warm, args.sweeps, args.draws)
+                r = bench_sweeps(kind, n, args.warm, args.sweeps, args.draws, args.allocation)
+                r["code"] = args.code
                 print(json.dumps(r), flush=True)
-                store.setdefault("sweeps", {})[f"{kind}-{n}"] = r
+                store.setdefault("sweeps", {})[f"{kind}-{n}-{args.allocation}-{args.code}"] = r
+                save(store)
+    elif args.cmd == "noise":
+        for kind in args.kind:
+            for n in args.n:
+                r = bench_noise(kind, n, args.apart, args.states, args.repeats)
+                print(json.dumps(r), flush=True)
+                store.setdefault("noise", {})[f"{kind}-{n}"] = r
                 save(store)
     elif args.cmd == "default":
         r = bench_fit(args.kind, args.n, {}, "default")
+        r["code"] = args.code
         print(json.dumps(r), flush=True)
-        store.setdefault("fits", {})[f"default-{args.kind}-{args.n}"] = r
+        store.setdefault("fits", {})[f"default-{args.kind}-{args.n}-{args.code}"] = r
     elif args.cmd == "paper":
         opts = {}
         if args.compat:

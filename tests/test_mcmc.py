@@ -110,7 +110,8 @@ def test_independent_draws_pass_the_verdict():
     assert d["rhat"]["x"] < 1.01
     assert d["ess_bulk"]["x"] > 1500  # 2000 independent draws
     assert d["thresholds"] == {"rhat_max": 1.01, "ess_bulk_min": 400.0,
-                               "ess_tail_min": 400.0, "mode_gap_within_sd": 3.0}
+                               "ess_tail_min": 400.0, "mode_gap_within_sd": 3.0,
+                               "tolerance": 0.0}
     assert d["chain_means"]["x"] == pytest.approx(run.draws["x"].mean(axis=1).tolist())
 
 
@@ -221,6 +222,54 @@ def test_adaptive_run_stops_when_the_verdict_passes():
     assert walk.settings["iterations"] == 250 and not walk.diagnostics["converged"]
 
 
+def _slow_small_step(rng, state, data, params):
+    # AR(1) with phi = 0.999 at scale params["scale"]: mixes very slowly at any scale
+    state["x"] = 0.999 * state["x"] + params["scale"] * rng.normal()
+    state["t"] += 1
+    return state, {}
+
+
+SLOW = Kernel(_iid_init, _slow_small_step, _iid_observe, name="slow")
+
+
+def test_tolerance_settles_quantities_that_do_not_matter():
+    # rank-normalised R-hat and ESS are scale-free: a slowly mixing quantity fails them
+    # whatever its scale, and the adaptive run goes to the cap
+    opts = dict(chains=4, burn_in=0, iterations=None, block=200, max_iterations=1000,
+                seed=4, monitor=("x",), warn=False)
+    strict = sample(SLOW, None, {"scale": 1e-4}, **opts)
+    assert not strict.diagnostics["converged"] and strict.settings["iterations"] == 1000
+    assert strict.diagnostics["rhat"]["x"] > 1.01
+    # with a tolerance of 0.01 the split-chain means (all within 0.01 here) settle it at
+    # the first check where every chain has ess_per_chain (100) draws: the first block
+    tol = Thresholds(tolerance=0.01)
+    run = sample(SLOW, None, {"scale": 1e-4}, thresholds=tol, **opts)
+    d = run.diagnostics
+    x = run.draws["x"]
+    assert x.shape == (4, 200) and run.settings["iterations"] == 200
+    spread = np.ptp(np.concatenate([x[:, :100], x[:, 100:]]).mean(axis=1))
+    assert d["spread"]["x"] == pytest.approx(spread) and spread <= 0.01
+    assert d["converged"] and d["settled"] == ["x"] and d["failures"] == []
+    assert d["thresholds"]["tolerance"] == 0.01
+    # the same chains at a scale where the spread exceeds the tolerance: the usual rules
+    big = sample(SLOW, None, {"scale": 1.0}, thresholds=tol, **opts)
+    assert big.diagnostics["settled"] == [] and not big.diagnostics["converged"]
+    assert big.diagnostics["spread"]["x"] > 0.01
+    # too few draws per chain: never settled, even when constant to the tolerance
+    few = sample(SLOW, None, {"scale": 1e-4}, thresholds=tol,
+                 **{**opts, "iterations": 50, "max_iterations": 50})
+    assert few.diagnostics["settled"] == []
+
+
+def test_modes_closer_than_the_tolerance_do_not_count():
+    params = {"count": 0}
+    run = sample(MODAL, None, params, chains=4, burn_in=0, iterations=200, seed=5,
+                 monitor=("x",), modes_of=("x",), warn=False,
+                 thresholds=Thresholds(tolerance=20.0))
+    assert not run.diagnostics["multimodal"]
+    assert len(run.diagnostics["modes"]["x"]) == 2     # still reported
+
+
 def test_traces_are_thinned_lists():
     run = sample(IID, None, {}, chains=2, burn_in=0, iterations=2500, seed=7, warn=False)
     tr = run.traces(max_per_chain=1000)
@@ -248,6 +297,7 @@ def test_bad_settings(bad):
 
 
 def test_bad_thresholds():
-    for kw in ({"rhat_max": 1.0}, {"ess_per_chain": 0}, {"mode_gap": -1}):
+    for kw in ({"rhat_max": 1.0}, {"ess_per_chain": 0}, {"mode_gap": -1},
+               {"tolerance": -0.1}, {"tolerance": float("nan")}):
         with pytest.raises(ParameterError):
             Thresholds(**kw)

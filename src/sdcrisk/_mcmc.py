@@ -90,11 +90,21 @@ class Thresholds:
         Chains are said to sit in different modes when their means (of the quantities in
         ``modes_of``) split into groups separated by more than ``mode_gap`` pooled
         within-chain standard deviations.
+    tolerance : float
+        Absolute precision, in the units of the monitored quantities, below which
+        differences do not matter (default 0: none). A monitored quantity whose split-chain
+        means all lie within ``tolerance`` of each other is *settled*: it is treated like a
+        constant one (R-hat and ESS are not required of it; it still needs
+        ``ess_per_chain`` draws per chain), and modes closer than ``tolerance`` are not
+        reported. Rank-normalised R-hat and ESS are scale-free, so without it a quantity that
+        is practically constant (a risk count of 1e-60 to 0.3 records in every draw) can fail
+        them for ever.
     """
 
     rhat_max: float = 1.01
     ess_per_chain: float = 100.0
     mode_gap: float = 3.0
+    tolerance: float = 0.0
 
     def __post_init__(self):
         if not self.rhat_max > 1.0:
@@ -103,11 +113,13 @@ class Thresholds:
             raise ParameterError(f"ess_per_chain={self.ess_per_chain} must be positive")
         if not self.mode_gap > 0:
             raise ParameterError(f"mode_gap={self.mode_gap} must be positive")
+        if not (self.tolerance >= 0 and np.isfinite(self.tolerance)):
+            raise ParameterError(f"tolerance={self.tolerance} must be a number >= 0")
 
     def as_dict(self, chains: int) -> dict[str, float]:
         return {"rhat_max": self.rhat_max, "ess_bulk_min": self.ess_per_chain * chains,
                 "ess_tail_min": self.ess_per_chain * chains,
-                "mode_gap_within_sd": self.mode_gap}
+                "mode_gap_within_sd": self.mode_gap, "tolerance": self.tolerance}
 
 
 @dataclass(frozen=True, eq=False)
@@ -523,17 +535,25 @@ def assess(draws: Mapping[str, np.ndarray], *, monitor: Sequence[str],
         rhat[k] = dg.rhat(a)
         ess_b[k] = dg.ess_bulk(a)
         ess_t[k] = dg.ess_tail(a)
+    tol = thresholds.tolerance
+    # spread of the split-chain means: within ``tolerance``, the quantity is settled
+    spread = {k: float(np.ptp(dg.split_chains(draws[k]).mean(axis=1)))
+              for k in monitor if k in draws and draws[k].shape[1] >= 2}
+    settled = [k for k, v in spread.items()
+               if tol > 0 and v <= tol and draws[k].shape[1] >= thresholds.ess_per_chain]
     modes = {k: find_modes(draws[k], thresholds.mode_gap)
              for k in modes_of if k in draws and chains > 1}
     pooled = {k: split_modes(draws[k], thresholds.mode_gap + 1.0)
               for k in modes_of if k in draws}
-    pooled = {k: v for k, v in pooled.items() if v}
-    multimodal = any(len(v) > 1 for v in modes.values()) or bool(pooled)
+    # modes whose means differ by no more than ``tolerance`` do not count
+    pooled = {k: v for k, v in pooled.items() if v and v[-1]["mean"] - v[0]["mean"] > tol}
+    multimodal = (any(len(v) > 1 and v[-1]["mean"] - v[0]["mean"] > tol
+                      for v in modes.values()) or bool(pooled))
     failures = []
     if multimodal:
         failures.append("the draws sit in separate modes")
     for k in monitor:
-        if k not in draws:
+        if k not in draws or k in settled:
             continue
         if not rhat[k] <= limits["rhat_max"]:
             failures.append(f"R-hat({k}) = {rhat[k]:.3f} > {limits['rhat_max']}")
@@ -549,6 +569,8 @@ def assess(draws: Mapping[str, np.ndarray], *, monitor: Sequence[str],
         "failures": failures,
         "thresholds": limits,
         "monitored": [k for k in monitor if k in draws],
+        "spread": spread,
+        "settled": settled,
         "multimodal": multimodal,
         "modes": modes,
         "pooled_modes": pooled,

@@ -5,7 +5,10 @@ Layout shared by all kernels (records are rows, variables columns):
 * ``xo`` (n, J) int64: column index ``offs[j] + x_ij`` of each record's value in the
   flattened level axis of length D = sum_j d_j; ``dsize`` (J,) the d_j as floats;
 * profiles ``theta`` (capacity, D): row k holds theta_k1, ..., theta_kJ side by side;
-* memberships ``pi`` (n, capacity) with the remainder (uninstantiated mass) in ``pi0``;
+* memberships ``pi`` (n, capacity) with the remainder (uninstantiated mass) in ``pi0``
+  (used by the ``sequential`` and ``fast`` allocations only: the default ``marginal`` and
+  the ``collapsed`` allocations integrate pi out, and ``marginal`` theta as well, keeping
+  profile counts per column, ``counts_t`` (D, capacity));
   global weights ``beta`` (capacity,) with the remainder in ``scal[0]``; ``scal[1]`` is the
   top-level concentration alpha_0; ``kk[0]`` the number K of instantiated components.
 
@@ -208,22 +211,23 @@ def allocate_sequential(rng, xo, dsize, offs, z, pi, pi0, beta, scal, theta, alp
     cap = pi.shape[1]
     K = kk[0]
     w = np.empty(cap + 1)
-    for pos in range(start, n * J):
-        if K >= cap:
-            kk[0] = K
-            return pos
-        i = pos // J
-        j = pos - i * J
-        col = xo[i, j]
-        for k in range(K):
-            w[k] = pi[i, k] * theta[k, col]
-        w[K] = pi0[i] / dsize[j]
-        k = categorical(rng, w, K + 1)
-        if k == K:
-            _new_component(rng, K, pi, pi0, beta, scal, alpha)
-            profile_prior_row(rng, theta, K, offs, col)
-            K += 1
-        z[i, j] = k
+    first = start // J
+    for i in range(first, n):
+        # nested loops, not one over positions: the integer division costs a third more
+        for j in range(start - first * J if i == first else 0, J):
+            if K >= cap:
+                kk[0] = K
+                return i * J + j
+            col = xo[i, j]
+            for k in range(K):
+                w[k] = pi[i, k] * theta[k, col]
+            w[K] = pi0[i] / dsize[j]
+            k = categorical(rng, w, K + 1)
+            if k == K:
+                _new_component(rng, K, pi, pi0, beta, scal, alpha)
+                profile_prior_row(rng, theta, K, offs, col)
+                K += 1
+            z[i, j] = k
     kk[0] = K
     return -1
 
@@ -241,36 +245,33 @@ def allocate_collapsed(rng, xo, dsize, offs, z, beta, scal, theta, alpha, kk, st
     K = kk[0]
     cnt = np.zeros(cap, np.int64)
     w = np.empty(cap + 1)
-    current = -1
-    for pos in range(start, n * J):
-        i = pos // J
-        j = pos - i * J
-        if K >= cap:
-            kk[0] = K
-            return pos
-        if i != current:
-            for k in range(K):
-                cnt[k] = 0
-            for jj in range(J):
-                cnt[z[i, jj]] += 1
-            current = i
-        col = xo[i, j]
-        cnt[z[i, j]] -= 1
-        a = alpha[i]
+    first = start // J
+    for i in range(first, n):
         for k in range(K):
-            w[k] = (cnt[k] + a * beta[k]) * theta[k, col]
-        w[K] = a * scal[0] / dsize[j]
-        k = categorical(rng, w, K + 1)
-        if k == K:
-            nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
-            b0 = scal[0]
-            beta[K] = nu * b0
-            scal[0] = one_minus_nu * b0
-            profile_prior_row(rng, theta, K, offs, col)
-            cnt[K] = 0
-            K += 1
-        z[i, j] = k
-        cnt[k] += 1
+            cnt[k] = 0
+        for jj in range(J):
+            cnt[z[i, jj]] += 1
+        a = alpha[i]
+        for j in range(start - first * J if i == first else 0, J):
+            if K >= cap:
+                kk[0] = K
+                return i * J + j
+            col = xo[i, j]
+            cnt[z[i, j]] -= 1
+            for k in range(K):
+                w[k] = (cnt[k] + a * beta[k]) * theta[k, col]
+            w[K] = a * scal[0] / dsize[j]
+            k = categorical(rng, w, K + 1)
+            if k == K:
+                nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
+                b0 = scal[0]
+                beta[K] = nu * b0
+                scal[0] = one_minus_nu * b0
+                profile_prior_row(rng, theta, K, offs, col)
+                cnt[K] = 0
+                K += 1
+            z[i, j] = k
+            cnt[k] += 1
     kk[0] = K
     return -1
 
@@ -331,6 +332,95 @@ def resolve_new_round(rng, xo, offs, z, pi, pi0, beta, scal, theta, alpha, kk):
             remaining += 1
     kk[0] = K + 1
     return remaining
+
+
+@njit(**_JIT)
+def profile_counts(xo, z, K, aug_c, dsize, offs, counts_t, den_t, inv_t):
+    """Fill the statistics of :func:`allocate_marginal` for the current allocations.
+
+    ``counts_t[x, k]`` = c_k(x) + aug_c[k, x] (observed plus augmented records of
+    component k with value x in column x), ``den_t[j, k]`` = c_kj. + d_j (whole numbers,
+    so exact in floating point) and ``inv_t[j, k]`` = 1 / den_t[j, k], for k < K; all have
+    one column per unit of capacity.
+    """
+    n, J = xo.shape
+    D = counts_t.shape[0]
+    for x in range(D):
+        for k in range(K):
+            counts_t[x, k] = aug_c[k, x]
+    for i in range(n):
+        for j in range(J):
+            counts_t[xo[i, j], z[i, j]] += 1.0
+    for j in range(J):
+        for k in range(K):
+            tot = 0.0
+            for x in range(offs[j], offs[j + 1]):
+                tot += counts_t[x, k]
+            den_t[j, k] = tot + dsize[j]
+            inv_t[j, k] = 1.0 / den_t[j, k]
+
+
+@njit(**_JIT)
+def allocate_marginal(rng, xo, dsize, z, beta, scal, alpha, kk, counts_t, den_t, inv_t,
+                      start):
+    """Allocations with pi_i and the profiles theta integrated out (spec E.2 step 1, collapsed).
+
+    P(z_ij = k | rest) is proportional to (n_ik^-ij + alpha_i beta_k) (c_k(x)^-ij + 1) /
+    (c_kj.^-ij + d_j), the Dirichlet-multinomial predictive of x = x_ij under component k
+    (augmented records included in the counts), and P(new) to alpha_i beta_0 / d_j; a new
+    component takes nu ~ Beta(1, alpha_0) of beta_0. ``counts_t``, ``den_t`` and ``inv_t``
+    (see :func:`profile_counts`) are kept up to date. Returns the position where capacity
+    ran out, or -1.
+    """
+    n, J = xo.shape
+    cap = beta.shape[0]
+    D = counts_t.shape[0]
+    K = kk[0]
+    cnt = np.zeros(cap)
+    w = np.empty(cap + 1)
+    first = start // J
+    for i in range(first, n):
+        for k in range(K):
+            cnt[k] = 0.0
+        for jj in range(J):
+            cnt[z[i, jj]] += 1.0
+        a = alpha[i]
+        for j in range(start - first * J if i == first else 0, J):
+            if K >= cap:
+                kk[0] = K
+                return i * J + j
+            col = xo[i, j]
+            dj = dsize[j]
+            old = z[i, j]
+            cnt[old] -= 1.0
+            counts_t[col, old] -= 1.0
+            den_t[j, old] -= 1.0
+            inv_t[j, old] = 1.0 / den_t[j, old]
+            c_row = counts_t[col]
+            i_row = inv_t[j]
+            for k in range(K):
+                w[k] = (cnt[k] + a * beta[k]) * (c_row[k] + 1.0) * i_row[k]
+            w[K] = a * scal[0] / dj
+            k = categorical(rng, w, K + 1)
+            if k == K:
+                nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
+                b0 = scal[0]
+                beta[K] = nu * b0
+                scal[0] = one_minus_nu * b0
+                cnt[K] = 0.0
+                for x in range(D):
+                    counts_t[x, K] = 0.0
+                for jj in range(J):
+                    den_t[jj, K] = dsize[jj]
+                    inv_t[jj, K] = 1.0 / dsize[jj]
+                K += 1
+            z[i, j] = k
+            cnt[k] += 1.0
+            counts_t[col, k] += 1.0
+            den_t[j, k] += 1.0
+            inv_t[j, k] = 1.0 / den_t[j, k]
+    kk[0] = K
+    return -1
 
 
 # --- HDP steps 2-6 (spec E.2) ----------------------------------------------------------------
@@ -505,34 +595,43 @@ def membership_draws(rng, weights, m_draws, shape, rate, fixed_alpha):
 
 
 @njit(**_JIT)
+def _mean_of_products(marg_t, cols, lens):
+    """out[c] = mean_m prod_{t < lens[c]} marg_t[cols[c, t], m] (marg_t is (D, M)).
+
+    The products run over contiguous rows of ``marg_t`` (vectorised over the M draws); the
+    factors are multiplied and the draws summed in the same order as a loop over draws
+    would, so the result is the same to the last bit.
+    """
+    M = marg_t.shape[1]
+    C = cols.shape[0]
+    out = np.zeros(C)
+    buf = np.empty(M)
+    for c in range(C):
+        if lens[c] == 0:
+            out[c] = 1.0
+            continue
+        first = marg_t[cols[c, 0]]
+        for m in range(M):
+            buf[m] = first[m]
+        for t in range(1, lens[c]):
+            row = marg_t[cols[c, t]]
+            for m in range(M):
+                buf[m] *= row[m]
+        s = 0.0
+        for m in range(M):
+            s += buf[m]
+        out[c] = s / M
+    return out
+
+
 def cell_probabilities(marg, cols):
     """p(x) = mean_m prod_j marg[m, cols[x, j]] for each row of ``cols`` (spec E.3 eq 10)."""
-    M = marg.shape[0]
-    C, J = cols.shape
-    out = np.zeros(C)
-    for c in range(C):
-        s = 0.0
-        for m in range(M):
-            p = 1.0
-            for j in range(J):
-                p *= marg[m, cols[c, j]]
-            s += p
-        out[c] = s / M
-    return out
+    cols = np.ascontiguousarray(cols)
+    lens = np.full(cols.shape[0], cols.shape[1], np.int64)
+    return _mean_of_products(np.ascontiguousarray(np.asarray(marg).T), cols, lens)
 
 
-@njit(**_JIT)
 def condition_probabilities(marg, cond_cols, cond_len):
     """p_c = mean_m prod over the fixed columns of condition c (spec E.4.3 step 7)."""
-    M = marg.shape[0]
-    C = cond_cols.shape[0]
-    out = np.zeros(C)
-    for c in range(C):
-        s = 0.0
-        for m in range(M):
-            p = 1.0
-            for t in range(cond_len[c]):
-                p *= marg[m, cond_cols[c, t]]
-            s += p
-        out[c] = s / M
-    return out
+    return _mean_of_products(np.ascontiguousarray(np.asarray(marg).T),
+                             np.ascontiguousarray(cond_cols), np.asarray(cond_len, np.int64))

@@ -141,7 +141,7 @@ class HdpParams:
     b: float = 1.0
     concentration: Literal["multiple", "single"] = "multiple"
     compat: bool = False
-    allocation: Literal["sequential", "fast", "collapsed"] = "sequential"
+    allocation: Literal["marginal", "collapsed", "sequential", "fast"] = "marginal"
     k_init: int = 10
     new_alpha: Literal["moment", "prior"] = "moment"
     mc_draws: int = 500
@@ -285,6 +285,29 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
     state.aug_m0 = float(aug_m[K])
 
 
+def _allocate_marginal(rng, state: HdpState, data: MMData) -> None:
+    """Step 1 with pi_i and theta integrated out (counts kept per column, then components)."""
+    D, J = int(data.offs[-1]), data.n_vars
+
+    def stats(cap):
+        return np.zeros((D, cap)), np.zeros((J, cap)), np.zeros((J, cap))
+
+    counts, den, inv = stats(state.beta.shape[0])
+    kern.profile_counts(data.xo, state.z, state.K, state.aug_c, data.dsize, data.offs,
+                        counts, den, inv)
+    pos = 0
+    while True:
+        pos = kern.allocate_marginal(rng, data.xo, data.dsize, state.z, state.beta,
+                                     state.scal, state.alpha, state.kk, counts, den, inv, pos)
+        if pos < 0:
+            return
+        state.ensure_capacity(state.K + 1)
+        grown = stats(state.beta.shape[0])
+        for new, old in zip(grown, (counts, den, inv), strict=True):
+            new[:, :old.shape[1]] = old
+        counts, den, inv = grown
+
+
 def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
     """One iteration: (structural zeros: steps 7-9), then steps 1-6 of spec E.2."""
     if data.sz is not None:
@@ -299,6 +322,8 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
             if pos < 0:
                 break
             state.ensure_capacity(state.K + 1)
+    elif params.allocation == "marginal":
+        _allocate_marginal(rng, state, data)
     elif params.allocation == "collapsed":
         pos = 0
         while True:
@@ -320,7 +345,7 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
                   state.theta, state.alpha, state.kk, state.aug_m, state.aug_c,
                   state.aug_m0, params.a0, params.b0, params.a, params.b,
                   params.concentration == "multiple", params.compat, data.offs,
-                  params.allocation != "collapsed")
+                  params.allocation in ("sequential", "fast"))
     info = {"components": float(state.K), "alpha0": float(state.scal[1])}
     if data.sz is not None:
         info["n_augmented"] = float(state.n_aug)
