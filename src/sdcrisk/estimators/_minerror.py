@@ -93,17 +93,24 @@ def dense_sums(flat: np.ndarray, pi: float) -> dict[str, tuple[float, float] | f
                     mu = np.float64(flat[k])
                     if mu <= 0.0:
                         continue
+                    # two exponentials per cell: lambda = mu + x, so e^-lambda = e^-mu e^-x
                     lam = mu / pi
-                    e = np.exp(-lam)
+                    x = c * lam
+                    em = np.exp(-mu)
+                    ex = np.exp(-x)
+                    e = em * ex
                     a = c * lam * e
                     b = c * c / (2.0 * pi) * lam * e
                     b1 += -a * mu + b * mu * mu
                     v1 += a * a * mu + 2.0 * b * b * mu * mu
-                    x = c * lam
-                    ex = np.exp(-x)
                     p1 += x * ex
-                    hh = -np.expm1(-x) / x if x > 1e-12 else 1.0 - x / 2.0
-                    g = np.exp(-pi * lam) * hh
+                    if x > 0.5:  # 1 - e^-x loses nothing here; expm1 only for small x
+                        hh = (1.0 - ex) / x
+                    elif x > 1e-12:
+                        hh = -np.expm1(-x) / x
+                    else:
+                        hh = 1.0 - x / 2.0
+                    g = em * hh
                     a = g - e
                     b = (g - e * (1.0 + 0.5 * x)) / (pi * lam)
                     b2 += -a * mu + b * mu * mu
