@@ -551,12 +551,25 @@ def hdp_rest(rng, xo, z, pi, pi0, beta, scal, theta, alpha, kk, aug_m, aug_c, au
             pi[i, k] = out[k]
         pi0[i] = out[K]
     # step 5: profiles
+    draw_profiles(rng, xo, z, offs, aug_c, K, theta)
+    if compat:
+        _update_concentrations(rng, K, m_total, mi, alpha, scal, a0, b0, a, b, multiple, J)
+    return m_obs
+
+
+@njit(**_JIT)
+def draw_profiles(rng, xo, z, offs, aug_c, K, profiles):
+    """Profile step of both samplers: for k < K and each variable j, rows ``profiles[k, offs[j]:
+    offs[j + 1]] ~ Dir(1 + counts of x_ij allocated to k + augmented counts aug_c[k, .])``."""
+    n, J = xo.shape
+    D = offs[J]
     counts = np.zeros((K, D))
     for i in range(n):
         for j in range(J):
             counts[z[i, j], xo[i, j]] += 1.0
     buf = np.empty(D)
     cbuf = np.empty(D)
+    nolog = np.empty(0)
     for k in range(K):
         for j in range(J):
             d = offs[j + 1] - offs[j]
@@ -564,10 +577,7 @@ def hdp_rest(rng, xo, z, pi, pi0, beta, scal, theta, alpha, kk, aug_m, aug_c, au
                 cbuf[v] = 1.0 + counts[k, offs[j] + v] + aug_c[k, offs[j] + v]
             dirichlet_into(rng, cbuf, d, buf, nolog)
             for v in range(d):
-                theta[k, offs[j] + v] = buf[v]
-    if compat:
-        _update_concentrations(rng, K, m_total, mi, alpha, scal, a0, b0, a, b, multiple, J)
-    return m_obs
+                profiles[k, offs[j] + v] = buf[v]
 
 
 # --- membership draws for Monte Carlo expectations (spec E.3) ----------------------------

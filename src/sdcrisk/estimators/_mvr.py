@@ -67,7 +67,7 @@ def mh_log_ratio(gamma, proposal, logg_sum, n, a0, b0, jacobian):
 def mvr_sweep(rng, xo, offs, z, g, lam, gamma, aug_c, a0, b0, sigma, jacobian):
     """One Gibbs/MH iteration; returns 1 if the gamma proposal was accepted."""
     n, J = xo.shape
-    K, D = lam.shape
+    K = lam.shape[0]
     w = np.empty(K)
     for i in range(n):
         for j in range(J):
@@ -75,21 +75,7 @@ def mvr_sweep(rng, xo, offs, z, g, lam, gamma, aug_c, a0, b0, sigma, jacobian):
             for k in range(K):
                 w[k] = g[i, k] * lam[k, col]
             z[i, j] = kern.categorical(rng, w, K)
-    counts = np.zeros((K, D))
-    for i in range(n):
-        for j in range(J):
-            counts[z[i, j], xo[i, j]] += 1.0
-    buf = np.empty(D)
-    cbuf = np.empty(D)
-    nolog = np.empty(0)
-    for k in range(K):
-        for j in range(J):
-            d = offs[j + 1] - offs[j]
-            for v in range(d):
-                cbuf[v] = 1.0 + counts[k, offs[j] + v] + aug_c[k, offs[j] + v]
-            kern.dirichlet_into(rng, cbuf, d, buf, nolog)
-            for v in range(d):
-                lam[k, offs[j] + v] = buf[v]
+    kern.draw_profiles(rng, xo, z, offs, aug_c, K, lam)
     logg_sum = np.zeros(K)
     conc = np.empty(K)
     row = np.empty(K)
