@@ -7,9 +7,7 @@ diagnostics, provenance); :func:`evaluate` compares estimators with the truth;
 :func:`recommend` finds suppressions or recodings that reach a risk target.
 """
 
-import importlib
-from typing import Any
-
+from ._lazy import lazy_getattr
 from ._version import __version__
 
 # eager: these submodules share a name with a function they define (sdcrisk.evaluate is the
@@ -65,12 +63,7 @@ _MODULES = {
 _WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

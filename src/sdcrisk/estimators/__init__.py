@@ -8,10 +8,10 @@ pay for importing every model's dependencies.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from .._lazy import lazy_getattr
 from ..exceptions import ParameterError
 from ._base import Estimator
 
@@ -39,12 +39,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _WHERE)
 
 
 class _Registry(MutableMapping):
