@@ -38,6 +38,24 @@ MEMORY_REMEDIES = (
     "only (nb, poisson-gamma)")
 
 
+def reidentification_measures(table: CellTable, risk: np.ndarray, max_global_risk: float
+                              ) -> tuple[dict[str, Measure], float | None]:
+    """sdcMicro's figures from per-cell re-identification risks: expected re-identifications
+    and global risk, their household versions when the table has households, and the record
+    risk threshold that meets ``max_global_risk``."""
+    measures = expected_reidentifications(table.counts, risk, table.n)
+    record = risk[table.record_cell]
+    if table.household is not None:
+        er_h = float(household_risk(record, table.household).sum())
+        measures["household_expected_reidentifications"] = Measure(
+            "household_expected_reidentifications", er_h,
+            description=DESCRIPTIONS["household_expected_reidentifications"])
+        measures["household_global_risk"] = Measure(
+            "household_global_risk", er_h / table.n,
+            description=DESCRIPTIONS["household_global_risk"])
+    return measures, global_risk_threshold(record, max_global_risk)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Estimator(ABC):
     """Base of all estimators: keyword-only settings, no data.
@@ -162,18 +180,8 @@ class Estimator(ABC):
                 old, estimate=tau2, **({} if same else
                                        {"lower": None, "upper": None, "level": None,
                                         "interval": None}))
-        measures.update(expected_reidentifications(table.counts, risk, table.n))
-        record = risk[table.record_cell]
-        threshold = global_risk_threshold(record, self.max_global_risk)
-        if table.household is not None:
-            hh = household_risk(record, table.household)
-            er_h = float(hh.sum())
-            measures["household_expected_reidentifications"] = Measure(
-                "household_expected_reidentifications", er_h,
-                description=DESCRIPTIONS["household_expected_reidentifications"])
-            measures["household_global_risk"] = Measure(
-                "household_global_risk", er_h / table.n,
-                description=DESCRIPTIONS["household_global_risk"])
+        extra, threshold = reidentification_measures(table, risk, self.max_global_risk)
+        measures.update(extra)
         p_unique = np.where(su, pred.prob_zero(), 0.0)
         thresholds = {
             "max_global_risk": self.max_global_risk,

@@ -18,16 +18,12 @@ from scipy import stats
 
 from ..exceptions import ParameterError, SdcRiskError
 from ..measures import (
-    DESCRIPTIONS,
     Measure,
-    expected_reidentifications,
-    global_risk_threshold,
-    household_risk,
 )
 from ..result import RiskResult
 from ..table import CellTable
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
-from ._base import Estimator
+from ._base import Estimator, reidentification_measures
 
 __all__ = ["AutoRisk", "default_candidates", "widen_interval"]
 
@@ -326,17 +322,8 @@ def _blend(table: CellTable, choice: Choice, fits: dict, max_global_risk: float)
     threshold = None
     if "reidentification" in risks:
         risk = risks["reidentification"]
-        measures.update(expected_reidentifications(table.counts, risk, table.n))
-        record = risk[table.record_cell]
-        if table.household is not None:
-            er_h = float(household_risk(record, table.household).sum())
-            measures["household_expected_reidentifications"] = Measure(
-                "household_expected_reidentifications", er_h,
-                description=DESCRIPTIONS["household_expected_reidentifications"])
-            measures["household_global_risk"] = Measure(
-                "household_global_risk", er_h / table.n,
-                description=DESCRIPTIONS["household_global_risk"])
-        threshold = global_risk_threshold(record, max_global_risk)
+        extra, threshold = reidentification_measures(table, risk, max_global_risk)
+        measures.update(extra)
     measures = {k: measures[k] for k in res[0].measures if k in measures} | measures
     return measures, risks, threshold
 
