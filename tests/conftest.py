@@ -34,3 +34,21 @@ def records_from_counts(counts, *, start: int = 0) -> np.ndarray:
     """Integer cell labels so that cell ``start + i`` occurs ``counts[i]`` times."""
     counts = np.asarray(counts, dtype=np.int64)
     return np.repeat(np.arange(start, start + len(counts)), counts)
+
+
+def skewed_population(folder: Path):
+    """5,000 records, keys x (30 levels), y (8), z (5) drawn from skewed Dirichlet shares (seed
+    5) and two-person households ``hid``; returns the frame and its CSV under ``folder``."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 5000
+
+    def skewed(k):
+        return rng.choice(k, size=n, p=rng.dirichlet(np.full(k, 0.5)))
+
+    df = pd.DataFrame({"x": skewed(30), "y": skewed(8), "z": skewed(5),
+                       "hid": np.repeat(np.arange(n // 2), 2)})
+    path = Path(folder) / "pop.csv"
+    df.to_csv(path, index=False)
+    return df, path

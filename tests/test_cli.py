@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import skewed_population
 from sdcrisk.cli import main
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -138,16 +139,7 @@ def test_python_dash_m(tmp_path):
 
 
 def _population(tmp_path):
-    rng = np.random.default_rng(5)
-    n = 5000
-    def skewed(k):
-        return rng.choice(k, size=n, p=rng.dirichlet(np.full(k, 0.5)))
-
-    df = pd.DataFrame({"x": skewed(30), "y": skewed(8), "z": skewed(5),
-                       "hid": np.repeat(np.arange(n // 2), 2)})
-    path = tmp_path / "pop.csv"
-    df.to_csv(path, index=False)
-    return df, path
+    return skewed_population(tmp_path)
 
 
 def test_evaluate_json_truth_matches_brute_force(capsys, tmp_path):

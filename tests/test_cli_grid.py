@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
+from conftest import skewed_population
 from sdcrisk import GraphicalRisk, Microdata
 from sdcrisk.cli import main
 from sdcrisk.evaluate import Bernoulli, evaluate
@@ -19,17 +19,7 @@ MEASURES = ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta")
 
 @pytest.fixture(scope="module")
 def population(tmp_path_factory):
-    rng = np.random.default_rng(5)
-    n = 5000
-
-    def skewed(k):
-        return rng.choice(k, size=n, p=rng.dirichlet(np.full(k, 0.5)))
-
-    df = pd.DataFrame({"x": skewed(30), "y": skewed(8), "z": skewed(5),
-                       "hid": np.repeat(np.arange(n // 2), 2)})
-    path = tmp_path_factory.mktemp("grid") / "pop.csv"
-    df.to_csv(path, index=False)
-    return df, path
+    return skewed_population(tmp_path_factory.mktemp("grid"))
 
 
 def _json(tmp_path, *argv) -> dict:
