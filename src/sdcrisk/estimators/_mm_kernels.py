@@ -247,10 +247,7 @@ def allocate_collapsed(rng, xo, dsize, offs, z, beta, scal, theta, alpha, kk, st
     w = np.empty(cap + 1)
     first = start // J
     for i in range(first, n):
-        for k in range(K):
-            cnt[k] = 0
-        for jj in range(J):
-            cnt[z[i, jj]] += 1
+        _counts_of(z, i, K, cnt)
         a = alpha[i]
         for j in range(start - first * J if i == first else 0, J):
             if K >= cap:
@@ -380,10 +377,7 @@ def allocate_marginal(rng, xo, dsize, z, beta, scal, alpha, kk, counts_t, den_t,
     w = np.empty(cap + 1)
     first = start // J
     for i in range(first, n):
-        for k in range(K):
-            cnt[k] = 0.0
-        for jj in range(J):
-            cnt[z[i, jj]] += 1.0
+        _counts_of(z, i, K, cnt)
         a = alpha[i]
         for j in range(start - first * J if i == first else 0, J):
             if K >= cap:
