@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -204,7 +203,7 @@ def _evaluate_one(args) -> str:
 
 
 def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
-    from .backend import SerialExecutor, describe_executor, evaluate_grid, executor_scope
+    from .backend import describe_executor, evaluate_grid
     from .cli import _keys, _levels, _methods, _options, _person_keys
     from .estimators import get_estimator
 
@@ -229,24 +228,11 @@ def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
             path = str(Path(path).resolve())
         population = (path, tuple(read), options)
 
-    def per_seed(executor, seed: int) -> list[dict]:
-        # the estimators' random_state is the unit's sampling seed, as in one evaluate run
-        opts = {**base, "random_state": seed}
-        return evaluate_grid({name: population}, fractions, {m: (m, opts) for m in methods},
-                             seeds=(seed,), executor=executor)
-
-    with executor_scope(None, workers=args.workers, scheduler=args.scheduler) as ex:
-        if isinstance(ex, SerialExecutor) or len(seeds) == 1:
-            parts = [per_seed(ex, s) for s in seeds]
-        else:  # every seed's units in flight at once on the shared executor
-            with ThreadPoolExecutor(max_workers=min(len(seeds), 32)) as threads:
-                parts = list(threads.map(lambda s: per_seed(ex, s), seeds))
-    by_unit: dict[tuple, list[dict]] = {}
-    for part in parts:
-        for r in part:
-            by_unit.setdefault((r["fraction"], r["seed"]), []).append(r)
-    # grid order: fraction, seed, method (as one evaluate_grid call would give)
-    rows = [_row(r) for f in fractions for s in seeds for r in by_unit.get((f, s), [])]
+    # the estimators' random_state is the unit's sampling seed, as in one evaluate run;
+    # rows come in grid order: fraction, seed, method
+    rows = [_row(r) for r in evaluate_grid(
+        {name: population}, fractions, {m: (m, base) for m in methods}, seeds=seeds,
+        seed_estimators=True, workers=args.workers, scheduler=args.scheduler)]
     if args.scheduler is not None:
         where = describe_executor(args.scheduler)
     else:

@@ -274,8 +274,9 @@ def _evaluate_unit(unit: dict) -> dict:
 
 
 def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict | Sequence[str],
-                  *, seeds: Sequence[int] = (0,), executor: Any = None,
-                  workers: int | None = None, scheduler: str | None = None) -> list[dict]:
+                  *, seeds: Sequence[int] = (0,), seed_estimators: bool = False,
+                  executor: Any = None, workers: int | None = None,
+                  scheduler: str | None = None) -> list[dict]:
     """Evaluate estimators over population x fraction x method x seed, one unit each.
 
     Parameters
@@ -291,6 +292,9 @@ def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict |
     seeds : sequence of int
         Sampling-design seeds; each unit draws its sample with its own seed, so results do
         not depend on where or in which order the units run.
+    seed_estimators : bool
+        Also pass each unit's seed to its estimator as ``random_state`` (as one
+        ``sdcrisk evaluate --seed S`` run does), so every row can be re-run alone.
     executor, workers, scheduler
         See :func:`executor_scope`.
 
@@ -309,8 +313,10 @@ def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict |
         for frac in fractions:
             for seed in seeds:
                 for label, (method, options) in methods.items():
+                    opts = {**options, "random_state": int(seed)} if seed_estimators else \
+                        dict(options)
                     units.append({"population": name, "population_spec": spec,
                                   "fraction": float(frac), "seed": int(seed), "label": label,
-                                  "method": method, "options": dict(options)})
+                                  "method": method, "options": opts})
     return map_units(_evaluate_unit, units, executor=executor, workers=workers,
                      scheduler=scheduler)
