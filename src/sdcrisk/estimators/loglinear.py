@@ -125,15 +125,15 @@ def compact_levels(table: CellTable) -> CellTable:
 
 def _unobserved_prob_one(fit: LogLinearFit, observed_m: np.ndarray, weighted: bool) -> float:
     """Sum over f = 0 cells of P(F = 1) = m e^{-m}, m = (1 - pi) lambda (dense, chunked)."""
-    pi = fit.pi
-    scale = (1 - pi) if weighted else (1 - pi) / pi
-    flat = fit.fitted.reshape(-1)
-    total = 0.0
-    if not weighted and fit.prob_one_all is not None:  # from the minimum-error pass
-        return max(fit.prob_one_all - float(np.sum(observed_m * np.exp(-observed_m))), 0.0)
-    for s in range(0, flat.size, _CHUNK):
-        m = flat[s:s + _CHUNK].astype(np.float64) * scale
-        total += float(np.sum(m * np.exp(-m)))
+    total = fit.prob_one_all  # from the minimum-error pass (unweighted fits)
+    if total is None:
+        pi = fit.pi
+        scale = (1 - pi) if weighted else (1 - pi) / pi
+        flat = fit.fitted.reshape(-1)
+        total = 0.0
+        for s in range(0, flat.size, _CHUNK):
+            m = flat[s:s + _CHUNK].astype(np.float64) * scale
+            total += float(np.sum(m * np.exp(-m)))
     return max(total - float(np.sum(observed_m * np.exp(-observed_m))), 0.0)
 
 
