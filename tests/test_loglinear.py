@@ -124,6 +124,23 @@ def test_poisson_predictive_against_brute_force():
             np.sum(pmf / (f + j) ** 2), rel=1e-11)
 
 
+def test_poisson_inverse_square_f1_against_mpmath():
+    """E[1/(1+U)^2] = e^-m (Ei(m) - gamma - ln m)/m in 40-digit arithmetic, on both sides of
+    each switch of series (m = 2, 10, 40) and up to the window (600)."""
+    import mpmath
+
+    from sdcrisk import _poisson
+
+    ms = [1e-10, 1e-4, 0.05, 0.7, 1.5, 1.999999, 2.0, 2.5, 9.0, 9.999, 10.0, 25.0, 39.999,
+          40.0, 41.0, 60.0, 200.0, 599.0, 600.0]
+    got = _poisson.expected_inverse_square(np.ones(len(ms)), np.array(ms))
+    with mpmath.workdps(40):
+        for m, g in zip(ms, got, strict=True):
+            m_ = mpmath.mpf(m)
+            exact = mpmath.exp(-m_) * (mpmath.ei(m_) - mpmath.euler - mpmath.log(m_)) / m_
+            assert g == pytest.approx(float(exact), rel=1e-13), m
+
+
 def _skewed_microdata(n=3000, seed=4, population_size=100_000):
     rng = np.random.default_rng(seed)
     latent = rng.integers(0, 4, n)
