@@ -30,7 +30,7 @@ import numpy as np
 from ..exceptions import ParameterError
 from ..table import CellTable, check_memory
 
-__all__ = ["parse_terms", "IPFResult", "ipf", "ipf_numpy", "margin_of_cells"]
+__all__ = ["parse_terms", "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
 
 Generator = tuple[int, ...]
 
@@ -95,12 +95,29 @@ def describe_terms(gens: Sequence[Generator], keys: Sequence[str]) -> str:
 def margin_of_cells(table: CellTable, gen: Generator, values: np.ndarray | None = None
                     ) -> np.ndarray:
     """Margin over ``gen`` of the sparse cell table (f by default), as a dense array."""
-    shape = tuple(len(table.levels[i]) for i in gen)
-    idx = np.zeros(table.n_cells, np.int64)
-    for i in gen:
-        idx = idx * len(table.levels[i]) + table.cell_codes[:, i]
-    vals = table.counts if values is None else values
-    return np.bincount(idx, weights=vals, minlength=math.prod(shape)).reshape(shape)
+    return margins_of_cells(table, (gen,), values)[0]
+
+
+def margins_of_cells(table: CellTable, gens: Sequence[Generator],
+                     values: np.ndarray | None = None) -> list[np.ndarray]:
+    """The margins over each of ``gens`` of the sparse cell table (f by default).
+
+    The key columns are converted to contiguous index arrays once for all generators (the
+    cell-code matrix is row-major and often int8: reading a column per margin cost more than
+    the sums).
+    """
+    used = sorted({i for g in gens for i in g})
+    cols = {i: table.cell_codes[:, i].astype(np.intp) for i in used}
+    vals = np.asarray(table.counts if values is None else values, dtype=float)
+    out = []
+    for gen in gens:
+        shape = tuple(len(table.levels[i]) for i in gen)
+        idx = np.zeros(table.n_cells, np.intp)
+        for i in gen:
+            idx *= len(table.levels[i])
+            idx += cols[i]
+        out.append(np.bincount(idx, weights=vals, minlength=math.prod(shape)).reshape(shape))
+    return out
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,16 @@ class IPFResult:
 # numba kernels (compiled lazily, cached on disk)
 
 _KERNELS = None
+
+
+def warm_up(dtype=np.float32) -> None:
+    """Load the fused kernel from numba's cache (and numba itself) with a 12-cell fit.
+
+    The first call of any numba function in a process pays about 1 s for importing numba
+    and setting up its compiler target; the CLI runs this in a background thread while it
+    reads and tabulates the file, so that the real fit does not wait for it.
+    """
+    ipf((3, 4), ((0,), (1,)), [np.full(3, 4.0), np.full(4, 3.0)], max_iter=1, dtype=dtype)
 
 
 def _kernels():

@@ -72,7 +72,7 @@ def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: floa
     """
     shape = tuple(len(lv) for lv in table.levels)
     values = table.weight_sums if weighted else None
-    targets = [_ipf.margin_of_cells(table, g, values) for g in generators]
+    targets = _ipf.margins_of_cells(table, generators, values)
     res = _ipf.ipf(shape, generators, targets, max_iter=max_iter, tol=tol, dtype=dtype,
                    structural_zeros=structural_zeros, initial=initial)
     pi = table.n / table.population_size
