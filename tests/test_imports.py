@@ -49,4 +49,19 @@ def test_loglinear_on_parquet_does_not_import_pandas_or_scipy_stats(tmp_path):
         " '--method', 'loglinear', '--format', 'json', '--out', "
         f"{str(tmp_path / 'o.json')!r}])")
     assert "sdcrisk.estimators.loglinear" in mods
-    assert not {"pandas", "scipy.stats", "sdcrisk.decision"} & mods
+    assert not {"pandas", "scipy.stats", "scipy.special", "sdcrisk.decision"} & mods
+
+
+def test_assess_warm_up_thread_loads_the_ipf_kernel():
+    # `assess --method loglinear` starts numba and loads the fused IPF kernel in a background
+    # thread while the file is read; in a fresh process, nothing else has loaded it
+    code = ("import threading\n"
+            "from sdcrisk import cli\n"
+            "from sdcrisk.estimators import _ipf\n"
+            "before = _ipf._KERNELS is None\n"
+            "cli._warm_up_in_background()\n"
+            "[t.join() for t in threading.enumerate() if t.name == 'sdcrisk-warm-up']\n"
+            "print(before, _ipf._KERNELS is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True"]

@@ -1,15 +1,13 @@
 """Numerics of a Poisson predictive law U ~ Poisson(m) of the unseen count (log-linear models).
 
-``E[1/(f+U)^p]`` for p = 1, 2: closed form for f = 1, p = 1 (``(1 - e^-m)/m``, spec C.2's h2),
-for f = 1, p = 2 up to m = 600 (``e^-m (Ei(m) - gamma - ln m) / m`` by its power series
-below m = 40 and Ei's asymptotic series above), and for p = 1,
-f >= 2 with m >= f the recursion I_f = (1 - (f-1) I_{f-1}) / m (stable there: each step
-multiplies earlier errors by (f-1)/m <= 1); otherwise
-the pmf series for m <= 600 (positive terms, run past the mode); up to m = 1e7 the pmf summed in
-log space over mean +- 40 sd; beyond, a fourth-order expansion about the mean (its relative
-error falls like m^-3: about 2e-8 at m = 600, of order 1e-12 at m = 1e7, where a cell risk is
-below 1e-7).
-"""
+``E[1/(f+U)^p]`` for p = 1, 2: closed form for f = 1, p = 1 (``(1 - e^-m)/m``, spec C.2's h2);
+for f = 1, p = 2, ``e^-m (Ei(m) - gamma - ln m) / m`` by its power series below m = 40 and
+Ei's asymptotic series above; for p = 1, f >= 2 with m >= f the recursion
+I_f = (1 - (f-1) I_{f-1}) / m (stable there: each step multiplies earlier errors by
+(f-1)/m <= 1). Otherwise (f > m for p = 1, f >= 2 for p = 2) the pmf series for m <= 600
+(positive terms, run past the mode); up to m = 1e7 the pmf summed in log space over mean +- 40
+sd; beyond, a fourth-order expansion about the mean (its relative error falls like m^-3: about
+2e-8 at m = 600, of order 1e-12 at m = 1e7, where a cell risk is below 1e-7)."""
 
 from __future__ import annotations
 
@@ -123,12 +121,12 @@ def _evaluate(f, m, power: int) -> np.ndarray:
     if power == 1:
         closed = ~tiny & (f == 1)
         out[closed] = -np.expm1(-m[closed]) / m[closed]
-        rec = ~tiny & (f > 1) & (m >= f) & (m <= _SERIES_MAX_MEAN)
+        rec = ~tiny & (f > 1) & (m >= f)
         if rec.any():
             out[rec] = _recursion(f[rec], m[rec])
         closed = closed | rec
     else:
-        closed = ~tiny & (f == 1) & (m <= _SERIES_MAX_MEAN)
+        closed = ~tiny & (f == 1)
         if closed.any():
             out[closed] = _inverse_square_f1(m[closed])
     huge = ~tiny & ~closed & (m > _WINDOW_MAX_MEAN)

@@ -123,7 +123,6 @@ def _check_present(columns: Sequence[str], available: Sequence[str], what: str) 
 
 def _arrow_column(name: str, chunked) -> Column:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
     if pa.types.is_dictionary(arr.type):
@@ -146,6 +145,8 @@ def _arrow_column(name: str, chunked) -> Column:
             missing = nan if missing is None else (missing | nan)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            import pyarrow.compute as pc  # ~0.1 s to import: only for non-text columns here
+
             arr = pc.cast(arr, pa.string())
         values = arr.fill_null("").to_numpy(zero_copy_only=False).astype(str)
     return Column(name, values, missing)
