@@ -346,6 +346,23 @@ def _where(args) -> str | None:
     return None
 
 
+def _warm_up_in_background() -> None:
+    """Start numba and load the IPF kernel while the file is read (about 1 s of start-up
+    that would otherwise come after it). A failure here is ignored: the fit itself reports
+    it."""
+    import threading
+
+    def run():
+        try:
+            from .estimators._ipf import warm_up
+
+            warm_up()
+        except Exception:  # noqa: BLE001 - the real fit raises it with context
+            pass
+
+    threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True).start()
+
+
 def _assess(args) -> str:
     out_of_core = getattr(args, "out_of_core", False)
     if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
@@ -354,6 +371,8 @@ def _assess(args) -> str:
     text = run_scenarios(args, _options(args))
     if text is not None:  # --key-sets / --all-subsets-up-to
         return text
+    if args.method == "loglinear":
+        _warm_up_in_background()
     table = _out_of_core_table(args) if out_of_core else tabulate(sample_microdata(args))
     est = get_estimator(args.method, **_options(args))
     limits = parse_limits(args.fail_above)
