@@ -77,7 +77,7 @@ def bench_fit(shape, iterations, n_records, numpy_too=True):
     return rows
 
 
-def bench_process(n_records):
+def bench_process(n_records, repeats=5):
     cols = skewed_records(SHAPE8, n_records)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ons8.parquet"
@@ -89,10 +89,16 @@ def bench_process(n_records):
                ",".join(cols), "--population-size", str(n_records * 50), "--method",
                "loglinear", "--terms", "all-2-way", "--iterations", "5", "--format", "json",
                "--max-levels", "200"]
-        subprocess.run(cmd, capture_output=True, check=True)  # warm the numba cache
-        t = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True)
-        return time.perf_counter() - t
+        # as after `pip install`: bytecode cached (PYTHONDONTWRITEBYTECODE, set on some
+        # machines, would recompile every sdcrisk module in every run)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run(cmd, capture_output=True, check=True, env=env)  # warm the caches
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=True, env=env)
+            times.append(time.perf_counter() - t)
+        return times
 
 
 def bench_10(n_records):
@@ -125,8 +131,11 @@ def main(argv=None):
     print("| engine | seconds | iterations |\n|---|---:|---:|")
     for name, sec, it in bench_fit(SHAPE8, 5, args.records):
         print(f"| {name} | {sec:.3g} | {it if it is not None else ''} |")
+    times = bench_process(args.records)
     print(f"\nWhole `sdcrisk assess --method loglinear --iterations 5` process (Parquet in, "
-          f"JSON out, numba cache warm): {bench_process(args.records):.2f} s")
+          f"JSON out, numba and bytecode caches warm), {len(times)} runs: median "
+          f"{np.median(times):.2f} s, range {min(times):.2f}-{max(times):.2f} s "
+          f"(load average before: {os.getloadavg()[0]:.2f})")
     if not args.skip_10:
         sec, gib = bench_10(args.records)
         print(f"\nONS 10-variable key, K = {math.prod(SHAPE10):,}, all-2-way (45 margins), "
