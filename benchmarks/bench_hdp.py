@@ -12,7 +12,12 @@ section between the HDP markers of ``benchmarks/RESULTS.md``:
   chains, adaptive run length) on one sample;
 * ``paper``: the reproduction of spec G.5 (posterior mean, sd and interval of tau1 against
   the truth and BR's estimate; per-chain means and the multimodality flag);
-* ``noise``: the Monte Carlo part of the variance of the traced tau1 (App. B, M = 500).
+* ``noise``: the Monte Carlo part of the variance of the traced tau1 (App. B, M = 500);
+* ``trace``: one chain on the sample with structural zeros, printing every ``--every``
+  iterations N_0, omega, K, alpha_0, tau1 and, for the four heaviest components, their
+  weight beta_k, their own mass on the structural zeros (sum over conditions of the
+  product of theta_kj(c_j)), and their observed and augmented records (allocations / J):
+  the diagnosis of the drift of omega (issue 5).
 
 Usage::
 
@@ -22,6 +27,8 @@ Usage::
     python benchmarks/bench_hdp.py default --kind clean --n 10000 [--code LABEL]
     python benchmarks/bench_hdp.py paper --cases clean-1000 sz-5000 ... [--compat]
         [--iterations I --burn-in B --chains C]
+    python benchmarks/bench_hdp.py trace --n 5000 --seed 3 --iterations 4000 \
+        [--set allocation=sequential sz_cap=inf sz_method=exact ...]
     python benchmarks/bench_hdp.py write      # only rebuild the RESULTS.md section
 
 The machine is shared: every record carries the load average (``os.getloadavg``) seen
@@ -165,6 +172,39 @@ def bench_noise(kind: str, n: int, warm: int, states: int, repeats: int) -> dict
     return {"kind": kind, "n": n, "states": states, "repeats": repeats, "sweeps_apart": warm,
             "mc_sd": within ** 0.5, "state_sd": between ** 0.5,
             "mc_share_of_variance": within / (within + between), "date": stamp()["date"]}
+
+
+def component_sz_mass(theta_ext: np.ndarray, sz) -> np.ndarray:
+    """Mass of each component's own profile on the structural zeros (pure membership)."""
+    out = np.zeros(theta_ext.shape[0])
+    for c in range(len(sz.lens)):
+        out += np.prod(theta_ext[:, sz.cols[c, :sz.lens[c]]], axis=1)
+    return out
+
+
+def bench_trace(n: int, seed: int, iterations: int, every: int, settings: dict):
+    """Yield one record every ``every`` iterations of a single chain (NY with SZ)."""
+    data = mm.MMData.from_table(table("sz", n), conditions())
+    params = mm.HdpParams(**settings)
+    rng = np.random.default_rng(seed)
+    state = mm.hdp_init(rng, data, params)
+    for it in range(1, iterations + 1):
+        mm.hdp_step(rng, state, data, params)
+        if it % every:
+            continue
+        K = state.K
+        weights, theta_ext = mm._extended(state, data)
+        mass = component_sz_mass(theta_ext, data.sz)
+        observed = np.bincount(state.z.ravel(), minlength=K)[:K] / data.n_vars
+        augmented = state.aug_c[:K].sum(axis=1) / data.n_vars
+        top = np.argsort(-weights[:K])[:4]
+        obs = mm.hdp_observe(rng, state, data, params)
+        yield {"iteration": it, "n_augmented": state.n_aug, "omega": state.omega,
+               "components": K, "alpha0": float(state.scal[1]),
+               "tau1": obs.scalars["tau1"],
+               "top": [[round(float(weights[k]), 4), round(float(mass[k]), 4),
+                        round(float(observed[k]), 1), round(float(augmented[k]), 1)]
+                       for k in top]}
 
 
 def bench_fit(kind: str, n: int, options: dict, label: str) -> dict:
@@ -342,9 +382,26 @@ def main(argv=None) -> None:
     q.add_argument("--burn-in", type=int, default=None)
     q.add_argument("--chains", type=int, default=None)
     q.add_argument("--seed", type=int, default=0)
+    t = sub.add_parser("trace")
+    t.add_argument("--n", type=int, default=5000)
+    t.add_argument("--seed", type=int, default=3)
+    t.add_argument("--iterations", type=int, default=4000)
+    t.add_argument("--every", type=int, default=50)
+    t.add_argument("--set", nargs="*", default=[],
+                   help="HdpParams fields, e.g. allocation=sequential sz_cap=inf")
     sub.add_parser("write")
     sub.add_parser("note").add_argument("text")
     args = p.parse_args(argv)
+    if args.cmd == "trace":
+        settings = {}
+        for item in args.set:
+            key, value = item.split("=", 1)
+            kind = type(getattr(mm.HdpParams(), key))
+            settings[key] = (value.lower() in ("1", "true", "yes") if kind is bool
+                             else kind(value) if kind in (int, float) else value)
+        for row in bench_trace(args.n, args.seed, args.iterations, args.every, settings):
+            print(json.dumps(row), flush=True)
+        return
     store = load()
     if args.cmd == "sweeps":
         for kind in args.kind:

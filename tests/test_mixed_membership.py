@@ -537,40 +537,6 @@ def _tiny_sz():
     return sizes, offs, theta_ext, weights, szk.SzData.build(sz, offs)
 
 
-@pytest.mark.parametrize("free", ["uniform", "indicator", "joint"])
-def test_approximate_augmentation_by_hand(free):
-    sizes, offs, theta_ext, weights, sz = _tiny_sz()
-    W = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]])
-    marg = W @ theta_ext
-    n_c = np.array([4, 6])
-    conc = np.array([[1.2, 0.6, 0.2], [0.9, 0.9, 0.3]])
-    aug_c, aug_m = szk.approximate(W, theta_ext, marg, n_c, sz, offs, sizes.astype(float),
-                                   conc, free)
-    r = W[:, :, None] * theta_ext[None] / marg[:, None, :]       # (M, L, D)
-    mr = r.mean(axis=0)
-    expect = np.zeros_like(aug_c)
-    # condition 0 fixes a = 0 (column 0) and b = 2 (column 4); condition 1 fixes a = 1
-    expect[:, 0] += 4 * mr[:, 0]
-    expect[:, 4] += 4 * mr[:, 4]
-    expect[:, 1] += 6 * mr[:, 1]
-    if free == "uniform":
-        expect[:, 2:5] += 6 * mr[:, 2:5] / 3
-    elif free == "indicator":
-        expect[:, 2:5] += 6 * mr[:, 2:5]
-    else:
-        expect[:, 2:5] += 6 * (W[:, :, None] * theta_ext[None]).mean(axis=0)[:, 2:5]
-    np.testing.assert_array_equal(aug_c, np.rint(expect))
-    # tables: rho sums per (c, m, k), rounded, then E_CRP(t; a) = a (psi(a+t) - psi(a))
-    tables = np.zeros(3)
-    for m in range(2):
-        for k in range(3):
-            for c, (fixed_cols, nfree) in enumerate([([0, 4], 0), ([1], 1)]):
-                t = int(np.rint(r[m, k, fixed_cols].sum() + nfree * W[m, k]))
-                a = conc[m, k]
-                tables[k] += n_c[c] * a * (special.digamma(a + t) - special.digamma(a)) / 2
-    np.testing.assert_array_equal(aug_m, np.rint(tables))
-
-
 def test_expected_tables_with_tiny_concentrations():
     # E_CRP(t; a) -> 1 as a -> 0 (the first customer always opens a table); a regression
     # test for (a + t) - 1 evaluating to 0 when a < 1e-16
@@ -580,7 +546,7 @@ def test_expected_tables_with_tiny_concentrations():
     for a in (1e-320, 1e-17, 0.5):
         conc = np.full((M, L), a)
         out = szk._approx_tables(resp, W, conc, np.array([[0, 3]]), np.array([2]),
-                                 np.array([1]), np.array([5.0]), 3)
+                                 np.array([1]), np.array([5.0]), 3, np.full((1, M), 1 / M))
         # each rho sum is 0.25 + 0.25 + 0.25 = 0.75 -> 1 customer -> one table
         np.testing.assert_allclose(out, 5.0)
 
@@ -623,7 +589,8 @@ def test_expected_tables_against_a_direct_loop():
                 a = conc[m, k]
                 expect[k] += n_c[c] * a * (special.digamma(a + t) - special.digamma(a)) / M
     assert seen == set(range(J + 1))
-    out = szk._approx_tables(resp_t, W, conc, sz.cols, sz.lens, sz.nfree, n_c, J)
+    out = szk._approx_tables(resp_t, W, conc, sz.cols, sz.lens, sz.nfree, n_c, J,
+                             np.full((len(conds), M), 1 / M))
     np.testing.assert_allclose(out, expect, rtol=1e-10)
     # the same through approximate(), with conditions that received no augmented record
     n_int = n_c.astype(np.int64)
@@ -632,7 +599,7 @@ def test_expected_tables_against_a_direct_loop():
                                "uniform")
     keep = n_int > 0
     out = szk._approx_tables(resp_t, W, conc, sz.cols[keep], sz.lens[keep], sz.nfree[keep],
-                             n_int[keep].astype(float), J)
+                             n_int[keep].astype(float), J, np.full((keep.sum(), M), 1 / M))
     np.testing.assert_array_equal(aug_m, np.rint(out))
 
 

@@ -146,8 +146,11 @@ class HdpParams:
     new_alpha: Literal["moment", "prior"] = "moment"
     mc_draws: int = 500
     tau_mode: Literal["mc", "sampling"] = "mc"
-    sz_method: Literal["approximate", "augment"] = "approximate"
+    sz_method: Literal["approximate", "augment", "exact"] = "approximate"
     sz_free: szk.FreeCounts = "uniform"
+    sz_memberships: Literal["prior", "conditional"] = "prior"
+    sz_cap: float = np.inf
+    sz_tables: Literal["top", "individual"] = "top"
     init: Literal["partition", "bnpdr"] = "partition"
 
 
@@ -260,10 +263,25 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
     K = state.K
     weights, theta_ext = _extended(state, data)
     shape, rate, fixed = alpha_law(state.alpha, params.new_alpha, (params.a, params.b))
+    # CRP concentration of the augmented records' table counts: alpha_0 beta_k (BR's code,
+    # spec H.1.1) or the record's own alpha beta_k
+    top = params.compat or params.sz_tables == "top"
+    if params.sz_method == "exact":
+        aug_c, aug_m, n0, _ = szk.simulate_truncated(
+            rng, data.n, params.sz_cap * data.n, data.offs, data.sizes, weights, theta_ext,
+            shape, rate, fixed, state.scal[1], top, True, data.sz.pat_fixed,
+            data.sz.pat_offs, data.sz.pat_table)
+        state.n_aug, state.omega = n0, n0 / (n0 + data.n)
+        state.aug_c[:] = 0.0
+        state.aug_m[:] = 0.0
+        state.aug_c[:K] = aug_c[:K]
+        state.aug_m[:K] = aug_m[:K]
+        state.aug_m0 = float(aug_m[K])
+        return
     W, alphas = kern.membership_draws(rng, weights, params.mc_draws, shape, rate, fixed)
     marg = W @ theta_ext
     p_c = szk.condition_probs(marg, data.sz)
-    n0, n_c = szk.draw_counts(rng, data.n, p_c)
+    n0, n_c = szk.draw_counts(rng, data.n, p_c, params.sz_cap * data.n)
     state.n_aug, state.omega = n0, float(p_c.sum())
     state.aug_c[:] = 0.0
     state.aug_m[:] = 0.0
@@ -272,14 +290,14 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
         return
     if params.sz_method == "augment":
         aug_c, aug_m = szk.simulate(rng, n_c, data.sz.conds, data.offs, weights, theta_ext,
-                                    shape, rate, fixed, state.scal[1], params.compat, True)
+                                    shape, rate, fixed, state.scal[1], top, True)
     else:
-        # CRP concentration of each Monte Carlo individual: its own alpha times beta_k,
-        # or alpha_0 beta_k as in BR's code (spec H.1.1)
-        top = np.full_like(alphas, state.scal[1])
-        conc = np.outer(top if params.compat else alphas, weights)
+        base = np.full_like(alphas, state.scal[1]) if top else alphas
+        conc = np.outer(base, weights)
+        tilt = params.sz_memberships == "conditional"
         aug_c, aug_m = szk.approximate(W, theta_ext, marg, n_c, data.sz, data.offs,
-                                       data.dsize, np.ascontiguousarray(conc), params.sz_free)
+                                       data.dsize, np.ascontiguousarray(conc), params.sz_free,
+                                       tilt)
     state.aug_c[:K] = aug_c[:K]
     state.aug_m[:K] = aug_m[:K]
     state.aug_m0 = float(aug_m[K])

@@ -78,13 +78,17 @@ def condition_probs(marg: np.ndarray, sz: SzData) -> np.ndarray:
     return kern.condition_probabilities(marg, sz.cols, sz.lens)
 
 
-def draw_counts(rng: np.random.Generator, n: int, p_c: np.ndarray) -> tuple[int, np.ndarray]:
-    """Step 8: N_0 ~ NegBin(n, 1 - omega), (n_c) | N_0 ~ Multinomial(N_0, p_c / omega)."""
+def draw_counts(rng: np.random.Generator, n: int, p_c: np.ndarray, cap: float = np.inf
+                ) -> tuple[int, np.ndarray]:
+    """Step 8: N_0 ~ NegBin(n, 1 - omega), (n_c) | N_0 ~ Multinomial(N_0, p_c / omega).
+
+    N_0 is capped at ``cap`` records (BR's code stops simulating after 100 n of them).
+    """
     omega = float(p_c.sum())
     if omega <= 0:
         return 0, np.zeros(len(p_c), dtype=np.int64)
     success = max(1.0 - omega, 1e-12)
-    n0 = int(rng.negative_binomial(n, success))
+    n0 = int(min(rng.negative_binomial(n, success), cap))
     if n0 == 0:
         return 0, np.zeros(len(p_c), dtype=np.int64)
     return n0, rng.multinomial(n0, p_c / omega).astype(np.int64)
@@ -92,7 +96,8 @@ def draw_counts(rng: np.random.Generator, n: int, p_c: np.ndarray) -> tuple[int,
 
 def approximate(W: np.ndarray, theta_ext: np.ndarray, marg: np.ndarray, n_c: np.ndarray,
                 sz: SzData, offs: np.ndarray, dsize: np.ndarray, conc: np.ndarray | None,
-                free_counts: FreeCounts) -> tuple[np.ndarray, np.ndarray]:
+                free_counts: FreeCounts, tilt: bool = False
+                ) -> tuple[np.ndarray, np.ndarray]:
     """BR App. C: expected augmented counts (item 1) and table counts (item 2, eq 12).
 
     Parameters
@@ -103,6 +108,11 @@ def approximate(W: np.ndarray, theta_ext: np.ndarray, marg: np.ndarray, n_c: np.
     free_counts : {"uniform", "indicator", "joint"}
         Weight of category x of a free variable (spec H.1.4): 1/d_j (BR's code), 1 (the
         paper's indicator), or the model's joint E[pi_k theta_kj(x)] in place of w r.
+    tilt : bool
+        Weight the M draws, for condition c, by P(x in c | pi_m) / sum_m' P(x in c | pi_m')
+        (self-normalised importance sampling): expectations over pi given x in c, as the
+        model implies, instead of over its prior (BR; spec H.1.7). See
+        :func:`tilt_weights`.
 
     Returns
     -------
@@ -119,6 +129,9 @@ def approximate(W: np.ndarray, theta_ext: np.ndarray, marg: np.ndarray, n_c: np.
     resp_t, mean_r = _responsibilities(np.ascontiguousarray(W), np.ascontiguousarray(theta_ext),
                                        np.ascontiguousarray(marg))
     nc = n_c.astype(float)
+    if tilt:
+        return _approximate_tilted(W, theta_ext, marg, nc, sz, dsize, conc, free_counts,
+                                   resp_t, var_of)
     fixed_w = nc @ sz.fixed_at                          # (D,) sum_c n_c I(x = c_j)
     free_w = (nc @ sz.free_var)[var_of]                 # (D,) sum_c n_c I(j free in c)
     if free_counts == "uniform":
@@ -133,7 +146,73 @@ def approximate(W: np.ndarray, theta_ext: np.ndarray, marg: np.ndarray, n_c: np.
         return aug_c, np.zeros(L)
     active = np.flatnonzero(n_c > 0)
     aug_m = _approx_tables(resp_t, W, conc, sz.cols[active], sz.lens[active],
-                           sz.nfree[active], nc[active], len(dsize))
+                           sz.nfree[active], nc[active], len(dsize),
+                           np.full((len(active), M), 1.0 / M))
+    return aug_c, np.rint(aug_m)
+
+
+def tilt_weights(marg: np.ndarray, sz: SzData) -> np.ndarray:
+    """(C, M) weights of the membership draws given x in condition c.
+
+    w_cm = P(x in c | pi_m) / sum_m' P(x in c | pi_m'), with P(x in c | pi_m) the product
+    over c's fixed columns of marg[m] (the unrestricted model's marginals for membership
+    draw m); rows whose probabilities are all 0 get 1/M.
+
+    Notes
+    -----
+    Given pi, a record falls in c with probability P(x in c | pi), so the memberships of a
+    record known to be in c have density p(pi) P(x in c | pi) / p_c: drawing them from the
+    prior p(pi) (BR; spec E.4.3 step 9, H.1.7) ignores that the record is in c. With prior
+    draws pi_1..pi_M, self-normalised importance sampling with these weights estimates any
+    expectation given x in c.
+    """
+    prob = _draw_products(np.ascontiguousarray(marg.T), sz.cols, sz.lens)
+    tot = prob.sum(axis=1, keepdims=True)
+    M = prob.shape[1]
+    safe = np.where(tot > 0, tot, 1.0)
+    return np.where(tot > 0, prob / safe, 1.0 / M)
+
+
+@njit(**_JIT)
+def _draw_products(marg_t, cols, lens):
+    """out[c, m] = prod_{t < lens[c]} marg_t[cols[c, t], m]."""
+    M = marg_t.shape[1]
+    C = cols.shape[0]
+    out = np.ones((C, M))
+    for c in range(C):
+        for t in range(lens[c]):
+            row = marg_t[cols[c, t]]
+            for m in range(M):
+                out[c, m] *= row[m]
+    return out
+
+
+def _approximate_tilted(W, theta_ext, marg, nc, sz, dsize, conc, free_counts, resp_t, var_of):
+    """App. C with the draws weighted by :func:`tilt_weights` (see :func:`approximate`).
+
+    With v_cm = n_c w_cm: fixed columns get sum_m (sum_{c fixes x} v_cm) r_mk(x); a free
+    variable j gets sum_m (sum_{c frees j} v_cm) times r_mk(x) / d_j, r_mk(x) or
+    pi_mk theta_kj(x) (``free_counts``); the table counts weight each (c, m) by w_cm.
+    With w_cm = 1/M these are the formulas of :func:`approximate`.
+    """
+    M, L = W.shape
+    wt = tilt_weights(marg, sz)                          # (C, M)
+    v = nc[:, None] * wt                                  # (C, M)
+    fixed_u = sz.fixed_at.T @ v                           # (D, M)
+    free_g = (sz.free_var.T @ v)[var_of]                  # (D, M)
+    aug_c = np.einsum("xm,xmk->kx", fixed_u, resp_t)
+    if free_counts == "joint":
+        aug_c += np.einsum("xm,mk->kx", free_g, W) * theta_ext
+    else:
+        part = np.einsum("xm,xmk->kx", free_g, resp_t)
+        aug_c += part / dsize[var_of] if free_counts == "uniform" else part
+    aug_c = np.rint(aug_c)
+    if conc is None:
+        return aug_c, np.zeros(L)
+    active = np.flatnonzero(nc > 0)
+    aug_m = _approx_tables(resp_t, W, conc, sz.cols[active], sz.lens[active],
+                           sz.nfree[active], nc[active], len(dsize),
+                           np.ascontiguousarray(wt[active]))
     return aug_c, np.rint(aug_m)
 
 
@@ -157,8 +236,8 @@ def _responsibilities(W, theta, marg):
 
 
 @njit(**_JIT)
-def _approx_tables(resp, W, conc, cols, lens, nfree, nc, J):
-    """sum_c n_c mean_m E_CRP(round(sum_j rho_ckj); conc_mk) (BR App. C eq 12).
+def _approx_tables(resp, W, conc, cols, lens, nfree, nc, J, wt):
+    """sum_c n_c sum_m wt_cm E_CRP(round(sum_j rho_ckj); conc_mk) (BR App. C eq 12: wt = 1/M).
 
     rho_ckj is the responsibility r_kj(c_j) for a fixed variable and pi_k for a free one;
     E_CRP(t; a) = sum_{l=1..t} a / (a + l - 1) is the expected number of tables of a CRP.
@@ -211,17 +290,19 @@ def _approx_tables(resp, W, conc, cols, lens, nfree, nc, J):
         f = float(nfree[c])
         weight = nc[c]
         base = prefix[lens[c]]
-        for q in range(ML):
-            v = base[q] + f * w[q]
-            if v >= 0.5:
-                nt = int(np.rint(v))
-                if nt > J:
-                    nt = J
-                total[q] += weight * etab[q, nt]
+        for m in range(M):
+            wm = weight * wt[c, m]
+            for q in range(m * L, (m + 1) * L):
+                v = base[q] + f * w[q]
+                if v >= 0.5:
+                    nt = int(np.rint(v))
+                    if nt > J:
+                        nt = J
+                    total[q] += wm * etab[q, nt]
     out = np.zeros(L)
     for m in range(M):
         for k in range(L):
-            out[k] += total[m * L + k] / M
+            out[k] += total[m * L + k]
     return out
 
 
@@ -272,3 +353,105 @@ def simulate(rng, n_c, conds, offs, weights, theta_ext, shape, rate, fixed_alpha
                     if cnt[k] > 0:
                         aug_m[k] += kern.crp_tables(rng, cnt[k], base * weights[k])
     return aug_c, aug_m
+
+
+@njit(**_JIT)
+def _draw_from_segment(rng, row, start, d):
+    """Index v < d drawn with probabilities proportional to row[start:start + d]."""
+    total = 0.0
+    for v in range(d):
+        total += row[start + v]
+    u = rng.random() * total
+    acc = 0.0
+    for v in range(d):
+        acc += row[start + v]
+        if u < acc:
+            return v
+    for v in range(d - 1, -1, -1):
+        if row[start + v] > 0:
+            return v
+    return d - 1
+
+
+@njit(**_JIT)
+def in_structural_zero(x, sizes, pat_fixed, pat_offs, pat_table):
+    """Whether the record with level codes ``x`` (J,) falls in a structural zero."""
+    J = x.shape[0]
+    for p in range(pat_fixed.shape[0]):
+        code = 0
+        for j in range(J):
+            if pat_fixed[p, j]:
+                code = code * sizes[j] + x[j]
+        if pat_table[pat_offs[p] + code]:
+            return True
+    return False
+
+
+@njit(**_JIT)
+def simulate_truncated(rng, n, cap, offs, sizes, weights, theta_ext, shape, rate, fixed_alpha,
+                       top_conc, compat, tables, pat_fixed, pat_offs, pat_table):
+    """Exact steps 8-9: draw records from the unrestricted model until ``n`` are admissible.
+
+    Each record draws its concentration alpha (Gamma(shape, rate), or ``fixed_alpha``) and
+    its allocations z_1..z_J from the Polya urn of pi ~ Dir(alpha weights), i.e. with pi
+    integrated out: P(z_j = k | z_1..z_{j-1}) = (alpha w_k + #{l < j: z_l = k}) /
+    (alpha + j - 1); then x_j ~ theta_ext[z_j]. Admissible records are discarded (the
+    observed sample takes their place); the others are the augmented records. Their number
+    is NegBin(n, 1 - omega) and, given it, they are i.i.d. from the model conditional on
+    the structural zeros, memberships and allocations included: this is spec E.4.3 steps
+    8-9 without the approximation of H.1.7 (pi drawn from its prior, untilted by the
+    condition). Stops after ``cap`` augmented records (BR's code: 100 n).
+
+    Returns
+    -------
+    aug_c : (L, D) profile counts; aug_m : (L,) table counts (zeros unless ``tables``),
+    with concentration alpha w_k, or ``top_conc`` w_k with ``compat``; n0 : the number of
+    augmented records; capped : whether ``cap`` was reached.
+    """
+    L, D = theta_ext.shape
+    J = offs.shape[0] - 1
+    aug_c = np.zeros((L, D))
+    aug_m = np.zeros(L)
+    conc = np.empty(L)
+    x = np.empty(J, np.int64)
+    zz = np.empty(J, np.int64)
+    cnt = np.zeros(L, np.int64)
+    admissible = 0
+    n0 = 0
+    while admissible < n:
+        if n0 >= cap:
+            return aug_c, aug_m, n0, True
+        al = fixed_alpha if fixed_alpha > 0 else kern.gamma_variate(rng, shape) / rate
+        total = 0.0
+        for k in range(L):
+            conc[k] = al * weights[k]
+            total += conc[k]
+            cnt[k] = 0
+        for j in range(J):
+            u = rng.random() * (total + j)
+            acc = 0.0
+            z = -1
+            for k in range(L):
+                acc += conc[k] + cnt[k]
+                if u < acc:
+                    z = k
+                    break
+            if z < 0:       # u at the rounding edge: the last atom with positive weight
+                z = L - 1
+                while z > 0 and conc[z] + cnt[z] <= 0:
+                    z -= 1
+            zz[j] = z
+            cnt[z] += 1
+            x[j] = _draw_from_segment(rng, theta_ext[z], offs[j], offs[j + 1] - offs[j])
+        if not in_structural_zero(x, sizes, pat_fixed, pat_offs, pat_table):
+            admissible += 1
+            continue
+        n0 += 1
+        for j in range(J):
+            aug_c[zz[j], offs[j] + x[j]] += 1.0
+        if tables:
+            base = top_conc if compat else al
+            for k in range(L):
+                if cnt[k] > 0:
+                    aug_m[k] += kern.crp_tables(rng, cnt[k], base * weights[k])
+    return aug_c, aug_m, n0, False

@@ -117,6 +117,8 @@ class MvrParams:
     tau_mode: str = "mc"
     sz_method: str = "approximate"
     sz_free: str = "uniform"
+    sz_memberships: str = "prior"
+    sz_cap: float = np.inf
 
 
 @dataclass(eq=False)
@@ -148,9 +150,16 @@ def mvr_init(rng, data: MMData, params: MvrParams) -> MvrState:
 def _augment(rng, state: MvrState, data: MMData, params: MvrParams) -> None:
     alpha0 = float(state.gamma.sum())
     weights = state.gamma / alpha0
+    if params.sz_method == "exact":
+        sz = data.sz
+        state.aug_c, _, state.n_aug, _ = szk.simulate_truncated(
+            rng, data.n, params.sz_cap * data.n, data.offs, data.sizes, weights, state.lam,
+            1.0, 1.0, alpha0, alpha0, False, False, sz.pat_fixed, sz.pat_offs, sz.pat_table)
+        return
     W, _ = kern.membership_draws(rng, weights, params.mc_draws, 1.0, 1.0, alpha0)
     marg = W @ state.lam
-    n0, n_c = szk.draw_counts(rng, data.n, szk.condition_probs(marg, data.sz))
+    n0, n_c = szk.draw_counts(rng, data.n, szk.condition_probs(marg, data.sz),
+                              params.sz_cap * data.n)
     state.n_aug = n0
     if n0 == 0:
         state.aug_c[:] = 0.0
@@ -159,7 +168,8 @@ def _augment(rng, state: MvrState, data: MMData, params: MvrParams) -> None:
                                       1.0, 1.0, alpha0, alpha0, False, False)
     else:
         state.aug_c, _ = szk.approximate(W, state.lam, marg, n_c, data.sz, data.offs,
-                                         data.dsize, None, params.sz_free)
+                                         data.dsize, None, params.sz_free,
+                                         params.sz_memberships == "conditional")
 
 
 def mvr_step(rng, state: MvrState, data: MMData, params: MvrParams):

@@ -34,7 +34,7 @@ __all__ = ["HdpRisk", "MixedMembershipRisk"]
 _BANK = 200
 _TRACE = 1000
 #: augmented records per observed one above which a chain is said to have run away
-#: (omega > 0.99; on the NY data omega stays near 0.90 before it runs away)
+#: (omega > 0.99; only possible with sz_cap above it, the default cap is 100 as BR's code)
 RUNAWAY_RATIO = 100.0
 
 
@@ -42,12 +42,12 @@ def runaway_chains(n_augmented: np.ndarray, n: int, ratio: float = RUNAWAY_RATIO
                    ) -> list[int]:
     """Chains whose number of augmented records N_0 ever exceeded ``ratio`` times n.
 
-    With structural zeros the augmentation feeds itself when the model's mass omega on
-    the structural zeros grows: more augmented records pull the profiles towards the
-    structural zeros, which raises omega, and N_0 ~ NegBin(n, 1 - omega) explodes (on NY
-    with structural zeros, n = 10,000, both the ``sequential`` and the ``marginal`` samplers
-    went from omega = 0.90 to 1 - 1e-12 and N_0 = 1e16 within 3,500-4,000 iterations).
-    ``n_augmented`` is the (chains, draws) trace of N_0.
+    With structural zeros the model's mass omega on them is weakly identified and drifts
+    upwards (see :class:`HdpRisk` Notes); N_0 ~ NegBin(n, 1 - omega) grows with it (on NY
+    with structural zeros, n = 10,000, without a cap both the ``sequential`` and the
+    ``marginal`` samplers went from omega = 0.90 to 1 - 1e-12 and N_0 = 1e16 within
+    3,500-4,000 iterations). ``n_augmented`` is the (chains, draws) trace of N_0. With
+    ``ratio`` just below ``sz_cap`` it lists the chains that reached the cap.
     """
     a = np.asarray(n_augmented, dtype=float)
     return [int(c) for c in np.flatnonzero((a > ratio * n).any(axis=1))]
@@ -84,8 +84,10 @@ class _MixedMembershipBase(Estimator):
     mc_draws: int = 500
     random_state: int = 0
     structural_zeros: Any = None
-    sz_method: Literal["approximate", "augment"] = "approximate"
+    sz_method: Literal["approximate", "augment", "exact"] = "approximate"
     sz_free_counts: Literal["uniform", "indicator", "joint"] = "uniform"
+    sz_memberships: Literal["prior", "conditional"] = "prior"
+    sz_cap: float = 100.0
     compat_bnpdr: bool = False
     rhat_max: float = 1.01
     ess_per_chain: float = 100.0
@@ -112,8 +114,13 @@ class _MixedMembershipBase(Estimator):
                                  f"{first} with thin={self.thin} keeps no draw; use at least "
                                  "thin iterations")
         _check_choice("tau_mode", self.tau_mode, ("mc", "sampling"))
-        _check_choice("sz_method", self.sz_method, ("approximate", "augment"))
+        _check_choice("sz_method", self.sz_method, ("approximate", "augment", "exact"))
         _check_choice("sz_free_counts", self.sz_free_counts, ("uniform", "indicator", "joint"))
+        _check_choice("sz_memberships", self.sz_memberships, ("prior", "conditional"))
+        cap = self.sz_cap
+        if isinstance(cap, bool) or not isinstance(cap, int | float) or not cap > 0:
+            raise ParameterError(f"sz_cap={cap!r} must be a positive number of augmented "
+                                 "records per observed one (BR: 100; float('inf'): no cap)")
         Thresholds(self.rhat_max, self.ess_per_chain, self.mode_gap,
                    self.tolerance)  # validates them
         sz = self.structural_zeros
@@ -214,6 +221,9 @@ class _MixedMembershipBase(Estimator):
             aug = run.draws.get("n_augmented")
             ran = runaway_chains(aug, table.n) if aug is not None else []
             mcmc["runaway_chains"] = ran
+            # chains whose N_0 reached the cap: their omega is held by sz_cap, not the data
+            mcmc["capped_chains"] = ([] if aug is None or not np.isfinite(self.sz_cap) else
+                                     runaway_chains(aug, table.n, self.sz_cap * (1 - 1e-12)))
             if ran:
                 warnings.warn(
                     f"structural zeros: in chains {ran} the augmented records exceeded "
@@ -251,10 +261,13 @@ class _MixedMembershipBase(Estimator):
             out.append("tau by generating the N - n non-sampled records at each saved "
                        "iteration (population sampling, MVR 2012)")
         if sz is not None:
+            members = ("drawn given their cell" if self.sz_method == "exact"
+                       or self.sz_memberships == "conditional"
+                       else "drawn from their prior (BR, spec H.1.7)")
             out.append(f"{len(sz)} disjoint structural-zero conditions ({sz.covered_cells():,} "
                        f"cells) by data augmentation ({self.sz_method}); P(U = 0) = "
                        "(1 - p)^((N - n)/(1 - omega)) (BR eq 11); augmented memberships "
-                       "drawn from their prior (BR, spec H.1.7)")
+                       f"{members}; at most {self.sz_cap:g} n augmented records")
         return tuple(out)
 
 
@@ -291,12 +304,33 @@ class HdpRisk(_MixedMembershipBase):
         Impossible key combinations: a CSV of marginal conditions (key names as columns,
         ``*`` or empty = free), a :class:`~sdcrisk.structural_zeros.StructuralZeros`, or
         conditions as in :meth:`StructuralZeros.from_tuples`. Made disjoint automatically.
-    sz_method : {"approximate", "augment"}
-        Augmented statistics by BR App. C's Monte Carlo expectations (default) or by
-        simulating the augmented records (BR section 4.1 step 9; slower).
+    sz_method : {"approximate", "augment", "exact"}
+        Augmented statistics by BR App. C's Monte Carlo expectations (default), by
+        simulating the augmented records (BR section 4.1 step 9; slower), or ``exact``:
+        records drawn from the unrestricted model until n are admissible, the others being
+        the augmented records (N_0 ~ NegBin(n, 1 - omega) and the records' memberships
+        drawn given their cell, not from the prior; cost proportional to n + N_0, about
+        2.5 microseconds per record, 0.1-0.3 s per sweep on NY n = 5,000).
     sz_free_counts : {"uniform", "indicator", "joint"}
         App. C weights of a free variable's categories (spec H.1.4): 1/d_j as BR's code
         (default), 1 as the paper's text, or the model's joint expectation.
+    sz_memberships : {"prior", "conditional"}
+        App. C expectations over the memberships of an augmented record drawn from their
+        prior (BR, spec H.1.7; default) or given that its cell is in the condition
+        (``conditional``: the M draws reweighted by P(x in c | pi), self-normalised
+        importance sampling). With ``sz_free_counts="joint"`` the expected counts are then
+        the model's E[counts | x in c].
+    sz_cap : float
+        At most ``sz_cap`` x n augmented records per iteration (default 100, as BR's code;
+        ``float('inf')``: no cap). The truncated likelihood hardly constrains the model's
+        mass omega on the structural zeros; the cap bounds any drift of omega (see Notes).
+    sz_tables : {"top", "individual"}
+        CRP concentration of the augmented records' table counts (BR App. C eq 12, or the
+        simulated records' tables): alpha_0 beta_k (``top``, BR's code, default) or the
+        record's own alpha beta_k (``individual``, as TJBB06 for every group). The observed
+        records' tables use alpha_i beta_k either way (unless ``compat_bnpdr``). With
+        ``individual`` the model's mass omega on the structural zeros drifts upwards (see
+        Notes); with ``top`` it stays put.
     concentration : {"multiple", "single"}
         One concentration alpha_i per individual (BR) or a common one.
     prior_alpha0, prior_alpha : (shape, rate)
@@ -358,13 +392,27 @@ class HdpRisk(_MixedMembershipBase):
     ESS for tau1, tau2 (which decide the verdict) and the number of components, and a
     warning when chains settle in different modes. No sdcMicro/mu-Argus equivalent.
 
-    Structural zeros: the augmentation can run away. When the model's mass omega on the
-    structural zeros grows, the augmented records pull the profiles towards them and omega
-    grows further; on NY with structural zeros at n = 10,000 every sampler went from
-    omega = 0.90 to 1 - 1e-12 (N_0 = 1e16 augmented records) within 3,500-4,000
-    iterations, tau1 rising from about 90 to 140 (``sequential``) or 640 (``marginal``).
-    Chains where N_0 exceeds ``RUNAWAY_RATIO`` x n are listed in
-    ``diagnostics["mcmc"]["runaway_chains"]`` and trigger a ConvergenceWarning.
+    Structural zeros: the observed records are a truncated sample, and their likelihood
+    prod p(x_i) / (1 - omega) hardly constrains the model's mass omega on the structural
+    zeros. The augmented records (N_0 ~ NegBin(n, 1 - omega), about n omega / (1 - omega),
+    9 n at omega = 0.9) outnumber the observed ones, and their table counts outnumber the
+    observed tables in the update of beta. With the augmented tables counted with each
+    record's own concentration (``sz_tables="individual"``) omega drifts upwards (with
+    App. C every profile moves mass onto the structural zeros together, not one "ghost"
+    component): on NY with structural zeros (n = 5,000, one chain, seed 3) from 0.90 to 0.986 in
+    4,000 iterations with BR's App. C, to 1 - 1e-12 (N_0 = 1e16) by 3,500 with the
+    ``fast`` allocation, to 0.994 in 1,500 with ``sz_memberships="conditional"`` and
+    joint counts, from 0.90 to 0.955 in 2,100 with ``sz_method="exact"``; tau1 rises
+    with it (55 to 72 at n = 5,000; 90 to 140-640 at n = 10,000). With alpha_0 beta_k
+    (``top``, BR's code) omega stayed at 0.900-0.908 for 4,000 iterations with every
+    allocation sampler and tau1 at 50-60 (truth 55); the default run (4 chains x 10,000
+    iterations) gave 55.3 +- 2.7, R-hat 1.005, omega 0.908. With ``sz_method="exact"``
+    omega still wanders (0.915 to 0.948 and back to 0.930 in 2,500 iterations, ``top``)
+    through components whose profiles lie almost only in the structural zeros, which
+    leaves the admissible cells and tau1 (50-65) nearly unchanged. ``sz_cap`` (BR's code: 100 n)
+    bounds N_0 in any case; chains that reach it are listed in
+    ``diagnostics["mcmc"]["capped_chains"]``, chains above ``RUNAWAY_RATIO`` x n (only
+    possible with a larger cap) in ``runaway_chains`` with a ConvergenceWarning.
 
     Mixing: tau1 depends on the profiles of small components, which the ``sequential``
     sampler reorganises only every few thousand iterations (on NY clean n = 1,000 its tau1
@@ -403,9 +451,11 @@ class HdpRisk(_MixedMembershipBase):
     init: Literal["partition", "bnpdr"] = "partition"
     new_alpha: Literal["moment", "prior"] = "moment"
     allocation: Literal["marginal", "collapsed", "sequential", "fast"] = "marginal"
+    sz_tables: Literal["top", "individual"] = "top"
 
     def _validate(self) -> None:
         super()._validate()
+        _check_choice("sz_tables", self.sz_tables, ("top", "individual"))
         _check_choice("concentration", self.concentration, ("multiple", "single"))
         _check_choice("new_alpha", self.new_alpha, ("moment", "prior"))
         _check_choice("init", self.init, ("partition", "bnpdr"))
@@ -423,7 +473,8 @@ class HdpRisk(_MixedMembershipBase):
                            allocation=self.allocation, k_init=self.k_init, init=self.init,
                            new_alpha=self.new_alpha, mc_draws=self.mc_draws,
                            tau_mode=self.tau_mode, sz_method=self.sz_method,
-                           sz_free=self.sz_free_counts)
+                           sz_free=self.sz_free_counts, sz_memberships=self.sz_memberships,
+                           sz_cap=float(self.sz_cap), sz_tables=self.sz_tables)
         run = self._run(HDP, data, params, ("tau1", "tau2"))
         comp = run.draws["components"]
         fitted = {"components_mean": float(comp.mean()),
@@ -461,8 +512,8 @@ class MixedMembershipRisk(_MixedMembershipBase):
     compat_bnpdr : bool
         Use BR's acceptance ratio without the Jacobian alpha_0^-(K-1) (spec H.1.2).
     chains, iterations, burn_in, thin, tau_mode, mc_draws, random_state, structural_zeros,
-    sz_method, sz_free_counts, rhat_max, ess_per_chain, mode_gap, tolerance, n_jobs, progress,
-    ci_level, max_global_risk : as in :class:`HdpRisk`.
+    sz_method, sz_free_counts, sz_memberships, sz_cap, rhat_max, ess_per_chain, mode_gap,
+    tolerance, n_jobs, progress, ci_level, max_global_risk : as in :class:`HdpRisk`.
 
     Notes
     -----
@@ -507,7 +558,9 @@ class MixedMembershipRisk(_MixedMembershipBase):
                                 b0=float(self.prior_alpha0[1]), step=step,
                                 jacobian=not self.compat_bnpdr, mc_draws=self.mc_draws,
                                 tau_mode=self.tau_mode, sz_method=self.sz_method,
-                                sz_free=self.sz_free_counts)
+                                sz_free=self.sz_free_counts,
+                                sz_memberships=self.sz_memberships,
+                                sz_cap=float(self.sz_cap))
         run = self._run(_mvr.MVR, data, params, ("tau1", "tau2"))
         acc = run.info.get("accepted", np.array([np.nan]))
         fitted = {"profiles": self.profiles, "mh_step": step,
