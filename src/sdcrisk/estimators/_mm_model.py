@@ -260,7 +260,6 @@ def _extended(state: HdpState, data: MMData) -> tuple[np.ndarray, np.ndarray]:
 
 def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
     """Steps 7-9 (or their App. C approximation) with the current beta, theta, alpha."""
-    K = state.K
     weights, theta_ext = _extended(state, data)
     shape, rate, fixed = alpha_law(state.alpha, params.new_alpha, (params.a, params.b))
     # CRP concentration of the augmented records' table counts: alpha_0 beta_k (BR's code,
@@ -272,21 +271,15 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
             shape, rate, fixed, state.scal[1], top, True, data.sz.pat_fixed,
             data.sz.pat_offs, data.sz.pat_table)
         state.n_aug, state.omega = n0, n0 / (n0 + data.n)
-        state.aug_c[:] = 0.0
-        state.aug_m[:] = 0.0
-        state.aug_c[:K] = aug_c[:K]
-        state.aug_m[:K] = aug_m[:K]
-        state.aug_m0 = float(aug_m[K])
+        _store_augmented(state, aug_c, aug_m)
         return
     W, alphas = kern.membership_draws(rng, weights, params.mc_draws, shape, rate, fixed)
     marg = W @ theta_ext
     p_c = szk.condition_probs(marg, data.sz)
     n0, n_c = szk.draw_counts(rng, data.n, p_c, params.sz_cap * data.n)
     state.n_aug, state.omega = n0, float(p_c.sum())
-    state.aug_c[:] = 0.0
-    state.aug_m[:] = 0.0
-    state.aug_m0 = 0.0
     if n0 == 0:
+        _store_augmented(state, None, None)
         return
     if params.sz_method == "augment":
         aug_c, aug_m = szk.simulate(rng, n_c, data.sz.conds, data.offs, weights, theta_ext,
@@ -298,9 +291,20 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
         aug_c, aug_m = szk.approximate(W, theta_ext, marg, n_c, data.sz, data.offs,
                                        data.dsize, np.ascontiguousarray(conc), params.sz_free,
                                        tilt)
-    state.aug_c[:K] = aug_c[:K]
-    state.aug_m[:K] = aug_m[:K]
-    state.aug_m0 = float(aug_m[K])
+    _store_augmented(state, aug_c, aug_m)
+
+
+def _store_augmented(state: HdpState, aug_c: np.ndarray | None, aug_m: np.ndarray | None
+                     ) -> None:
+    """The augmented statistics of rows 0..K-1 (row K: "new") into the state; None: none."""
+    K = state.K
+    state.aug_c[:] = 0.0
+    state.aug_m[:] = 0.0
+    state.aug_m0 = 0.0
+    if aug_c is not None:
+        state.aug_c[:K] = aug_c[:K]
+        state.aug_m[:K] = aug_m[:K]
+        state.aug_m0 = float(aug_m[K])
 
 
 def _allocate_marginal(rng, state: HdpState, data: MMData) -> None:

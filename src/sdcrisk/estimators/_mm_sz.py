@@ -356,24 +356,6 @@ def simulate(rng, n_c, conds, offs, weights, theta_ext, shape, rate, fixed_alpha
 
 
 @njit(**_JIT)
-def _draw_from_segment(rng, row, start, d):
-    """Index v < d drawn with probabilities proportional to row[start:start + d]."""
-    total = 0.0
-    for v in range(d):
-        total += row[start + v]
-    u = rng.random() * total
-    acc = 0.0
-    for v in range(d):
-        acc += row[start + v]
-        if u < acc:
-            return v
-    for v in range(d - 1, -1, -1):
-        if row[start + v] > 0:
-            return v
-    return d - 1
-
-
-@njit(**_JIT)
 def in_structural_zero(x, sizes, pat_fixed, pat_offs, pat_table):
     """Whether the record with level codes ``x`` (J,) falls in a structural zero."""
     J = x.shape[0]
@@ -413,6 +395,7 @@ def simulate_truncated(rng, n, cap, offs, sizes, weights, theta_ext, shape, rate
     aug_c = np.zeros((L, D))
     aug_m = np.zeros(L)
     conc = np.empty(L)
+    urn = np.empty(L)
     x = np.empty(J, np.int64)
     zz = np.empty(J, np.int64)
     cnt = np.zeros(L, np.int64)
@@ -422,27 +405,16 @@ def simulate_truncated(rng, n, cap, offs, sizes, weights, theta_ext, shape, rate
         if n0 >= cap:
             return aug_c, aug_m, n0, True
         al = fixed_alpha if fixed_alpha > 0 else kern.gamma_variate(rng, shape) / rate
-        total = 0.0
         for k in range(L):
             conc[k] = al * weights[k]
-            total += conc[k]
             cnt[k] = 0
         for j in range(J):
-            u = rng.random() * (total + j)
-            acc = 0.0
-            z = -1
             for k in range(L):
-                acc += conc[k] + cnt[k]
-                if u < acc:
-                    z = k
-                    break
-            if z < 0:       # u at the rounding edge: the last atom with positive weight
-                z = L - 1
-                while z > 0 and conc[z] + cnt[z] <= 0:
-                    z -= 1
+                urn[k] = conc[k] + cnt[k]
+            z = kern.categorical(rng, urn, L)
             zz[j] = z
             cnt[z] += 1
-            x[j] = _draw_from_segment(rng, theta_ext[z], offs[j], offs[j + 1] - offs[j])
+            x[j] = kern.categorical(rng, theta_ext[z, offs[j]:offs[j + 1]], offs[j + 1] - offs[j])
         if not in_structural_zero(x, sizes, pat_fixed, pat_offs, pat_table):
             admissible += 1
             continue
