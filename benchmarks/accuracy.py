@@ -52,10 +52,8 @@ VARIANTS = {
     "loglinear-search": ("loglinear", {"terms": "search"}),
     "graphical": ("graphical", {}),
     "auto": ("auto", {}),
-    # short CPU runs; the stored rows were made with BR's sequential step 1 (the default is
-    # now the marginal sampler, which mixes better per CPU second: benchmarks/RESULTS.md, HDP)
-    "hdp": ("hdp", {"chains": 2, "iterations": 400, "burn_in": 300, "thin": 5, "mc_draws": 200,
-                    "allocation": "sequential"}),
+    # short CPU runs of the default sampler (marginal allocations with block moves)
+    "hdp": ("hdp", {"chains": 2, "iterations": 400, "burn_in": 300, "thin": 5, "mc_draws": 200}),
 }
 # methods that need the dense key space run only up to this many cells here. A fixed model
 # is one IPF fit (the 3.5e8-cell 8-key sets take minutes); a search fits 100-200 models, so

@@ -1,13 +1,16 @@
 """HDP / mixed-membership benchmarks on Battiston & Rimella's New York samples (issue 5).
 
-Four measurements, each merged into ``benchmarks/hdp_results.json`` and written to the
+Measurements, each merged into ``benchmarks/hdp_results.json`` and written to the
 section between the HDP markers of ``benchmarks/RESULTS.md``:
 
 * ``sweeps``: CPU and wall seconds per MCMC sweep (spec E.2 steps 1-6, plus the
   structural-zero steps 7-9 by App. C) and per saved draw (tau by BR App. B, M = 500) for
   n = 1,000 / 5,000 / 10,000, one chain, after a warm-up so that the number of components
   has settled; ``--code before`` with an older checkout first on ``PYTHONPATH`` labels the
-  rows of the code it measured;
+  rows of the code it measured; ``--allocation`` picks the sampler (``marginal+blocks``,
+  the default of ``HdpRisk``: marginal allocations followed by block moves);
+* ``mixing``: one allocation sampler against another with the same seed and run length
+  (NY clean, 4 chains, seed 7): R-hat and bulk ESS of tau1 and K, CPU seconds;
 * ``default``: wall and CPU time and diagnostics of ``HdpRisk()`` with its defaults (4
   chains, adaptive run length) on one sample;
 * ``paper``: the reproduction of spec G.5 (posterior mean, sd and interval of tau1 against
@@ -22,7 +25,9 @@ section between the HDP markers of ``benchmarks/RESULTS.md``:
 Usage::
 
     python benchmarks/bench_hdp.py sweeps [--n 1000 5000 10000] [--kind clean sz]
-        [--allocation sequential|collapsed] [--code LABEL]
+        [--allocation marginal+blocks|marginal|collapsed|sequential] [--code LABEL]
+    python benchmarks/bench_hdp.py mixing --n 10000 --iterations 4000 \
+        --allocation marginal+blocks marginal
     python benchmarks/bench_hdp.py noise [--n 1000 10000]   # Monte Carlo noise of tau1
     python benchmarks/bench_hdp.py default --kind clean --n 10000 [--code LABEL]
     python benchmarks/bench_hdp.py paper --cases clean-1000 sz-5000 ... [--compat]
@@ -106,6 +111,37 @@ def stamp() -> dict:
 
 
 # --- measurements ------------------------------------------------------------------------------
+def _sampler(allocation: str) -> mm.HdpParams:
+    """HdpParams of an allocation label: "marginal+blocks" (the default of HdpRisk) or one
+    of HdpParams' allocations without block moves."""
+    name, _, extra = allocation.partition("+")
+    return mm.HdpParams(allocation=name, block_moves=extra == "blocks")
+
+
+def _estimator_options(allocation: str) -> dict:
+    name, _, extra = allocation.partition("+")
+    return {"allocation": name, "block_moves": extra == "blocks"}
+
+
+def bench_mixing(n: int, iterations: int, allocation: str, seed: int = 7) -> dict:
+    """Same-seed, same-length 4-chain run of one allocation sampler (NY clean)."""
+    c0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = HdpRisk(iterations=iterations, burn_in=1000, thin=10, random_state=seed,
+                      progress=False, **_estimator_options(allocation)).fit(table("clean", n))
+    cpu = time.process_time() - c0
+    d = res.diagnostics["mcmc"]
+    post = res.fitted["posterior"]["tau1"]
+    return {"kind": "clean", "n": n, "its": iterations, "alloc": allocation, "cpu": cpu,
+            "tau1": post["mean"], "sd": post["sd"], "rhat": d["rhat"]["tau1"],
+            "ess": d["ess_bulk"]["tau1"], "ess_tail": d["ess_tail"]["tau1"],
+            "rhat_K": d["rhat"]["components"], "ess_K": d["ess_bulk"]["components"],
+            "K": res.fitted["components_mean"],
+            "chain_means": [round(m, 2) for m in d["chain_means"]["tau1"]],
+            "load_avg": os.getloadavg()[0], "date": stamp()["date"]}
+
+
 def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int,
                  allocation: str = "sequential") -> dict:
     """Wall and CPU seconds per sweep and per saved draw, one chain.
@@ -116,7 +152,7 @@ def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int,
     """
     tab = table(kind, n)
     data = mm.MMData.from_table(tab, conditions() if kind == "sz" else None)
-    params = mm.HdpParams(allocation=allocation)
+    params = _sampler(allocation)
     rng = np.random.default_rng(0)
     state = mm.hdp_init(rng, data, params)
     mm.hdp_step(rng, state, data, params)          # compile / load the kernels
@@ -246,8 +282,8 @@ def _f(x, digits=2):
 
 def render(store: dict) -> str:
     lines = [BEGIN, "## HDP / mixed-membership MCMC (issue 5)", "",
-             "Command: `python benchmarks/bench_hdp.py sweeps|default|paper` (raw numbers in "
-             "`benchmarks/hdp_results.json`).", "",
+             "Command: `python benchmarks/bench_hdp.py sweeps|mixing|default|paper|trace` "
+             "(raw numbers in `benchmarks/hdp_results.json`).", "",
              f"Machine: {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}, numpy "
              f"{np.__version__}. **The machine was shared with 3-5 other workers running "
@@ -317,7 +353,7 @@ def render(store: dict) -> str:
                   "| n | iterations | allocation | CPU s | tau1 mean ± sd | R-hat tau1 | "
                   "bulk ESS tau1 | ESS / CPU min | R-hat / ESS of K | chain means |",
                   "|---:|---:|---|---:|---|---:|---:|---:|---|---|"]
-        order = {"marginal": 0, "collapsed": 1, "sequential": 2}
+        order = {"marginal+blocks": -1, "marginal": 0, "collapsed": 1, "sequential": 2}
         for key in sorted(mix, key=lambda k: (mix[k]["n"], order.get(mix[k]["alloc"], 9))):
             r = mix[key]
             lines.append(f"| {r['n']:,} | {r['its']:,} | {r['alloc']} | {r['cpu']:.0f} | "
@@ -360,7 +396,8 @@ def main(argv=None) -> None:
     s.add_argument("--warm", type=int, default=200)
     s.add_argument("--sweeps", type=int, default=100)
     s.add_argument("--draws", type=int, default=20)
-    s.add_argument("--allocation", default="sequential")
+    s.add_argument("--allocation", default="marginal+blocks",
+                   help="marginal+blocks (HdpRisk's default), marginal, collapsed, sequential")
     s.add_argument("--code", default="current",
                    help="label of the code measured (e.g. 'before' for an older checkout on "
                         "PYTHONPATH)")
@@ -370,6 +407,10 @@ def main(argv=None) -> None:
     z.add_argument("--states", type=int, default=30)
     z.add_argument("--repeats", type=int, default=10)
     z.add_argument("--apart", type=int, default=50)
+    x = sub.add_parser("mixing")
+    x.add_argument("--n", type=int, default=10000)
+    x.add_argument("--iterations", type=int, default=4000)
+    x.add_argument("--allocation", nargs="+", default=["marginal+blocks"])
     d = sub.add_parser("default")
     d.add_argument("--kind", default="clean")
     d.add_argument("--n", type=int, default=10000)
@@ -418,6 +459,12 @@ def main(argv=None) -> None:
                 print(json.dumps(r), flush=True)
                 store.setdefault("noise", {})[f"{kind}-{n}"] = r
                 save(store)
+    elif args.cmd == "mixing":
+        for alloc in args.allocation:
+            r = bench_mixing(args.n, args.iterations, alloc)
+            print(json.dumps(r), flush=True)
+            store.setdefault("mixing", {})[f"clean-{args.n}-{alloc}-{args.iterations}"] = r
+            save(store)
     elif args.cmd == "default":
         r = bench_fit(args.kind, args.n, {}, "default")
         r["code"] = args.code

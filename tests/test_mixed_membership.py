@@ -284,6 +284,60 @@ def test_marginal_allocation_keeps_its_counts_current():
         np.testing.assert_array_equal(kept[:, :K], recount[:, :K])
 
 
+def _collapsed_log_density(z, xo, beta, alpha, dsize, offs, K):
+    """log p(z, x | beta, alpha) with pi_i and theta (Dirichlet(1) rows) integrated out."""
+    out = 0.0
+    for i in range(z.shape[0]):
+        n_ik = np.bincount(z[i], minlength=K)
+        ab = alpha[i] * beta[:K]
+        out += np.sum(special.gammaln(n_ik + ab) - special.gammaln(ab))
+    for k in range(K):
+        for j in range(z.shape[1]):
+            c = np.bincount(xo[z[:, j] == k, j] - offs[j], minlength=int(dsize[j]))
+            out += (special.gammaln(dsize[j]) - special.gammaln(c.sum() + dsize[j])
+                    + special.gammaln(c + 1.0).sum())
+    return out
+
+
+def test_block_moves_leave_the_collapsed_posterior_invariant():
+    # exact enumeration: 2 records x 3 variables, 3 components -> 3^6 = 729 allocations.
+    # Draw z from p(z | x, beta, alpha) (pi, theta integrated out), apply one block-move
+    # pass; the result must follow the same law (a transition kernel that keeps it).
+    rng = np.random.default_rng(31)
+    offs = np.array([0, 2, 5, 7])
+    dsize = np.array([2.0, 3.0, 2.0])
+    xo = np.array([[0, 2, 5], [1, 2, 6]])
+    beta = np.array([0.5, 0.3, 0.15])
+    alpha = np.array([1.3, 0.6])
+    K = 3
+    states = np.array(list(itertools.product(range(K), repeat=6))).reshape(-1, 2, 3)
+    logp = np.array([_collapsed_log_density(z, xo, beta, alpha, dsize, offs, K)
+                     for z in states])
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    weights = np.power(K, np.arange(5, -1, -1))
+    reps = 60_000
+    start = rng.choice(len(states), size=reps, p=p)
+    after = np.empty(reps, np.int64)
+    moved = 0
+    for r, s0 in enumerate(start):
+        z = states[s0].copy()
+        counts = _marginal_stats(xo, z, K, np.zeros((K, 7)), dsize, offs, K)
+        moved += kern.move_blocks(rng, xo, dsize, z, beta, alpha, K, *counts)
+        after[r] = z.ravel() @ weights
+    assert moved > reps // 4                       # the move does move blocks
+    freq = np.bincount(after, minlength=len(states))
+    expected = p * reps
+    keep = expected >= 5
+    chi2 = np.sum((freq[keep] - expected[keep]) ** 2 / expected[keep])
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    # records' partitions of their items into blocks are unchanged
+    def blocks(z):   # each record's items labelled by the first item of their block
+        return [tuple(list(row).index(v) for v in row) for row in z]
+    assert all(blocks(states[a]) == blocks(states[b])
+               for a, b in zip(start[:200], after[:200], strict=True))
+
+
 def test_new_component_splits_beta_and_every_remainder():
     rng = np.random.default_rng(8)
     s = _tiny_state(0.999)  # "new" is almost sure for the first entry
@@ -690,6 +744,20 @@ def test_estimator_contract_with_short_runs(cls, small_table):
     assert res.measures["tau2"].estimate >= m.estimate
 
 
+def test_block_moves_are_on_by_default_with_marginal_allocations(small_table):
+    info = {}
+    for label, opts in (("default", {}), ("off", {"block_moves": False}),
+                        ("sequential", {"allocation": "sequential"})):
+        res = _fit(HdpRisk(**FAST, **opts), small_table)
+        info[label] = res.diagnostics["mcmc"]["step_info"]
+    assert min(info["default"]["blocks_moved"]) > 0     # mean blocks moved per iteration
+    assert "blocks_moved" not in info["off"] and "blocks_moved" not in info["sequential"]
+    # off by default with structural zeros, on when asked for
+    for opts, moved in (({}, False), ({"block_moves": True}, True)):
+        res = _fit(HdpRisk(**FAST, **opts, structural_zeros=[{"a": 2, "b": 0}]), small_table)
+        assert ("blocks_moved" in res.diagnostics["mcmc"]["step_info"]) is moved
+
+
 @pytest.mark.parametrize("cls", [HdpRisk, MixedMembershipRisk])
 def test_default_run_settles_negligible_risk_quickly(cls):
     # 400 records, 65 cells, 2 sample uniques, N = 40,000 (the contract table): tau1 is
@@ -782,7 +850,8 @@ def test_model_specific_bad_parameters():
         with pytest.raises(ParameterError):
             MixedMembershipRisk(**bad)
     for bad in ({"k_init": 0}, {"concentration": "x"}, {"allocation": "gibbs"},
-                {"new_alpha": "x"}, {"prior_alpha": (1,)}):
+                {"new_alpha": "x"}, {"prior_alpha": (1,)}, {"block_moves": 1},
+                {"block_moves": True, "allocation": "sequential"}):
         with pytest.raises(ParameterError):
             HdpRisk(**bad)
 
@@ -907,10 +976,13 @@ def test_ignoring_structural_zeros_inflates_tau1_on_ny_1000():
 BR = {("clean", 1000): (7.49, 5.32, 9), ("clean", 5000): (38.80, 12.00, 27),
       ("clean", 10000): (66.72, 10.85, 53), ("sz", 1000): (10.81, 1.66, 11),
       ("sz", 5000): (56.16, 3.78, 55)}
-# the paper's own step 1 (allocations given pi_i, BR section 3; spec E.2, exact sequential
-# version), not the default marginal sampler: this reproduces BR's algorithm
+# With structural zeros: the paper's own step 1 (allocations given pi_i, BR section 3;
+# spec E.2, exact sequential version) for a fixed length, as BR's algorithm. Without them:
+# HdpRisk's defaults (marginal allocations with block moves, run length set by the
+# convergence checks), which must also converge at n = 10,000 (issue 5's target).
 PAPER_RUN = dict(chains=4, burn_in=1000, iterations=3000, thin=10, random_state=11,
                  allocation="sequential")
+DEFAULT_RUN = dict(random_state=11, progress=False)
 
 
 @pytest.mark.slow
@@ -918,12 +990,15 @@ PAPER_RUN = dict(chains=4, burn_in=1000, iterations=3000, thin=10, random_state=
 def test_reproduces_battiston_rimella(kind, n):
     """NY samples with BR's N; posterior mean of tau1 within 2 BR posterior sd of BR's value
     (spec G.5 (ii)) and within 3 BR sd (at least 20% of the truth) of the truth; the four
-    chain means lie within 2 posterior sd of each other and in one mode. (R-hat of tau1 is
-    printed: 1.03-1.13 at these lengths; the strict 1.01 needs far longer runs, see
-    benchmarks/RESULTS.md.)"""
+    chain means lie within 2 posterior sd of each other and in one mode. The default run on
+    NY clean n = 10,000 passes the convergence verdict (R-hat <= 1.01, bulk and tail ESS >=
+    400 for tau1 and tau2): 1,500 iterations, 79 s on 2 cores here. (Here n = 1,000 stops at
+    the 10,000-iteration cap with a tail ESS of tau2 of 370; the fixed-length sequential runs
+    with structural zeros have R-hat 1.03-1.13, see benchmarks/RESULTS.md.)"""
     table = ny_table(kind, n)
     sz = ny_structural_zeros() if kind == "sz" else None
-    res = _fit(HdpRisk(**PAPER_RUN, structural_zeros=sz), table)
+    res = _fit(HdpRisk(**(DEFAULT_RUN if sz is None else PAPER_RUN), structural_zeros=sz),
+               table)
     mean = res.estimate("tau1")
     br_mean, br_sd, truth = BR[(kind, n)]
     d = res.diagnostics["mcmc"]
@@ -931,7 +1006,10 @@ def test_reproduces_battiston_rimella(kind, n):
           f"{res.measures['tau1'].upper:.1f}] truth {truth} BR {br_mean} +- {br_sd}; "
           f"K {res.fitted['components_mean']:.1f}; R-hat {d['rhat']['tau1']:.3f}, ESS "
           f"{d['ess_bulk']['tau1']:.0f}; chain means {np.round(d['chain_means']['tau1'], 1)}; "
-          f"{res.diagnostics['seconds']:.0f} s")
+          f"{d['iterations']} iterations, {res.diagnostics['seconds']:.0f} s; "
+          f"failures {d['failures']}")
+    if (kind, n) == ("clean", 10000):
+        assert d["converged"] and d["iterations"] <= 10_000
     assert abs(mean - br_mean) <= 2 * br_sd
     assert abs(mean - truth) <= max(3 * br_sd, 0.2 * truth)
     spread = np.ptp(d["chain_means"]["tau1"])

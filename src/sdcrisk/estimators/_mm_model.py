@@ -152,6 +152,7 @@ class HdpParams:
     sz_cap: float = np.inf
     sz_tables: Literal["top", "individual"] = "top"
     init: Literal["partition", "bnpdr"] = "partition"
+    block_moves: bool = False
 
 
 @dataclass(eq=False)
@@ -307,8 +308,10 @@ def _store_augmented(state: HdpState, aug_c: np.ndarray | None, aug_m: np.ndarra
         state.aug_m0 = float(aug_m[K])
 
 
-def _allocate_marginal(rng, state: HdpState, data: MMData) -> None:
-    """Step 1 with pi_i and theta integrated out (counts kept per column, then components)."""
+def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int:
+    """Step 1 with pi_i and theta integrated out (counts kept per column, then components),
+    then (``blocks``) the block moves of :func:`~._mm_kernels.move_blocks`; returns the
+    number of blocks moved."""
     D, J = int(data.offs[-1]), data.n_vars
 
     def stats(cap):
@@ -322,12 +325,16 @@ def _allocate_marginal(rng, state: HdpState, data: MMData) -> None:
         pos = kern.allocate_marginal(rng, data.xo, data.dsize, state.z, state.beta,
                                      state.scal, state.alpha, state.kk, counts, den, inv, pos)
         if pos < 0:
-            return
+            break
         state.ensure_capacity(state.K + 1)
         grown = stats(state.beta.shape[0])
         for new, old in zip(grown, (counts, den, inv), strict=True):
             new[:, :old.shape[1]] = old
         counts, den, inv = grown
+    if blocks:
+        return kern.move_blocks(rng, data.xo, data.dsize, state.z, state.beta, state.alpha,
+                                state.K, counts, den, inv)
+    return 0
 
 
 def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
@@ -335,6 +342,7 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
     if data.sz is not None:
         _augment(rng, state, data, params)
     state.ensure_capacity(state.K + 1)
+    moved = -1
     if params.allocation == "sequential":
         pos = 0
         while True:
@@ -345,7 +353,7 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
                 break
             state.ensure_capacity(state.K + 1)
     elif params.allocation == "marginal":
-        _allocate_marginal(rng, state, data)
+        moved = _allocate_marginal(rng, state, data, params.block_moves)
     elif params.allocation == "collapsed":
         pos = 0
         while True:
@@ -371,6 +379,8 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
     info = {"components": float(state.K), "alpha0": float(state.scal[1])}
     if data.sz is not None:
         info["n_augmented"] = float(state.n_aug)
+    if params.block_moves and moved >= 0:
+        info["blocks_moved"] = float(moved)
     return state, info
 
 
