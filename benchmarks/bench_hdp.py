@@ -344,6 +344,9 @@ def render(store: dict) -> str:
     notes = store.get("notes")
     if notes:
         lines += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
+    # hand-written subsections kept in the store (e.g. the structural-zero diagnosis)
+    for block in store.get("sections", []):
+        lines += [block.rstrip("\n"), ""]
     mix = store.get("mixing", {})
     if mix:
         lines += ["### Mixing of the allocation samplers (NY clean, 4 chains, seed 7, burn-in "
