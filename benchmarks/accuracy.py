@@ -115,10 +115,34 @@ def run(data_dir: Path, variants: dict, only: set[str] | None, *, workers: int =
                         "theta_true": truth["theta"], "theta": est["theta"],
                         "theta_rel_err": err["theta"],
                         "auc": m["auc"], "seconds": m["seconds"],
+                        **_mcmc_columns(m.get("mcmc")),
                     })
             print(f"{name:<24}{keyset:<5}{len(grid)} units {time.perf_counter() - t0:7.2f}s",
                   file=sys.stderr)
     return out
+
+
+def _mcmc_columns(mcmc: dict | None) -> dict:
+    """R-hat and bulk ESS of tau1 and the verdict for MCMC methods (empty otherwise)."""
+    if not mcmc:
+        return {"rhat_tau1": None, "ess_tau1": None, "converged": None}
+    return {"rhat_tau1": mcmc["rhat_tau1"], "ess_tau1": mcmc["ess_tau1"],
+            "converged": float(mcmc["converged"])}
+
+
+def mcmc_lines(rows: list[dict]) -> list[str]:
+    """One line per MCMC method: the spread of its convergence diagnostics over the cases."""
+    out = []
+    for method in dict.fromkeys(r["method"] for r in rows if r.get("rhat_tau1") is not None):
+        sub = [r for r in rows if r["method"] == method and r.get("rhat_tau1") is not None]
+        rh = sorted(r["rhat_tau1"] for r in sub)
+        ess = sorted(r["ess_tau1"] for r in sub)
+        ok = sum(1 for r in sub if r["converged"])
+        out.append(f"- {method}: R-hat of tau1 {rh[0]:.3f}-{rh[-1]:.3f} (median "
+                   f"{statistics.median(rh):.3f}), bulk ESS {ess[0]:.0f}-{ess[-1]:.0f} (median "
+                   f"{statistics.median(ess):.0f}); convergence verdict passed in {ok}/{len(sub)}"
+                   " cases (short runs: see VARIANTS).")
+    return ["", "MCMC diagnostics of these runs:", "", *out] if out else []
 
 
 def _f(x, fmt="{:.4g}"):
@@ -165,6 +189,7 @@ def markdown(rows: list[dict], seconds: float) -> str:
         lines.append(f"| {method} | {_abs(med('tau1_rel_err'))} | {_abs(med('tau2_rel_err'))} "
                      f"| {_abs(med('theta_rel_err'))} | {len(sub)} | "
                      f"{under}/{n_t2 if n_t2 else '–'} |")
+    lines += mcmc_lines(rows)
     lines += auto_section(rows)
     lines += [
         "",

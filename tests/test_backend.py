@@ -164,3 +164,16 @@ def test_dask_evaluation_grid_equals_local(dask_client, tmp_path):
                and r["seed"] == 1 and r["method"] == "nb")
     assert row["truth"] == ev.truth
     assert row["estimates"]["tau2"] == ev.methods["nb"].estimates["tau2"]
+
+
+def test_grid_rows_carry_the_mcmc_verdict_of_mcmc_methods():
+    # the accuracy scoreboard shows R-hat / ESS of tau1 for MCMC rows (issue 5, item 7)
+    pops = {"memory": _population()}
+    hdp = {"chains": 2, "iterations": 40, "burn_in": 20, "thin": 2, "mc_draws": 50}
+    rows = evaluate_grid(pops, [0.05], {"nb": ("nb", {}), "hdp": ("hdp", hdp)},
+                         executor="serial")
+    by = {r["method"]: r for r in rows}
+    assert by["nb"]["mcmc"] is None
+    m = by["hdp"]["mcmc"]
+    assert set(m) == {"rhat_tau1", "ess_tau1", "converged"}
+    assert m["rhat_tau1"] > 0.9 and m["ess_tau1"] > 0 and m["converged"] is False

@@ -269,8 +269,17 @@ def _evaluate_unit(unit: dict) -> dict:
         "population": unit["population"], "fraction": unit["fraction"], "seed": unit["seed"],
         "method": unit["label"], "K": ev.cell_space, "truth": dict(ev.truth),
         "estimates": dict(m.estimates), "relative_errors": dict(m.relative_errors),
-        "auc": m.auc, "seconds": m.seconds,
+        "auc": m.auc, "seconds": m.seconds, "mcmc": _mcmc_summary(m.result),
     }
+
+
+def _mcmc_summary(result) -> dict | None:
+    """R-hat and bulk ESS of tau1 and the verdict of an MCMC fit (None for other methods)."""
+    mcmc = None if result is None else result.diagnostics.get("mcmc")
+    if not mcmc:
+        return None
+    return {"rhat_tau1": mcmc["rhat"].get("tau1"), "ess_tau1": mcmc["ess_bulk"].get("tau1"),
+            "converged": bool(mcmc["converged"])}
 
 
 def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict | Sequence[str],
