@@ -56,6 +56,7 @@ import numpy as np
 import sdcrisk
 from sdcrisk import ConvergenceWarning, HdpRisk, Microdata, tabulate
 from sdcrisk.estimators import _mm_model as mm
+from sdcrisk.estimators import _mm_sz as szk
 from sdcrisk.structural_zeros import StructuralZeros
 
 HERE = Path(__file__).resolve().parent
@@ -111,14 +112,9 @@ def stamp() -> dict:
 
 
 # --- measurements ------------------------------------------------------------------------------
-def _sampler(allocation: str) -> mm.HdpParams:
-    """HdpParams of an allocation label: "marginal+blocks" (the default of HdpRisk) or one
-    of HdpParams' allocations without block moves."""
-    name, _, extra = allocation.partition("+")
-    return mm.HdpParams(allocation=name, block_moves=extra == "blocks")
-
-
 def _estimator_options(allocation: str) -> dict:
+    """Sampler options of an allocation label: "marginal+blocks" (the default of HdpRisk)
+    or one of the allocations without block moves."""
     name, _, extra = allocation.partition("+")
     return {"allocation": name, "block_moves": extra == "blocks"}
 
@@ -152,7 +148,7 @@ def bench_sweeps(kind: str, n: int, warm: int, sweeps: int, draws: int,
     """
     tab = table(kind, n)
     data = mm.MMData.from_table(tab, conditions() if kind == "sz" else None)
-    params = _sampler(allocation)
+    params = mm.HdpParams(**_estimator_options(allocation))
     rng = np.random.default_rng(0)
     state = mm.hdp_init(rng, data, params)
     mm.hdp_step(rng, state, data, params)          # compile / load the kernels
@@ -212,10 +208,7 @@ def bench_noise(kind: str, n: int, warm: int, states: int, repeats: int) -> dict
 
 def component_sz_mass(theta_ext: np.ndarray, sz) -> np.ndarray:
     """Mass of each component's own profile on the structural zeros (pure membership)."""
-    out = np.zeros(theta_ext.shape[0])
-    for c in range(len(sz.lens)):
-        out += np.prod(theta_ext[:, sz.cols[c, :sz.lens[c]]], axis=1)
-    return out
+    return szk._draw_products(np.ascontiguousarray(theta_ext.T), sz.cols, sz.lens).sum(axis=0)
 
 
 def bench_trace(n: int, seed: int, iterations: int, every: int, settings: dict):

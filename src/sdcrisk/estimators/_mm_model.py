@@ -308,10 +308,10 @@ def _store_augmented(state: HdpState, aug_c: np.ndarray | None, aug_m: np.ndarra
         state.aug_m0 = float(aug_m[K])
 
 
-def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int:
+def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int | None:
     """Step 1 with pi_i and theta integrated out (counts kept per column, then components),
     then (``blocks``) the block moves of :func:`~._mm_kernels.move_blocks`; returns the
-    number of blocks moved."""
+    number of blocks moved (None without block moves)."""
     D, J = int(data.offs[-1]), data.n_vars
 
     def stats(cap):
@@ -334,7 +334,7 @@ def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int:
     if blocks:
         return kern.move_blocks(rng, data.xo, data.dsize, state.z, state.beta, state.alpha,
                                 state.K, counts, den, inv)
-    return 0
+    return None
 
 
 def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
@@ -342,7 +342,7 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
     if data.sz is not None:
         _augment(rng, state, data, params)
     state.ensure_capacity(state.K + 1)
-    moved = -1
+    moved = None
     if params.allocation == "sequential":
         pos = 0
         while True:
@@ -379,7 +379,7 @@ def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
     info = {"components": float(state.K), "alpha0": float(state.scal[1])}
     if data.sz is not None:
         info["n_augmented"] = float(state.n_aug)
-    if params.block_moves and moved >= 0:
+    if moved is not None:
         info["blocks_moved"] = float(moved)
     return state, info
 

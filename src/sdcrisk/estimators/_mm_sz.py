@@ -348,11 +348,17 @@ def simulate(rng, n_c, conds, offs, weights, theta_ext, shape, rate, fixed_alpha
                 aug_c[z, col] += 1.0
                 cnt[z] += 1
             if tables:
-                base = top_conc if compat else al
-                for k in range(L):
-                    if cnt[k] > 0:
-                        aug_m[k] += kern.crp_tables(rng, cnt[k], base * weights[k])
+                _add_tables(rng, cnt, top_conc if compat else al, weights, aug_m)
     return aug_c, aug_m
+
+
+@njit(**_JIT)
+def _add_tables(rng, cnt, base, weights, aug_m):
+    """One augmented record's table counts: aug_m[k] += CRP tables of its cnt[k]
+    allocations to k with concentration base * weights[k]."""
+    for k in range(weights.shape[0]):
+        if cnt[k] > 0:
+            aug_m[k] += kern.crp_tables(rng, cnt[k], base * weights[k])
 
 
 @njit(**_JIT)
@@ -422,8 +428,5 @@ def simulate_truncated(rng, n, cap, offs, sizes, weights, theta_ext, shape, rate
         for j in range(J):
             aug_c[zz[j], offs[j] + x[j]] += 1.0
         if tables:
-            base = top_conc if compat else al
-            for k in range(L):
-                if cnt[k] > 0:
-                    aug_m[k] += kern.crp_tables(rng, cnt[k], base * weights[k])
+            _add_tables(rng, cnt, top_conc if compat else al, weights, aug_m)
     return aug_c, aug_m, n0, False
