@@ -36,7 +36,7 @@ import numpy as np
 
 import sdcrisk
 from sdcrisk import Microdata
-from sdcrisk.backend import evaluate_grid
+from sdcrisk.analyses.grid import evaluate_grid
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"

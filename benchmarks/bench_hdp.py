@@ -55,9 +55,9 @@ import numpy as np
 
 import sdcrisk
 from sdcrisk import ConvergenceWarning, HdpRisk, Microdata, tabulate
+from sdcrisk.data.structural_zeros import StructuralZeros
 from sdcrisk.estimators import _mm_model as mm
 from sdcrisk.estimators import _mm_sz as szk
-from sdcrisk.structural_zeros import StructuralZeros
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "bnp_dr_ny"

@@ -2,7 +2,7 @@
 
 Generates a Parquet file of ``--rows`` records x 10 keys (default 10^8) in a temporary
 directory, row group by row group (never all in memory), then tabulates it with
-:func:`sdcrisk._outofcore.tabulate_file` in a fresh subprocess and reports seconds and the
+:func:`sdcrisk.data.outofcore.tabulate_file` in a fresh subprocess and reports seconds and the
 peak resident memory of that subprocess (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, which
 includes Arrow's allocations that ``tracemalloc`` does not see). For ``--in-memory-up-to``
 rows or fewer the in-memory path (``Microdata.from_source`` + ``tabulate``) is measured the
@@ -86,7 +86,7 @@ def _child(mode: str, path: str, batch_rows: int, workdir: str) -> None:
     """Run one tabulation in this (fresh) process and print JSON."""
     t0 = time.perf_counter()
     if mode == "stream":
-        from sdcrisk._outofcore import tabulate_file
+        from sdcrisk.data.outofcore import tabulate_file
 
         table = tabulate_file(path, list(KEYS), batch_rows=batch_rows, workdir=workdir)
     else:

@@ -135,7 +135,7 @@ def tracemalloc_peak(fn):
 
 def step_profile(md):
     """Time spent in each _cells step of one tabulate call (whatever steps exist)."""
-    from sdcrisk import _cells, table
+    from sdcrisk.data import _cells, table
 
     spent, originals = {}, {}
     for name in ("cell_ids", "observed_cells", "decode_cells"):
@@ -226,7 +226,8 @@ def case_main(n, repeat, seed, pandas_too):
 
 
 def case_large(name, levels, n, repeat, seed):
-    from sdcrisk import Microdata, _cells, tabulate
+    from sdcrisk import Microdata, tabulate
+    from sdcrisk.data import _cells
 
     src = make_source(levels, n, seed, dtype=np.int8 if max(levels) < 127 else np.int64)
     md = Microdata.from_source(src, list(src))

@@ -1,7 +1,7 @@
 """Does auto's validation error, measured at several sub-sample fractions, predict the truth?
 
 For chosen dev cases (population, key set, sampling fraction; the scoreboard's samples, seed
-0), run :func:`sdcrisk.validation.validate` on the sample at auto's own sub-sample fraction f0
+0), run :func:`sdcrisk.validate` on the sample at auto's own sub-sample fraction f0
 and at 2 f0 and 4 f0 (at most 0.5), 5 replicates, with auto's default candidates except nb.
 For each candidate print the median signed relative errors of tau1 and tau2 at each
 fraction, their straight-line extrapolation in log(fraction) to the file's sampling
@@ -29,11 +29,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import DEFAULT_DATA, HERE, populations  # noqa: E402
 
-from sdcrisk import Microdata  # noqa: E402
-from sdcrisk.estimators.auto import default_candidates  # noqa: E402
-from sdcrisk.evaluate import Bernoulli, draw_sample  # noqa: E402
-from sdcrisk.table import tabulate  # noqa: E402
-from sdcrisk.validation import subsample_fraction, validate  # noqa: E402
+from sdcrisk import (  # noqa: E402
+    Bernoulli,
+    Microdata,  # noqa: E402
+    draw_sample,
+)
+from sdcrisk.analyses.auto import default_candidates  # noqa: E402
+from sdcrisk.analyses.validation import subsample_fraction, validate  # noqa: E402
+from sdcrisk.data.table import tabulate  # noqa: E402
 
 CASES = ("census_income_kdd:KS6:0.01,eusilcP:KS6:0.01,eusilcP:KS6:0.05,ghanaS:KS6:0.03,"
          "sdcmicro_testdata:KS6:0.03,uci_adult:KS8:0.03,uk_census2011_nanodata:KS6:0.05,"

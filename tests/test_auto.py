@@ -12,13 +12,20 @@ import pytest
 from scipy import stats
 
 import sdcrisk
-from sdcrisk import AutoRisk, Measure, Microdata, ParameterError, tabulate
+from sdcrisk import (
+    AutoRisk,
+    Measure,
+    Microdata,
+    NegativeBinomialRisk,
+    ParameterError,
+    tabulate,
+)
+from sdcrisk.analyses._auto_choice import choose, not_worse, pair_weights, score_of
+from sdcrisk.analyses.auto import _blend, default_candidates, widen_interval
+from sdcrisk.analyses.validation import Candidate, Replicate, ValidationRow, ValidationTable
 from sdcrisk.cli import main
-from sdcrisk.estimators import ESTIMATORS, NegativeBinomialRisk
-from sdcrisk.estimators._auto_choice import choose, not_worse, pair_weights, score_of
-from sdcrisk.estimators.auto import _blend, default_candidates, widen_interval
+from sdcrisk.estimators import MODELS
 from sdcrisk.exceptions import InputError
-from sdcrisk.validation import Candidate, Replicate, ValidationRow, ValidationTable
 
 
 def _records(n=2000, seed=3):
@@ -214,7 +221,7 @@ def test_auto_fits_the_validated_best_and_reports_why(table, fast_auto):
 def test_pair_result_is_the_weighted_average(table):
     a = NegativeBinomialRisk().fit(table)
     b = sdcrisk.GraphicalRisk().fit(table)
-    from sdcrisk.estimators._auto_choice import Choice
+    from sdcrisk.analyses._auto_choice import Choice
 
     ch = Choice(labels=("nb", "graphical"), weights={"tau1": (0.25, 0.75), "tau2": (0.6, 0.4)},
                 errors={"tau1": np.zeros(3), "tau2": np.zeros(3)}, score=0.0)
@@ -261,7 +268,7 @@ class _SmallOnly(NegativeBinomialRisk):
 
 def test_falls_back_when_the_choice_fails_on_the_whole_file(table, monkeypatch):
     # "small-only" equals nb on the sub-samples; it is listed first so it wins the tie
-    monkeypatch.setitem(ESTIMATORS, "small-only", _SmallOnly)
+    monkeypatch.setitem(MODELS, "small-only", _SmallOnly)
     res = AutoRisk(candidates=("small-only", "nb"), replicates=2, combine=False).fit(table)
     assert res.fitted["choice"]["candidates"] == ["nb"]
     assert "small-only" in res.diagnostics["failed_on_full_file"]
@@ -303,7 +310,7 @@ def test_report_shows_the_validation_table_and_the_reason(fast_auto):
     """Issue 9 item 5: the HTML report carries the per-candidate table and the reason."""
     import html
 
-    from sdcrisk.report import build_report
+    from sdcrisk.report.collect import build_report
 
     _, res = fast_auto
     text = build_report(res, contributions=False, suda=False, uniqueness=False)
@@ -357,6 +364,6 @@ def test_candidates_inherit_the_memory_limit():
     assert "memory limit is 4.8 MiB" in status["graphical"]
     assert tight.fitted["choice"]["methods"] == ["nb"]
     # the limit does not outlive the call
-    from sdcrisk.table import _FIT_LIMIT
+    from sdcrisk.data.table import _FIT_LIMIT
 
     assert _FIT_LIMIT.get() is None

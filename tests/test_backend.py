@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 from sdcrisk import Microdata
-from sdcrisk.backend import (
+from sdcrisk.analyses.grid import evaluate_grid
+from sdcrisk.analyses.scenarios import all_subsets, assess_scenarios
+from sdcrisk.exceptions import ParameterError
+from sdcrisk.runtime.executors import (
     SerialExecutor,
     chunked,
-    evaluate_grid,
     executor_scope,
     map_units,
     unit_seed,
     unit_seeds,
 )
-from sdcrisk.exceptions import ParameterError
-from sdcrisk.scenarios import all_subsets, assess_scenarios
 
 
 def _square_minus(x):

@@ -17,7 +17,12 @@ import pytest
 
 import sdcrisk
 from sdcrisk import Microdata, tabulate
-from sdcrisk._mcmc import (
+from sdcrisk.data.structural_zeros import resolve_structural_zeros
+from sdcrisk.estimators import _mvr
+from sdcrisk.estimators._mm_model import HDP, HdpParams, MMData
+from sdcrisk.exceptions import ConvergenceWarning
+from sdcrisk.runtime.executors import use_executor
+from sdcrisk.runtime.mcmc import (
     Kernel,
     Observation,
     Thresholds,
@@ -27,11 +32,6 @@ from sdcrisk._mcmc import (
     advance_chain,
     sample,
 )
-from sdcrisk.backend import use_executor
-from sdcrisk.estimators import _mvr
-from sdcrisk.estimators._mm_model import HDP, HdpParams, MMData
-from sdcrisk.exceptions import ConvergenceWarning
-from sdcrisk.structural_zeros import resolve_structural_zeros
 
 
 # --- fixtures ---------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import skewed_population
-from sdcrisk import GraphicalRisk, Microdata
+from sdcrisk import Bernoulli, GraphicalRisk, Microdata, evaluate
 from sdcrisk.cli import main
-from sdcrisk.evaluate import Bernoulli, evaluate
 
 METHODS = "nb,poisson-gamma,graphical"
 MEASURES = ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta")

@@ -140,8 +140,11 @@ def test_fit_rejects_non_tables(cls, table):
 
 @pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=IDS)
 def test_get_estimator_by_name(cls):
-    est = sdcrisk.get_estimator(cls.name, ci_level=0.9, not_an_option=3)
+    est = sdcrisk.get_estimator(cls.name, ci_level=0.9)
     assert isinstance(est, cls) and est.ci_level == 0.9
+    # an option the method does not take is refused, naming it (issue 16 item 3)
+    with pytest.raises(ParameterError, match="does not take the option 'not_an_option'"):
+        sdcrisk.get_estimator(cls.name, ci_level=0.9, not_an_option=3)
     with pytest.raises(ParameterError):
         sdcrisk.get_estimator("no-such-method")
 

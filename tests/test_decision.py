@@ -228,7 +228,7 @@ def test_long_supports_match_scipy():
     # the ratio recurrence used for long supports against scipy's closed form
     big, a, b = 60_000, 3.5, 240.0
     t = np.arange(big + 1, dtype=float)
-    from sdcrisk._decision_model import _posterior_pmf
+    from sdcrisk.analyses._decision_model import _posterior_pmf
     np.testing.assert_allclose(_posterior_pmf(t, big, a, b), stats.betabinom.pmf(t, big, a, b),
                                rtol=1e-9, atol=1e-300)
     prior = BetaBinomialPrior(a, b - 20)

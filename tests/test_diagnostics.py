@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from sdcrisk import diagnostics as dg
+from sdcrisk.runtime import diagnostics as dg
 
 # name: (rank rhat, bulk ess, tail ess, mean ess, split rhat (not ranked), mcse of the mean)
 ARVIZ = {

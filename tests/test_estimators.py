@@ -22,7 +22,7 @@ from sdcrisk import (
     bf_risk,
     tabulate,
 )
-from sdcrisk.measures import household_risk
+from sdcrisk.core.measures import household_risk
 
 BF_GOLDEN = [
     (1, 0.5, 0.6931471806), (1, 0.1, 0.2558427881), (1, 0.01, 0.0465168706),

@@ -31,7 +31,9 @@ from sdcrisk import (
     evaluate,
     tabulate,
 )
+from sdcrisk.analyses.sampling import draw_sample, truth_of
 from sdcrisk.cli import main
+from sdcrisk.core.measures import theta_expectation
 from sdcrisk.estimators._decomposable import (
     DecomposableGraph,
     Margins,
@@ -51,8 +53,6 @@ from sdcrisk.estimators._graphical_predictive import (
     unobserved_enumerated,
 )
 from sdcrisk.estimators.graphical import _model_row
-from sdcrisk.evaluate import draw_sample, truth_of
-from sdcrisk.measures import theta_expectation
 
 # ------------------------------------------------------------------------------------------
 # helpers

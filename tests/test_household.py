@@ -7,9 +7,16 @@ import pandas as pd
 import pytest
 
 from conftest import shared_data
-from sdcrisk import InputError, Microdata, ParameterError, tabulate
-from sdcrisk.evaluate import HouseholdBernoulli, draw_sample, evaluate
-from sdcrisk.household import household_microdata, household_sizes
+from sdcrisk import (
+    HouseholdBernoulli,
+    InputError,
+    Microdata,
+    ParameterError,
+    draw_sample,
+    evaluate,
+    tabulate,
+)
+from sdcrisk.data.household import household_microdata, household_sizes
 
 PERSONS = {
     "hid":    [1, 1, 2, 2, 3, 3, 4, 5, 5, 5],

@@ -14,8 +14,8 @@ def test_every_public_name_resolves_and_is_listed():
         assert getattr(sdcrisk, name) is not None, name
     assert set(sdcrisk.__all__) <= set(dir(sdcrisk))
     # functions named like their modules stay functions once every module is loaded
-    importlib.import_module("sdcrisk.evaluate")
-    importlib.import_module("sdcrisk.recommend")
+    importlib.import_module("sdcrisk.analyses.evaluate")
+    importlib.import_module("sdcrisk.analyses.recommend")
     assert callable(sdcrisk.evaluate) and callable(sdcrisk.recommend)
     assert sdcrisk.ESTIMATORS["loglinear"] is sdcrisk.LogLinearRisk
     assert sdcrisk.ESTIMATORS["loglinear"].name == "loglinear"
@@ -33,7 +33,7 @@ def test_cli_import_is_light():
     # `sdcrisk --help` and every command start without scipy, numba, pandas or the models
     mods = _modules_after("import sdcrisk.cli")
     heavy = {"scipy", "numba", "pandas", "matplotlib", "sdcrisk.estimators.loglinear",
-             "sdcrisk.decision", "sdcrisk.estimators.mixed_membership"}
+             "sdcrisk.analyses.decision", "sdcrisk.estimators.mixed_membership"}
     assert not heavy & mods
 
 
@@ -49,14 +49,14 @@ def test_loglinear_on_parquet_does_not_import_pandas_or_scipy_stats(tmp_path):
         " '--method', 'loglinear', '--format', 'json', '--out', "
         f"{str(tmp_path / 'o.json')!r}])")
     assert "sdcrisk.estimators.loglinear" in mods
-    assert not {"pandas", "scipy.stats", "scipy.special", "sdcrisk.decision"} & mods
+    assert not {"pandas", "scipy.stats", "scipy.special", "sdcrisk.analyses.decision"} & mods
 
 
 def test_assess_warm_up_thread_loads_the_ipf_kernel():
     # `assess --method loglinear` starts numba and loads the fused IPF kernel in a background
     # thread while the file is read; in a fresh process, nothing else has loaded it
     code = ("import threading\n"
-            "from sdcrisk import cli\n"
+            "from sdcrisk.cli import assess as cli\n"
             "from sdcrisk.estimators import _ipf\n"
             "before = _ipf._KERNELS is None\n"
             "cli._warm_up_in_background()\n"

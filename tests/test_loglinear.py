@@ -113,7 +113,7 @@ def test_minimum_error_toy_values():
 def test_poisson_predictive_against_brute_force():
     from scipy import stats
 
-    from sdcrisk import _poisson
+    from sdcrisk.core import _poisson
 
     for f, m in [(1, 0.3), (2, 5.0), (3, 50.0), (1, 700.0), (5, 1000.0), (40, 10.0),
                  (700, 650.0), (3, 2e5)]:
@@ -130,7 +130,7 @@ def test_poisson_inverse_square_f1_against_mpmath():
     each switch of series (m = 2, 10, 40) and far into the asymptotic range."""
     import mpmath
 
-    from sdcrisk import _poisson
+    from sdcrisk.core import _poisson
 
     ms = [1e-10, 1e-4, 0.05, 0.7, 1.5, 1.999999, 2.0, 2.5, 9.0, 9.999, 10.0, 25.0, 39.999,
           40.0, 41.0, 60.0, 200.0, 599.0, 600.0, 1e3, 1e5, 1e7, 1e9]

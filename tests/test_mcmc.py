@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sdcrisk import ConvergenceWarning, ParameterError
-from sdcrisk._mcmc import Kernel, Observation, Thresholds, find_modes, sample, split_modes
+from sdcrisk.runtime.mcmc import Kernel, Observation, Thresholds, find_modes, sample, split_modes
 
 
 # --- toy models ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Risk measures of spec A on hand-worked tables (sdcrisk.measures)."""
+"""Risk measures of spec A on hand-worked tables (sdcrisk.core.measures)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sdcrisk import (
     roc_auc,
     truth_measures,
 )
-from sdcrisk.measures import (
+from sdcrisk.core.measures import (
     Measure,
     expected_reidentifications,
     k_anonymity_violations,

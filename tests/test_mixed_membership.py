@@ -22,13 +22,13 @@ from scipy import integrate, special, stats
 import sdcrisk
 from conftest import shared_data
 from sdcrisk import ConvergenceWarning, InputError, Microdata, ParameterError, tabulate
+from sdcrisk.data.structural_zeros import StructuralZeros
 from sdcrisk.estimators import _mm_kernels as kern
 from sdcrisk.estimators import _mm_sz as szk
 from sdcrisk.estimators import _mm_tau as tau
 from sdcrisk.estimators import _mvr, mixed_membership
 from sdcrisk.estimators._mm_model import HdpParams, MMData, hdp_init, hdp_step
 from sdcrisk.estimators.mixed_membership import HdpRisk, MixedMembershipRisk
-from sdcrisk.structural_zeros import StructuralZeros
 
 NY_CLEAN = dict(AGE=5, SEX=2, MARST=6, RACESING=5, EDUC=11, EMPSTAT=3, DISABWRK=2, VETSTAT=2)
 NY_SZ = dict(OWNERSHP=3, MORTGAGE=4, AGE=9, SEX=2, MARST=6, RACESING=5, EDUC=11, EMPSTAT=4,
@@ -509,7 +509,7 @@ def test_binomial_identity_and_zero_probability():
 
 
 def test_poisson_inverse_moments_against_reference_module():
-    from sdcrisk import _poisson
+    from sdcrisk.core import _poisson
 
     rng = np.random.default_rng(14)
     f = rng.integers(1, 40, 2000).astype(float)
@@ -865,8 +865,10 @@ def test_registered_and_exported():
     assert sdcrisk.ESTIMATORS["hdp"] is HdpRisk
     assert sdcrisk.ESTIMATORS["mixed-membership"] is MixedMembershipRisk
     est = sdcrisk.get_estimator("hdp", chains=3, iterations=10, burn_in=2, thin=1,
-                                tau_mode="mc", structural_zeros=None, profiles=4)
+                                tau_mode="mc", structural_zeros=None)
     assert est.chains == 3 and est.iterations == 10
+    with pytest.raises(sdcrisk.ParameterError, match="option 'profiles'.*mixed-membership"):
+        sdcrisk.get_estimator("hdp", profiles=4)
     assert sdcrisk.get_estimator("mixed-membership", profiles=4).profiles == 4
     assert dataclasses.is_dataclass(est)
 

@@ -16,12 +16,12 @@ import pytest
 from scipy import special
 
 from sdcrisk import ConvergenceWarning, Microdata, ParameterError, tabulate
+from sdcrisk.data.structural_zeros import StructuralZeros
 from sdcrisk.estimators import _mm_kernels as kern
 from sdcrisk.estimators import _mm_model as mm
 from sdcrisk.estimators import _mm_sz as szk
 from sdcrisk.estimators._mm_model import HdpParams, MMData, hdp_init
 from sdcrisk.estimators.mixed_membership import HdpRisk, MixedMembershipRisk
-from sdcrisk.structural_zeros import StructuralZeros
 
 # two variables (d = 2, 3); components 0, 1 and the "new" remainder (uniform profile)
 SIZES = np.array([2, 3])

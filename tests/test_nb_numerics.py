@@ -1,4 +1,4 @@
-"""Numerics of the negative-binomial predictive law (sdcrisk._nb).
+"""Numerics of the negative-binomial predictive law (sdcrisk.core._nb).
 
 Oracles: the golden table of methods spec G.2 (10 printed digits), mpmath's hyp2f1 at 30
 digits (``E[1/(f+U)] = p^r / f * 2F1(r, f; f+1; 1-p)``, FW eq 24), and brute-force summation
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sdcrisk import _nb
+from sdcrisk.core import _nb
 
 # --- methods spec G.2: Benedetti-Franconi exact risk r(f, p) = E[1/F | f], U ~ NB(f, p) ------
 BF_GOLDEN = [

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sdcrisk import Microdata, tabulate
-from sdcrisk._outofcore import tabulate_file
+from sdcrisk.data.outofcore import tabulate_file
 from sdcrisk.exceptions import InputError, ParameterError
 
 
@@ -200,7 +200,7 @@ def test_household_codes_equal_in_memory(tmp_path, suffix, column):
     np.testing.assert_array_equal(ref.household, np.searchsorted(uniq, ids))
     # the memory-mapped codes give the in-memory household risk
     r = np.linspace(0, 1, t.n_cells)[t.record_cell]
-    from sdcrisk.measures import household_risk
+    from sdcrisk.core.measures import household_risk
 
     np.testing.assert_array_equal(household_risk(r, t.household),
                                   household_risk(r, ref.household))

@@ -15,11 +15,11 @@ from sdcrisk import (
     Microdata,
     NegativeBinomialRisk,
     PoissonGammaRisk,
-    _nb,
     bf_risk,
     tabulate,
     truth_measures,
 )
+from sdcrisk.core import _nb  # noqa: E402
 
 SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

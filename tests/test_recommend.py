@@ -18,8 +18,8 @@ from sdcrisk import (
     recommend,
     tabulate,
 )
+from sdcrisk.analyses.sampling import truth_of
 from sdcrisk.cli import main
-from sdcrisk.evaluate import truth_of
 
 
 def refit_tau2(md, est=None):

@@ -1,4 +1,4 @@
-"""The HTML risk report (sdcrisk.report) and the CLI's report / --format html / --fail-above.
+"""The HTML risk report (sdcrisk.report) and the CLI's report, --format html, --fail-above.
 
 Numbers are checked against independent computations: brute-force re-tabulation of the
 records without a key, pandas group-bys over the records, the Mann-Whitney AUC, sdcMicro
@@ -21,11 +21,9 @@ import pytest
 
 import sdcrisk
 from conftest import shared_data
-from sdcrisk import ConvergenceWarning, Microdata, ParameterError, tabulate
-from sdcrisk._report_html import fmt
+from sdcrisk import Bernoulli, ConvergenceWarning, Microdata, ParameterError, draw_sample, tabulate
 from sdcrisk.cli import main
-from sdcrisk.evaluate import Bernoulli, draw_sample
-from sdcrisk.report import (
+from sdcrisk.report.collect import (
     build_report,
     calibration_table,
     category_contributions,
@@ -35,6 +33,7 @@ from sdcrisk.report import (
     variable_contributions,
     write_report,
 )
+from sdcrisk.report.markup import fmt
 
 # distinctive values that occur in fewer than 3 records (so in sample-unique or f = 2 cells);
 # two of them contain HTML-special characters, so escaped forms are checked as well
@@ -466,12 +465,12 @@ def test_uniqueness_section_shows_the_arx_models():
 
 
 def test_a_failing_auxiliary_section_is_noted_not_fatal(monkeypatch, secret_table):
-    import sdcrisk.uniqueness
+    import sdcrisk.analyses.uniqueness
 
     def broken(table):
         raise OverflowError("math range error")
 
-    monkeypatch.setattr(sdcrisk.uniqueness, "population_uniqueness", broken)
+    monkeypatch.setattr(sdcrisk.analyses.uniqueness, "population_uniqueness", broken)
     page = build_report(sdcrisk.NegativeBinomialRisk().fit(secret_table))
     assert "population-uniqueness estimators not computed: OverflowError: math range error" \
         in page

@@ -27,8 +27,8 @@ import pytest
 
 import sdcrisk
 from sdcrisk import ConvergenceWarning, Microdata, tabulate
-from sdcrisk._report_html import CSP
-from sdcrisk.report import write_report
+from sdcrisk.report.collect import write_report
+from sdcrisk.report.html import CSP
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 

@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 
 import sdcrisk
-from sdcrisk import Microdata, tabulate
-from sdcrisk.estimators import ESTIMATORS, get_estimator
-from sdcrisk.exceptions import InputError, MemoryLimitError, ParameterError
-from sdcrisk.scenarios import (
+from sdcrisk import ESTIMATORS, Microdata, get_estimator, tabulate
+from sdcrisk.analyses.scenarios import (
     KeySet,
     all_subsets,
     assess_scenarios,
     marginal_contributions,
     read_key_sets,
 )
+from sdcrisk.exceptions import InputError, MemoryLimitError, ParameterError
 
 # 8 records; hand-counted sample uniques (cells with f = 1) of every key set:
 #   a: 1,1,1,2,2,2,3,3        -> a=1:3, a=2:3, a=3:2                 SU 0
@@ -135,18 +134,18 @@ def test_rank_by_unknown_measure():
 
 
 def _parser():
-    from sdcrisk import cli
-    from sdcrisk._cli_scenarios import add_scenario_arguments
+    from sdcrisk.cli import _common as cli
+    from sdcrisk.cli.scenarios import add_scenario_arguments
 
     p = argparse.ArgumentParser()
     cli.add_sample_arguments(p, method_help="")
-    cli._common_input(p, formats=("table", "json", "html"))
+    cli.add_input_arguments(p, formats=("table", "json", "html"))
     add_scenario_arguments(p)
     return p, cli
 
 
 def test_cli_scenarios(tmp_path):
-    from sdcrisk._cli_scenarios import run_scenarios
+    from sdcrisk.cli.scenarios import run_scenarios
 
     path = tmp_path / "s.csv"
     import pandas as pd
@@ -156,20 +155,20 @@ def test_cli_scenarios(tmp_path):
     args = p.parse_args([str(path), "--keys", "a,b,c", "--all-subsets-up-to", "2",
                          "--rank-by", "sample_uniques", "--workers", "1", "--format", "json",
                          "--population-size", "100"])
-    out = json.loads(run_scenarios(args, cli._options(args)))
+    out = json.loads(run_scenarios(args, cli.options_for(args)))
     assert [s["name"] for s in out["scenarios"]][:3] == ["a+b", "a+c", "b+c"]
     assert out["contributions"]["c"]["mean_increase"] == pytest.approx(2.0)
     sets = tmp_path / "k.txt"
     sets.write_text("ab: a,b\nabc: a,b,c\n")
     args = p.parse_args([str(path), "--key-sets", str(sets), "--rank-by", "sample_uniques",
                          "--workers", "1", "--population-size", "100"])
-    text = run_scenarios(args, cli._options(args))
+    text = run_scenarios(args, cli.options_for(args))
     assert text.splitlines()[3].split()[:2] == ["1", "abc"]
     args = p.parse_args([str(path), "--keys", "a,b"])
-    assert run_scenarios(args, cli._options(args)) is None
+    assert run_scenarios(args, cli.options_for(args)) is None
     args = p.parse_args([str(path), "--keys", "a,b", "--rank-by", "tau1"])
     with pytest.raises(ParameterError, match="--rank-by applies to scenarios only"):
-        run_scenarios(args, cli._options(args))
+        run_scenarios(args, cli.options_for(args))
 
 
 # ---- memory guard (issue 8 item 2) ----------------------------------------------------------

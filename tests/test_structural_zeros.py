@@ -14,7 +14,7 @@ import pytest
 
 from conftest import shared_data
 from sdcrisk import InputError, ParameterError
-from sdcrisk.structural_zeros import FREE, StructuralZeros, resolve_structural_zeros
+from sdcrisk.data.structural_zeros import FREE, StructuralZeros, resolve_structural_zeros
 
 NY_KEYS = ["OWNERSHP", "MORTGAGE", "AGE", "SEX", "MARST", "RACESING", "EDUC", "EMPSTAT",
            "DISABWRK", "VETSTAT"]

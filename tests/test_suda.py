@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import sdcrisk
-from sdcrisk import _suda, suda2, suda_weights
+from sdcrisk import suda2, suda_weights
+from sdcrisk.analyses import _suda
 
 KEYS7 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 KEYS5 = ["urbrur", "roof", "walls", "water", "sex"]

@@ -1,4 +1,4 @@
-"""Microdata validation and tabulation (sdcrisk.table, sdcrisk.io, sdcrisk._cells)."""
+"""Microdata validation and tabulation (sdcrisk.data: table, io, _cells)."""
 
 from __future__ import annotations
 

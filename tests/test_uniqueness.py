@@ -21,7 +21,7 @@ from sdcrisk import (
     snb_uniques,
     zayatz_uniques,
 )
-from sdcrisk.uniqueness import _shlosser
+from sdcrisk.analyses.uniqueness import _shlosser
 
 
 @pytest.fixture(scope="module")

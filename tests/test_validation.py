@@ -9,8 +9,8 @@ import pytest
 
 import sdcrisk
 from sdcrisk import Bernoulli, HouseholdBernoulli, Microdata, ParameterError, draw_sample, tabulate
-from sdcrisk.measures import roc_auc
-from sdcrisk.validation import Candidate, subsample_fraction, table_microdata, validate
+from sdcrisk.analyses.validation import Candidate, subsample_fraction, table_microdata, validate
+from sdcrisk.core.measures import roc_auc
 
 
 def _records(n=1500, seed=5, households=False):

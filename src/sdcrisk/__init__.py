@@ -7,19 +7,10 @@ diagnostics, provenance); :func:`evaluate` compares estimators with the truth;
 :func:`recommend` finds suppressions or recodings that reach a risk target.
 """
 
+from typing import TYPE_CHECKING
+
 from ._lazy import lazy_getattr
 from ._version import __version__
-
-# eager: these submodules share a name with a function they define (sdcrisk.evaluate is the
-# function); both are light
-from .evaluate import (
-    Bernoulli,
-    Evaluation,
-    HouseholdBernoulli,
-    SimpleRandomSample,
-    draw_sample,
-    evaluate,
-)
 from .exceptions import (
     ApproximationWarning,
     ConvergenceError,
@@ -30,35 +21,111 @@ from .exceptions import (
     SdcRiskError,
     SdcRiskWarning,
 )
-from .recommend import Plan, Recommendations, RiskTarget, recommend
 
-# Everything else is imported on first use (PEP 562), so that ``sdcrisk assess --method nb``
-# does not import the decision, report and MCMC modules and their dependencies.
+# Every other public name is imported on first use (PEP 562), so that
+# ``sdcrisk assess --method nb`` does not import the decision, report and MCMC modules and
+# their dependencies; the block below shows type checkers where each name lives.
+if TYPE_CHECKING:
+    from .analyses.auto import AutoRisk
+    from .analyses.decision import (
+        BetaBinomialFit,
+        BetaBinomialPrior,
+        CallableLoss,
+        DecisionTable,
+        DomainDecision,
+        DomainTable,
+        ExponentialLoss,
+        GammaLoss,
+        Loss,
+        LossSensitivity,
+        MixtureLoss,
+        SuppressionLoss,
+        TradeoffCurve,
+        decide,
+        decision_table,
+        fit_beta_binomial,
+        parse_loss,
+        posterior_table,
+        sensitivity,
+    )
+    from .analyses.evaluate import Evaluation, evaluate
+    from .analyses.methods import ESTIMATORS, get_estimator
+    from .analyses.recommend import Plan, Recommendations, RiskTarget, recommend
+    from .analyses.sampling import Bernoulli, HouseholdBernoulli, SimpleRandomSample, draw_sample
+    from .analyses.scenarios import KeySet, assess_scenarios
+    from .analyses.suda import SudaResult, suda2, suda_weights
+    from .analyses.uniqueness import (
+        FrequencyProfile,
+        PopulationUniqueness,
+        UniquenessEstimate,
+        pitman_uniques,
+        population_uniqueness,
+        snb_uniques,
+        zayatz_uniques,
+    )
+    from .analyses.validation import ValidationTable, validate
+    from .core.measures import (
+        Measure,
+        global_risk_threshold,
+        household_risk,
+        roc_auc,
+        truth_measures,
+    )
+    from .core.predictive import (
+        CellPredictive,
+        MixturePredictive,
+        NegativeBinomialPredictive,
+        PoissonPredictive,
+    )
+    from .core.result import RiskResult
+    from .data.household import household_microdata, household_sizes
+    from .data.outofcore import tabulate_file
+    from .data.table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
+    from .estimators import (
+        Estimator,
+        GraphicalRisk,
+        HdpRisk,
+        LogLinearRisk,
+        MixedMembershipRisk,
+        NegativeBinomialRisk,
+        PoissonGammaRisk,
+        SkinnerElliotTheta,
+        bf_risk,
+    )
+    from .report.tradeoff_plot import plot_tradeoff
+
 _MODULES = {
-    "_outofcore": "tabulate_file",
-    "decision": (
+    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate",
+    "data.outofcore": "tabulate_file",
+    "data.household": "household_microdata household_sizes",
+    "core.measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",
+    "core.predictive": (
+        "CellPredictive MixturePredictive NegativeBinomialPredictive PoissonPredictive"
+    ),
+    "core.result": "RiskResult",
+    "estimators": (
+        "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
+        "NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
+    ),
+    "analyses.auto": "AutoRisk",
+    "analyses.methods": "ESTIMATORS get_estimator",
+    "analyses.sampling": "Bernoulli HouseholdBernoulli SimpleRandomSample draw_sample",
+    "analyses.evaluate": "Evaluation evaluate",
+    "analyses.validation": "ValidationTable validate",
+    "analyses.scenarios": "KeySet assess_scenarios",
+    "analyses.recommend": "Plan Recommendations RiskTarget recommend",
+    "analyses.decision": (
         "BetaBinomialFit BetaBinomialPrior CallableLoss DecisionTable DomainDecision "
         "DomainTable ExponentialLoss GammaLoss Loss LossSensitivity MixtureLoss "
         "SuppressionLoss TradeoffCurve decide decision_table fit_beta_binomial parse_loss "
-        "plot_tradeoff posterior_table sensitivity"
+        "posterior_table sensitivity"
     ),
-    "estimators": (
-        "ESTIMATORS AutoRisk Estimator GraphicalRisk HdpRisk LogLinearRisk "
-        "MixedMembershipRisk NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk "
-        "get_estimator"
-    ),
-    "household": "household_microdata household_sizes",
-    "measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",
-    "predictive": "CellPredictive MixturePredictive NegativeBinomialPredictive PoissonPredictive",
-    "result": "RiskResult",
-    "scenarios": "KeySet assess_scenarios",
-    "suda": "SudaResult suda2 suda_weights",
-    "table": "CellTable Microdata PopulationCounts check_memory tabulate",
-    "uniqueness": (
+    "report.tradeoff_plot": "plot_tradeoff",
+    "analyses.suda": "SudaResult suda2 suda_weights",
+    "analyses.uniqueness": (
         "FrequencyProfile PopulationUniqueness UniquenessEstimate pitman_uniques "
         "population_uniqueness snb_uniques zayatz_uniques"
     ),
-    "validation": "ValidationTable validate",
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
 

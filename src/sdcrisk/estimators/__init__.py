@@ -1,6 +1,12 @@
 """Estimators: each is frozen configuration whose ``fit(table)`` returns a RiskResult.
 
-The classes are imported on first use (``ESTIMATORS[name]``, ``get_estimator(name)`` or
+This package holds the models (one module group per family); :data:`MODELS` maps their
+method names to their classes. The meta-estimator ``auto``, which validates these models and
+chooses among them, sits a layer above in :mod:`sdcrisk.analyses.auto`, and the registry of
+every method the user can name (``sdcrisk.ESTIMATORS``, ``sdcrisk.get_estimator``) in
+:mod:`sdcrisk.analyses.methods`.
+
+The classes are imported on first use (``MODELS[name]`` or
 ``from sdcrisk.estimators import LogLinearRisk``), so a command that runs one method does not
 pay for importing every model's dependencies.
 """
@@ -12,7 +18,6 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from .._lazy import lazy_getattr
-from ..exceptions import ParameterError
 from ._base import Estimator
 
 __all__ = [
@@ -24,17 +29,17 @@ __all__ = [
     "HdpRisk",
     "MixedMembershipRisk",
     "GraphicalRisk",
-    "AutoRisk",
     "bf_risk",
-    "ESTIMATORS",
-    "get_estimator",
+    "MODELS",
+    "Registry",
+    "options_of",
 ]
 
 #: where each public name lives (module within this package)
 _WHERE = {
     "NegativeBinomialRisk": "exchangeable", "PoissonGammaRisk": "exchangeable",
     "SkinnerElliotTheta": "exchangeable", "bf_risk": "exchangeable",
-    "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical", "AutoRisk": "auto",
+    "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical",
     "HdpRisk": "mixed_membership", "MixedMembershipRisk": "mixed_membership",
 }
 
@@ -42,21 +47,28 @@ _WHERE = {
 __getattr__ = lazy_getattr(__name__, _WHERE)
 
 
-class _Registry(MutableMapping):
-    """Method name -> estimator class, importing a class the first time it is looked up."""
+class Registry(MutableMapping):
+    """Method name -> estimator class, importing a class the first time it is looked up.
 
-    def __init__(self, entries: dict[str, str]):
-        self._entries: dict[str, Any] = dict(entries)  # a class, or the name of one
+    ``entries`` maps a method name to a class, or to a callable ``loader(name)`` that imports
+    and returns it (called once)."""
+
+    def __init__(self, entries: dict[str, Any]):
+        self._entries: dict[str, Any] = dict(entries)  # a class, or its loader
 
     def __getitem__(self, name: str) -> type[Estimator]:
         value = self._entries[name]
-        if isinstance(value, str):
-            value = __getattr__(value)
+        if not isinstance(value, type):
+            value = value(name)
             if value.name != name:  # pragma: no cover - a registry typo
                 raise RuntimeError(f"registry entry {name!r} is {value.__name__} "
                                    f"(name {value.name!r})")
             self._entries[name] = value
         return value
+
+    def extended(self, entries: dict[str, Any]) -> Registry:
+        """A new registry with these entries and ``entries`` (loaders are not called)."""
+        return Registry({**self._entries, **entries})
 
     def __setitem__(self, name: str, cls: type[Estimator]) -> None:
         self._entries[name] = cls
@@ -74,25 +86,20 @@ class _Registry(MutableMapping):
         return f"ESTIMATORS({', '.join(self._entries)})"
 
 
-#: estimator classes by the method name used in the CLI and in results
-ESTIMATORS: MutableMapping[str, type[Estimator]] = _Registry({
-    "nb": "NegativeBinomialRisk", "poisson-gamma": "PoissonGammaRisk",
-    "skinner-elliot": "SkinnerElliotTheta", "loglinear": "LogLinearRisk",
-    "graphical": "GraphicalRisk", "auto": "AutoRisk", "hdp": "HdpRisk",
-    "mixed-membership": "MixedMembershipRisk",
+def _class(class_name: str):
+    return lambda _name: __getattr__(class_name)
+
+
+#: the model classes by the method name used in the CLI and in results (auto, which chooses
+#: among them, is added by :data:`sdcrisk.analyses.methods.ESTIMATORS`)
+MODELS: MutableMapping[str, type[Estimator]] = Registry({
+    "nb": _class("NegativeBinomialRisk"), "poisson-gamma": _class("PoissonGammaRisk"),
+    "skinner-elliot": _class("SkinnerElliotTheta"), "loglinear": _class("LogLinearRisk"),
+    "graphical": _class("GraphicalRisk"), "hdp": _class("HdpRisk"),
+    "mixed-membership": _class("MixedMembershipRisk"),
 })
 
 
-def get_estimator(name: str, **options) -> Estimator:
-    """An estimator by method name; ``options`` the class does not take are ignored.
-
-    Raises
-    ------
-    ParameterError
-        Unknown method name.
-    """
-    if name not in ESTIMATORS:
-        raise ParameterError(f"unknown method {name!r}; available: {', '.join(ESTIMATORS)}")
-    cls = ESTIMATORS[name]
-    accepted = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in options.items() if k in accepted and v is not None})
+def options_of(cls: type[Estimator]) -> frozenset[str]:
+    """The options an estimator class takes: its dataclass fields."""
+    return frozenset(f.name for f in dataclasses.fields(cls))

@@ -9,9 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..backend import use_executor
-from ..exceptions import InputError, ParameterError
-from ..measures import (
+from ..core.measures import (
     DESCRIPTIONS,
     Measure,
     expected_reidentifications,
@@ -19,9 +17,11 @@ from ..measures import (
     household_risk,
     predictive_measures,
 )
-from ..predictive import CellPredictive
-from ..result import RiskResult, provenance
-from ..table import CellTable, check_memory, memory_limit_scope
+from ..core.predictive import CellPredictive
+from ..core.result import RiskResult, provenance
+from ..data.table import CellTable, check_memory, memory_limit_scope
+from ..exceptions import InputError, ParameterError
+from ..runtime.executors import use_executor
 
 __all__ = ["Estimator"]
 
@@ -114,7 +114,7 @@ class Estimator(ABC):
         executor : optional
             Where the method's independent work units run (MCMC chains, log-linear
             partitions): ``"serial"``, a :class:`concurrent.futures.Executor`, a Dask
-            ``Client`` or a scheduler address (see :mod:`sdcrisk.backend`). Default: the
+            ``Client`` or a scheduler address (see :mod:`sdcrisk.runtime.executors`). Default: the
             method's own choice. Results are the same for a seed wherever units run.
         workers : int, optional
             With ``executor=None``: run the units in this many local processes.

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..predictive import CellPredictive
+from ..core.predictive import CellPredictive
 from ._decomposable import DecomposableGraph, Margins, parent_index
 from ._graphical_predictive import dense_margin, factor_params, observed_flat_ids
 
 __all__ = ["RaoBlackwellPredictive", "ObservedDirichlet", "DenseDirichlet", "MonteCarloRun",
            "run_monte_carlo", "poisson_inverse"]
 
-_CELLS_PER_CHUNK = 1 << 21
-_KEEP_RATES = 1 << 22  # rate draws kept for RaoBlackwellPredictive.sample (float64 values)
+CELLS_PER_CHUNK = 1 << 21
+KEEP_RATES = 1 << 22  # rate draws kept for RaoBlackwellPredictive.sample (float64 values)
 
 _KERNEL = None
 
@@ -168,7 +168,7 @@ class RaoBlackwellPredictive(CellPredictive):
     """Cell predictive averaged over posterior draws of pi (FW section 3, 'Rao-Blackwellised').
 
     Stores the per-cell averages; ``sample`` draws a stored pi draw and then Poisson counts
-    (at most ``_KEEP_RATES`` values of the draws are kept; beyond that an evenly spaced
+    (at most ``KEEP_RATES`` values of the draws are kept; beyond that an evenly spaced
     subset of the draws).
     """
 
@@ -241,9 +241,9 @@ def run_monte_carlo(graphs, weights, margins: Margins, prior_weight: float, u: f
     series = {k: np.empty(draws) for k in ("tau1_rb", "tau2_rb", "tau1_sim", "tau2_sim",
                                             "theta_sim")}
     unobs = np.empty(draws) if dense_unobserved else None
-    keep_every = max(1, math.ceil(draws * n_cells / _KEEP_RATES))
+    keep_every = max(1, math.ceil(draws * n_cells / KEEP_RATES))
     kept = []
-    chunk = max(1, _CELLS_PER_CHUNK // max(n_cells, 1))
+    chunk = max(1, CELLS_PER_CHUNK // max(n_cells, 1))
     obs_ids = observed_flat_ids(margins) if dense_unobserved else None
     pos = 0
     for graph, count in zip(graphs, per_model, strict=True):

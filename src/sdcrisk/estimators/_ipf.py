@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data.table import CellTable, check_memory
 from ..exceptions import ParameterError
-from ..table import CellTable, check_memory
 
 __all__ = ["parse_terms", "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
 

@@ -3,7 +3,7 @@
 :class:`MMData` is the sample in kernel form (records rebuilt from the cell table: records
 of one cell are exchangeable under the model), :func:`observe` computes tau1, tau2 and the
 per-cell predictive quantities at a saved iteration for any mixed-membership model given its
-membership weights and profiles, and :data:`HDP` is the HDP kernel for :mod:`sdcrisk._mcmc`
+membership weights and profiles, and :data:`HDP` is the HDP kernel for :mod:`sdcrisk.runtime.mcmc`
 (``init``/``step``/``observe``).
 """
 
@@ -14,8 +14,8 @@ from typing import Literal
 
 import numpy as np
 
-from .._mcmc import Kernel, Observation
-from ..table import CellTable
+from ..data.table import CellTable
+from ..runtime.mcmc import Kernel, Observation
 from . import _mm_kernels as kern
 from . import _mm_sz as szk
 from . import _mm_tau as tau

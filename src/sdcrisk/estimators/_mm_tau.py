@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..predictive import CellPredictive
+from ..core.predictive import CellPredictive
 from . import _mm_kernels as kern
 
 _JIT = {"cache": True, "nogil": True}
@@ -58,7 +58,7 @@ def poisson_inverse_moments(f, lam):
 
     Below lam = 600 the pmf series (positive terms, from j = 0 up to
     lam + 12 sqrt(lam) + 30 and on while terms matter); above, the fourth-order expansion
-    about the mean of :mod:`sdcrisk._poisson` (relative error about 2e-8 at 600, falling as
+    about the mean of :mod:`sdcrisk.core._poisson` (relative error about 2e-8 at 600, falling as
     lam^-3).
     """
     n = f.shape[0]

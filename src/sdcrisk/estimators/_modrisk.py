@@ -21,8 +21,8 @@ import warnings
 
 import numpy as np
 
+from ..core.measures import Measure
 from ..exceptions import ApproximationWarning, ParameterError
-from ..measures import Measure
 
 __all__ = ["modrisk_measures"]
 

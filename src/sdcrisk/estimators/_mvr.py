@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .._mcmc import Kernel, Observation
+from ..runtime.mcmc import Kernel, Observation
 from . import _mm_kernels as kern
 from . import _mm_sz as szk
 from ._mm_model import MMData, observe

@@ -16,12 +16,12 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from .. import _nb
+from ..core import _nb
+from ..core.measures import DESCRIPTIONS, Measure
+from ..core.predictive import NegativeBinomialPredictive
+from ..core.result import RiskResult, provenance
+from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError
-from ..measures import DESCRIPTIONS, Measure
-from ..predictive import NegativeBinomialPredictive
-from ..result import RiskResult, provenance
-from ..table import CellTable
 from ._base import Estimator
 
 __all__ = [

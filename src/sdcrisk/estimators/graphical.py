@@ -18,11 +18,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..core.measures import DESCRIPTIONS, Measure, theta_expectation
+from ..core.predictive import MixturePredictive, NegativeBinomialPredictive
+from ..core.result import RiskResult
+from ..data.table import CellTable
 from ..exceptions import ApproximationWarning, ParameterError
-from ..measures import DESCRIPTIONS, Measure, theta_expectation
-from ..predictive import MixturePredictive, NegativeBinomialPredictive
-from ..result import RiskResult
-from ..table import CellTable
 from ._base import Estimator
 from ._decomposable import DecomposableGraph, Margins, members, occam_window
 from ._graphical_mc import run_monte_carlo
@@ -166,12 +166,12 @@ class GraphicalRisk(Estimator):
         else:
             need += 8 * self.unobserved_draws * (j + 4)
         if self.monte_carlo is not None:
-            from ._graphical_mc import _CELLS_PER_CHUNK, _KEEP_RATES
+            from ._graphical_mc import CELLS_PER_CHUNK, KEEP_RATES
 
             draws = int(self.monte_carlo)
             values = draws * int(table.n_cells)
-            need += 8 * (24 * min(values, max(_CELLS_PER_CHUNK, int(table.n_cells)))
-                         + min(values, _KEEP_RATES) + 5 * draws)
+            need += 8 * (24 * min(values, max(CELLS_PER_CHUNK, int(table.n_cells)))
+                         + min(values, KEEP_RATES) + 5 * draws)
             if k <= _MC_DENSE_MAX_K and k * draws <= _MC_DENSE_BUDGET:
                 need += 8 * 6 * k
         return int(need)

@@ -18,12 +18,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..backend import current_executor, map_units
+from ..core.measures import Measure
+from ..core.predictive import PoissonPredictive
+from ..core.result import RiskResult
+from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError
-from ..measures import Measure
-from ..predictive import PoissonPredictive
-from ..result import RiskResult
-from ..table import CellTable
+from ..runtime.executors import current_executor, map_units
 from . import _ipf
 from ._base import Estimator
 from ._minerror import dense_sums, h1, h2, minimum_error

@@ -1,6 +1,6 @@
 """Mixed-membership risk: MVR (2012) grade of membership and the HDP of Battiston & Rimella.
 
-Spec section E. Both estimators run the shared MCMC driver (:mod:`sdcrisk._mcmc`) with
+Spec section E. Both estimators run the shared MCMC driver (:mod:`sdcrisk.runtime.mcmc`) with
 several chains and report the posterior of tau1 = E[# sample uniques that are population
 unique | parameters] and tau2 (its E[1/F] analogue) over the saved iterations, the record-level
 posterior P(F = 1 | f) and E[1/F | f], and the convergence diagnostics. Structural zeros
@@ -17,13 +17,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .. import diagnostics as dg
-from .._mcmc import MCMCRun, Thresholds, sample
+from ..core.measures import DESCRIPTIONS, Measure
+from ..core.result import RiskResult
+from ..data.structural_zeros import StructuralZeros, resolve_structural_zeros
+from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, InputError, ParameterError
-from ..measures import DESCRIPTIONS, Measure
-from ..result import RiskResult
-from ..structural_zeros import StructuralZeros, resolve_structural_zeros
-from ..table import CellTable
+from ..runtime import diagnostics as dg
+from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
 from ._base import Estimator
 from ._mm_model import HDP, HdpParams, MMData
@@ -302,7 +302,7 @@ class HdpRisk(_MixedMembershipBase):
         Seed of the chains (``SeedSequence(random_state).spawn``).
     structural_zeros : path, StructuralZeros or sequence, optional
         Impossible key combinations: a CSV of marginal conditions (key names as columns,
-        ``*`` or empty = free), a :class:`~sdcrisk.structural_zeros.StructuralZeros`, or
+        ``*`` or empty = free), a :class:`~sdcrisk.data.structural_zeros.StructuralZeros`, or
         conditions as in :meth:`StructuralZeros.from_tuples`. Made disjoint automatically.
     sz_method : {"approximate", "augment", "exact"}
         Augmented statistics by BR App. C's Monte Carlo expectations (default), by
@@ -378,7 +378,7 @@ class HdpRisk(_MixedMembershipBase):
         concentration alpha_0 beta_k and the step order 1-2-3-4-5-6. For the code's full
         behaviour also set ``allocation="fast"`` (BR's step 1).
     rhat_max, ess_per_chain, mode_gap : float
-        Convergence thresholds (see :class:`sdcrisk._mcmc.Thresholds`).
+        Convergence thresholds (see :class:`sdcrisk.runtime.mcmc.Thresholds`).
     tolerance : float
         Records (default 0.1): tau1 or tau2 whose split-chain means all agree to within
         ``tolerance`` is *settled* and passes without R-hat and ESS (it still needs

@@ -1,0 +1,306 @@
+"""Minimal sample uniques (MSUs): the search kernel behind :func:`sdcrisk.suda2`.
+
+A subset S of the key variables is an MSU of record r when r's values on S occur in no
+other record and no proper subset of S has that property. Only records that are unique on
+all keys (cells with f = 1) can have MSUs, so the search runs over the observed *cells* with
+their counts f_k, never over records.
+
+Algorithm
+---------
+A depth-first walk over the subsets of the (reordered) variables. A node is a set S; its
+children add one variable with a larger index than every variable of S, visited from the
+largest index down. In this order every subset of a set is visited before the set itself
+(at the first sorted position where two sets differ, the set holding the larger variable
+comes first; a prefix comes before its extensions), so when a record becomes unique at S
+the MSUs it has inside S are already known and minimality is a subset test against them.
+
+Each node holds a partition of the *active* cells by their values on S, groups stored
+contiguously. Refining a group by variable j buckets its cells by their code of j (codes are
+stamped per group, so nothing is cleared between groups): O(cells of the group). A bucket
+
+* with total count 1 holds one sample-unique cell r: r is unique on S + {j}; it is an MSU
+  unless one of r's MSUs found so far is a proper subset; either way r leaves the subtree
+  (every superset is unique and not minimal);
+* with count >= 2 and a cell with f = 1 becomes a group of the child node;
+* without a cell with f = 1, or whose code of j is the "missing" level, is dropped: its
+  refinements can never isolate a sample unique, and it never changes another group's count.
+
+A group whose cells all share one code of j is dropped as well: j then adds nothing to the
+group (the cells matching it on S + {j} are those matching it on S), and for any superset
+T of S + {j}, T without j singles out exactly the same cells, so no T through this node is
+minimal for them (SUDA2's observation that an MSU has no redundant variable).
+
+Minimality test: a set is an MSU of r when none of r's MSUs is a proper subset. r's MSUs
+are kept in a linked list; when the list is longer than the 2^|S| proper subsets of the
+candidate, a bitset with one bit per subset of the variables (kept for every sample-unique
+cell while it fits in ``bitset_bytes``) is probed instead.
+
+This is the pruning of SUDA2 (Manning, Haglin & Keane 2008) expressed on cells: uniques are
+removed once found and subtrees without candidates are never entered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.table import check_memory
+
+__all__ = ["find_msus", "variable_order"]
+
+_KERNEL = None
+#: default memory for the bitsets of the minimality test
+BITSET_BYTES = 256 * 1024**2
+
+
+def _kernel():
+    global _KERNEL
+    if _KERNEL is None:
+        from numba import njit
+
+        @njit(cache=True)
+        def search(codes_t, counts, n_levels, missing, max_size, use_bits):  # pragma: no cover
+            n_vars, n_cells = codes_t.shape
+            cap_lv = 1
+            for j in range(n_vars):
+                if n_levels[j] > cap_lv:
+                    cap_lv = n_levels[j]
+            depth_cap = max_size + 1
+            # per depth: active cells (grouped contiguously) and group boundaries
+            idx = np.empty((depth_cap, n_cells), np.int32)
+            bounds = np.empty((depth_cap, n_cells + 1), np.int32)
+            length = np.zeros(depth_cap, np.int64)
+            n_groups = np.zeros(depth_cap, np.int64)
+            mask = np.zeros(depth_cap, np.int64)
+            last = np.zeros(depth_cap, np.int64)
+            next_j = np.zeros(depth_cap, np.int64)
+            # per code of the variable being refined (stamped: no clearing between groups)
+            stamp = np.full(cap_lv, -1, np.int64)
+            c_total = np.zeros(cap_lv, np.int64)
+            c_unique = np.zeros(cap_lv, np.bool_)
+            c_cell = np.zeros(cap_lv, np.int64)
+            c_pos = np.zeros(cap_lv, np.int64)
+            touched = np.empty(cap_lv, np.int64)
+            head = np.full(n_cells, -1, np.int64)
+            n_list = np.zeros(n_cells, np.int64)
+            # bitset mode: one bit per subset of the variables for every sample-unique cell
+            one = np.uint64(1)
+            slot = np.full(n_cells, -1, np.int64)
+            n_rows = 0
+            if use_bits:
+                for k in range(n_cells):
+                    if counts[k] == 1:
+                        slot[k] = n_rows
+                        n_rows += 1
+            words = max(1, (1 << n_vars) // 64) if use_bits else 1
+            bits = np.zeros((n_rows if use_bits else 0, words), np.uint64)
+            cap = 1024
+            msu_cell = np.empty(cap, np.int64)
+            msu_mask = np.empty(cap, np.int64)
+            msu_next = np.empty(cap, np.int64)
+            n_msu = 0
+            n_nodes = 0
+            token = 0
+
+            has_unique = False
+            for k in range(n_cells):
+                idx[0, k] = k
+                if counts[k] == 1:
+                    has_unique = True
+            if not has_unique or max_size < 1:
+                return msu_cell[:0].copy(), msu_mask[:0].copy(), n_nodes
+            bounds[0, 0] = 0
+            bounds[0, 1] = n_cells
+            length[0] = n_cells
+            n_groups[0] = 1
+            last[0] = -1
+            next_j[0] = n_vars - 1
+            depth = 0
+            while depth >= 0:
+                d = depth
+                j = next_j[d]
+                if j <= last[d] or d >= max_size:
+                    depth -= 1
+                    continue
+                next_j[d] = j - 1
+                n_nodes += 1
+                child = d + 1
+                carry = child < max_size
+                new_mask = mask[d] | (np.int64(1) << j)
+                miss = missing[j]
+                col = codes_t[j]
+                out = 0
+                out_groups = 0
+                for g in range(n_groups[d]):
+                    lo = bounds[d, g]
+                    hi = bounds[d, g + 1]
+                    token += 1
+                    n_touched = 0
+                    for p in range(lo, hi):
+                        k = idx[d, p]
+                        c = col[k]
+                        if stamp[c] != token:
+                            stamp[c] = token
+                            c_total[c] = 0
+                            c_unique[c] = False
+                            c_cell[c] = k
+                            touched[n_touched] = c
+                            n_touched += 1
+                        c_total[c] += counts[k]
+                        if counts[k] == 1:
+                            c_unique[c] = True
+                    kept = 0
+                    if n_touched == 1:
+                        # every cell of the group shares its code of j: j adds nothing to
+                        # the group, so no superset through it can be minimal for its cells
+                        continue
+                    for t in range(n_touched):
+                        c = touched[t]
+                        if c == miss:
+                            c_pos[c] = -1
+                        elif c_total[c] == 1:
+                            c_pos[c] = -1
+                            k = c_cell[c]
+                            minimal = True
+                            if use_bits and n_list[k] > (1 << child):
+                                # any proper subset of new_mask recorded as an MSU of k?
+                                row = slot[k]
+                                sub = (new_mask - 1) & new_mask
+                                while sub > 0:
+                                    if (bits[row, sub >> 6] >> np.uint64(sub & 63)) & one:
+                                        minimal = False
+                                        break
+                                    sub = (sub - 1) & new_mask
+                            else:
+                                e = head[k]
+                                while e >= 0:
+                                    if (msu_mask[e] & ~new_mask) == 0:
+                                        minimal = False
+                                        break
+                                    e = msu_next[e]
+                            if minimal:
+                                if use_bits:
+                                    row = slot[k]
+                                    bits[row, new_mask >> 6] |= one << np.uint64(new_mask & 63)
+                                if n_msu == cap:
+                                    cap *= 2
+                                    a1 = np.empty(cap, np.int64)
+                                    a2 = np.empty(cap, np.int64)
+                                    a3 = np.empty(cap, np.int64)
+                                    a1[:n_msu] = msu_cell[:n_msu]
+                                    a2[:n_msu] = msu_mask[:n_msu]
+                                    a3[:n_msu] = msu_next[:n_msu]
+                                    msu_cell = a1
+                                    msu_mask = a2
+                                    msu_next = a3
+                                msu_cell[n_msu] = k
+                                msu_mask[n_msu] = new_mask
+                                msu_next[n_msu] = head[k]
+                                head[k] = n_msu
+                                n_list[k] += 1
+                                n_msu += 1
+                        elif carry and c_unique[c]:
+                            # a group of the child node; its cells are counted below
+                            c_pos[c] = 0
+                            out_groups += 1
+                            kept += 1
+                            c_cell[c] = 0
+                        else:
+                            c_pos[c] = -1
+                    if kept == 0:
+                        continue
+                    # sizes (in cells) of the kept groups, then place the cells
+                    for p in range(lo, hi):
+                        c = col[idx[d, p]]
+                        if c_pos[c] >= 0:
+                            c_cell[c] += 1
+                    base = out
+                    first = out_groups - kept
+                    for t in range(n_touched):
+                        c = touched[t]
+                        if c_pos[c] >= 0:
+                            c_pos[c] = base
+                            bounds[child, first] = base
+                            first += 1
+                            base += c_cell[c]
+                    for p in range(lo, hi):
+                        k = idx[d, p]
+                        c = col[k]
+                        if c_pos[c] >= 0:
+                            idx[child, c_pos[c]] = k
+                            c_pos[c] += 1
+                    out = base
+                if out > 0:
+                    bounds[child, out_groups] = out
+                    length[child] = out
+                    n_groups[child] = out_groups
+                    mask[child] = new_mask
+                    last[child] = j
+                    next_j[child] = n_vars - 1
+                    depth = child
+            return msu_cell[:n_msu].copy(), msu_mask[:n_msu].copy(), n_nodes
+
+        _KERNEL = search
+    return _KERNEL
+
+
+def variable_order(n_levels: np.ndarray) -> np.ndarray:
+    """Search order of the variables: most levels first (stable).
+
+    Variables early in the order head the largest subtrees of the walk; putting the most
+    discriminating ones there makes groups shrink, and candidates die, soonest.
+    """
+    return np.argsort(-np.asarray(n_levels), kind="stable")
+
+
+def find_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing,
+              max_size: int, *, bitset_bytes: float = BITSET_BYTES,
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """All MSUs of the sample-unique cells.
+
+    Parameters
+    ----------
+    cell_codes : ndarray (n_cells, M)
+        Level codes of the observed cells.
+    counts : ndarray (n_cells,)
+        f_k of each cell.
+    n_levels : sequence of int
+        Levels per variable.
+    missing : sequence of int
+        Code of the level that never forms part of an MSU, per variable (-1: none).
+    max_size : int
+        Largest MSU size searched.
+    bitset_bytes : float
+        Memory allowed for the minimality test's bitsets (one bit per subset of the
+        variables for each sample-unique cell); beyond it each cell's MSUs are kept in a
+        list and scanned (slower when cells have many MSUs).
+
+    Returns
+    -------
+    cells : ndarray of int64
+        Cell index of each MSU.
+    masks : ndarray of int64
+        Bit j set when variable j (original order) belongs to the MSU.
+    nodes : int
+        Number of subsets visited (work measure).
+    """
+    cell_codes = np.asarray(cell_codes)
+    n_vars = cell_codes.shape[1]
+    perm = variable_order(n_levels)
+    codes_t = np.ascontiguousarray(cell_codes[:, perm].T, dtype=np.int32)
+    lv = np.asarray(n_levels, dtype=np.int64)[perm]
+    miss = np.asarray(missing, dtype=np.int64)[perm]
+    counts = np.asarray(counts, np.int64)
+    n_unique = int(np.count_nonzero(counts == 1))
+    use_bits = n_vars <= 30 and n_unique * (1 << n_vars) / 8 <= bitset_bytes
+    depth = int(min(max_size, n_vars)) + 1
+    check_memory(depth * (cell_codes.shape[0] + 1) * 8
+                 + (n_unique * (1 << n_vars) / 8 if use_bits else 0),
+                 what=f"the MSU search over {cell_codes.shape[0]:,} cells and {n_vars} keys",
+                 remedies="lower max_size or use fewer keys")
+    cells, masks_p, nodes = _kernel()(codes_t, counts, lv, miss, int(min(max_size, n_vars)),
+                                      bool(use_bits))
+    # map bits of the permuted order back to the original variable order
+    masks = np.zeros_like(masks_p)
+    for new, old in enumerate(perm.tolist()):
+        masks |= ((masks_p >> new) & 1) << old
+    return cells, masks, int(nodes)

@@ -1,0 +1,387 @@
+"""``method="auto"``: choose the estimator by its validated error on the user's own file.
+
+See :mod:`sdcrisk.analyses.validation` for the pseudo-population validation and
+:mod:`._auto_choice` for the choice rule; ``docs/auto.md`` states the assumption and where it
+breaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy import stats
+
+from ..core.measures import (
+    Measure,
+)
+from ..core.result import RiskResult
+from ..data.table import CellTable
+from ..estimators._base import Estimator, reidentification_measures
+from ..exceptions import ParameterError, SdcRiskError
+from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
+
+__all__ = ["AutoRisk", "default_candidates", "widen_interval"]
+
+#: methods whose default candidates need the dense key space, and the largest key space (after
+#: dropping levels no record has) on which they are validated by default
+DENSE_DEFAULT_MAX_CELLS = 2_000_000
+#: the log-linear forward search fits 10-100 models per fit: validated by default only up to
+SEARCH_DEFAULT_MAX_CELLS = 600_000
+
+
+def default_candidates(table: CellTable) -> tuple[str, ...]:
+    """The candidates ``auto`` validates when none are given, for this table.
+
+    Always the exchangeable baselines (``nb``, ``poisson-gamma``) and Forster-Webb model
+    averaging with prior weights 1 and 50 (``graphical``: memory and time grow with the
+    observed cells); the log-linear models (all two-way interactions; the ONS forward search)
+    when the key space, after dropping levels no record has, is small enough for their dense
+    tables to be fitted on every replicate quickly. MCMC methods (``hdp``,
+    ``mixed-membership``) are never in the default list: add them by name.
+    """
+    from ..estimators.loglinear import compact_levels
+
+    out = ["nb", "poisson-gamma", "graphical", "graphical:prior_weight=50"]
+    k = compact_levels(table).cell_space
+    if k <= DENSE_DEFAULT_MAX_CELLS:
+        out.append("loglinear:terms=all-2-way")
+    if k <= SEARCH_DEFAULT_MAX_CELLS:
+        out.append("loglinear:terms=search")
+    return tuple(out)
+
+
+def widen_interval(m: Measure, errors: np.ndarray, *, cap: float, level: float) -> Measure:
+    """The measure's interval widened by the validated relative errors (log scale).
+
+    With d_r = log(1 + e_r) the validated log errors (R replicates), s = sqrt(mean d_r^2) and
+    t = Student-t quantile (R degrees of freedom) at (1 + level) / 2, the half-widths of the
+    model's own interval on the log scale, h_lo = log(est / lower) and h_hi = log(upper / est),
+    become sqrt(h^2 + (t s)^2): lower = est * exp(-sqrt(h_lo^2 + (t s)^2)), upper likewise,
+    capped at ``cap`` (the number of sample uniques, which bounds tau1 and tau2).
+    """
+    est = m.estimate
+    e = np.asarray(errors, float)
+    e = e[np.isfinite(e) & (e > -1)]
+    if est is None or not est > 0 or e.size == 0:
+        return m
+    d = np.log1p(e)
+    s = float(np.sqrt(np.mean(d**2)))
+    t = float(stats.t.ppf(0.5 + level / 2, df=e.size))
+    v = (t * s) ** 2
+    # the model's half-widths on the log scale (no model interval: 0; a bound at 0: infinite)
+    h_lo = 0.0 if m.lower is None else (math.inf if m.lower <= 0 else math.log(est / m.lower))
+    h_hi = 0.0 if m.upper is None else math.log(max(m.upper, est) / est)
+    lower = est * math.exp(-math.sqrt(h_lo**2 + v)) if math.isfinite(h_lo) else 0.0
+    upper = min(cap, est * math.exp(math.sqrt(h_hi**2 + v)))
+    return dataclasses.replace(
+        m, lower=lower, upper=upper, level=level,
+        interval=(f"{m.interval or 'no model interval'}, widened by the validated error "
+                  f"(RMS log error {s:.3g} over {e.size} sub-samples, t quantile {t:.3g}; "
+                  "log-scale half-widths added in quadrature)"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AutoRisk(Estimator):
+    """Self-validated method choice: the estimator with the smallest error on this file.
+
+    The sample is treated as a population (N = n) and sub-sampled at the file's sampling
+    fraction by its design (several seeded replicates); every candidate estimator runs on
+    each sub-sample and is scored by its error against the sub-sample's exactly known tau1
+    and tau2 (:func:`sdcrisk.analyses.validation.validate`). What is fitted on the whole file is the
+    candidate with the smallest validated error; or, when the validation cannot tell several
+    candidates apart, their equal-weight average; or, when it does better out of sample, a
+    pair weighted to cancel their validated biases. The tau1/tau2 intervals are widened by
+    the validated error.
+
+    Parameters
+    ----------
+    candidates : sequence, optional
+        Estimator settings to compare: method names, ``"name:key=value,..."`` strings or
+        ``(name, {options})`` pairs (e.g. ``("loglinear", {"terms": "search"})``, ``"hdp"``).
+        Default :func:`default_candidates` of the table.
+    replicates : int
+        Sub-samples (default 5; at least 3 for a weighted pair to be considered).
+    fraction : float, optional
+        Sub-sampling fraction; default the file's n/N, raised where needed so that a
+        sub-sample holds about ``min_records`` records, but not above ``max_fraction``.
+    min_records : int
+        See ``fraction`` (default 200).
+    max_fraction : float
+        See ``fraction`` (default 0.1). The file's own fraction is the point of the design
+        (the sub-samples must face the same extrapolation from sample to population as the
+        file); on sub-samples of 10% or more every method looks nearly right and the
+        validation stops telling them apart.
+    time_budget : float, optional
+        Seconds for the validation (default 300). Candidates run in the order given and are
+        skipped when their replicates would not fit; the final fit comes on top. None: no
+        limit.
+    combine : bool
+        Consider weighted pairs (default True).
+    random_state : int, optional
+        Seed of the sub-samples and of every candidate's own randomness.
+    ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
+
+    Notes
+    -----
+    Score of a rule = mean over tau1 and tau2 of the median over replicates of
+    |tau_hat_r / tau_r - 1|. Candidates whose per-replicate losses are not significantly
+    above the best one's (paired over replicates, or within 2 percentage points) are averaged
+    with equal weights. A pair (a, b) uses, for each measure, weights
+    w_a = |e_b| / (|e_a| + |e_b|) when the median signed errors e_a, e_b have opposite signs
+    (so that w_a e_a + w_b e_b = 0), and is scored by leave-one-replicate-out; it must beat
+    the other rules by 2 points. A blend's measures and cell risks are the weighted averages
+    of the fits (tau1, P(PU), P(PU|SU) and the population-unique risk with the tau1 weights;
+    tau2, theta and the re-identification risk with the tau2 weights); expected
+    re-identifications, household risk and the record-risk threshold are recomputed from the
+    blended record risk. Intervals: see :func:`widen_interval`. The assumption and where it
+    breaks: ``docs/auto.md``. No sdcMicro or mu-Argus equivalent (they have one fixed method).
+
+    References
+    ----------
+    Booth, J. G., Butler, R. W. & Hall, P. (1994). Bootstrap methods for finite populations.
+    JASA 89, 1282-1289 (the sample as a pseudo-population). Skinner, C. & Shlomo, N. (2008).
+    JASA 103, 989-1001 (choosing a risk model by its estimated error, there the
+    minimum-error statistic).
+
+    Examples
+    --------
+    >>> from sdcrisk import Microdata, tabulate, AutoRisk
+    >>> md = Microdata.from_source("example:uk_census2011", keys="region,sex,age_band",
+    ...                            population_size=56_075_912)
+    >>> res = AutoRisk(replicates=3).fit(tabulate(md))
+    >>> res.fitted["choice"]["candidates"][0] in {r["candidate"] for r in
+    ...     res.diagnostics["validation"]}
+    True
+    """
+
+    name: ClassVar[str] = "auto"
+    candidates: Sequence[Any] | None = None
+    replicates: int = 5
+    fraction: float | None = None
+    min_records: int = 200
+    max_fraction: float = 0.1
+    time_budget: float | None = 300.0
+    combine: bool = True
+    random_state: int | None = 0
+
+    def _validate(self) -> None:
+        from .validation import Candidate
+
+        if isinstance(self.replicates, bool) or not isinstance(self.replicates, int) \
+                or self.replicates < 1:
+            raise ParameterError(f"replicates={self.replicates!r} must be an integer >= 1 "
+                                 "(5 is the default; 3 or more to consider weighted pairs)")
+        if self.fraction is not None and not 0 < self.fraction <= 1:
+            raise ParameterError(f"fraction={self.fraction} must lie in (0, 1] or be None "
+                                 "(the file's own sampling fraction)")
+        if not 0 < self.max_fraction <= 1:
+            raise ParameterError(f"max_fraction={self.max_fraction} must lie in (0, 1]")
+        if not isinstance(self.min_records, int) or self.min_records < 0:
+            raise ParameterError(f"min_records={self.min_records!r} must be an integer >= 0")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ParameterError(f"time_budget={self.time_budget} must be > 0 seconds or None")
+        if not isinstance(self.combine, bool):
+            raise ParameterError(f"combine={self.combine!r} must be True or False")
+        if self.candidates is not None:
+            if isinstance(self.candidates, str) or not len(self.candidates):
+                raise ParameterError("candidates must be a non-empty list of method names or "
+                                     "(name, options) pairs, e.g. ['graphical', 'nb']")
+            labels = [Candidate.parse(c).label for c in self.candidates]
+            if len(set(labels)) != len(labels):
+                raise ParameterError(f"candidates repeat: {labels}")
+
+    # -------------------------------------------------------------------------------------
+    def _fit(self, table: CellTable) -> RiskResult:
+        from .validation import Candidate, validate
+
+        specs = self.candidates if self.candidates is not None else default_candidates(table)
+        cands = {c.label: c for c in (Candidate.parse(s) for s in specs)}
+        shared = {"ci_level": self.ci_level, "max_global_risk": self.max_global_risk}
+        vt = validate(table, list(cands.values()), replicates=self.replicates,
+                      fraction=self.fraction, min_records=self.min_records,
+                      max_fraction=self.max_fraction,
+                      time_budget=self.time_budget, random_state=self.random_state,
+                      estimator_options=shared)
+        failed: dict[str, str] = {}
+        while True:
+            rows = [r for r in vt.rows if r.candidate.label not in failed]
+            try:
+                choice = choose(dataclasses.replace(vt, rows=tuple(rows)), combine=self.combine)
+            except ValueError:
+                raise ParameterError(
+                    "no candidate could be validated on the sub-samples of this file "
+                    f"({_statuses(vt, failed)}); give candidates that run on it, a larger "
+                    "time_budget, or a larger fraction") from None
+            fits, caught = {}, []
+            for label in choice.labels:
+                est = cands[label].estimator(random_state=self.random_state, **shared)
+                try:
+                    with warnings.catch_warnings(record=True) as got:
+                        warnings.simplefilter("always")
+                        fits[label] = est.fit(table)
+                    caught += [(label, w) for w in got]
+                except SdcRiskError as exc:
+                    failed[label] = f"{type(exc).__name__}: {exc}"
+                    break
+            else:
+                break
+        for label, w in caught:  # the chosen fits' warnings, pointing at the caller's code
+            warnings.warn(f"auto's choice {label}: {w.message}", w.category, stacklevel=3)
+        return self._result(table, vt, choice, fits, cands, failed)
+
+    def _result(self, table: CellTable, vt, choice: Choice, fits: dict, cands: dict,
+                failed: dict) -> RiskResult:
+        first = fits[choice.labels[0]]
+        if choice.is_blend:
+            measures, risks, threshold = _blend(table, choice, fits, self.max_global_risk)
+            thresholds = {**first.thresholds, "record_risk_threshold": threshold}
+        else:
+            measures, risks = dict(first.measures), dict(first.cell_risk_values)
+            thresholds = dict(first.thresholds)
+        n1 = float(table.sample_uniques)
+        for m in MEASURES:
+            if m in measures and measures[m].estimate is not None:
+                measures[m] = widen_interval(measures[m], choice.errors[m], cap=n1,
+                                             level=self.ci_level)
+        if "p_pu_given_su" in measures and n1 and measures["tau1"].lower is not None:
+            t1 = measures["tau1"]
+            measures["p_pu_given_su"] = dataclasses.replace(
+                measures["p_pu_given_su"], lower=t1.lower / n1, upper=t1.upper / n1,
+                level=t1.level, interval=t1.interval)
+        reason = _reason(vt, choice, failed)
+        choice_info = {
+            "candidates": list(choice.labels),
+            "methods": [cands[label].method for label in choice.labels],
+            "settings": [cands[label].setting for label in choice.labels],
+            "weights": {m: list(choice.weights[m]) for m in MEASURES},
+            "rule": choice.rule,
+            "description": choice.describe(),
+            "validated_score": choice.score,
+            "validated_rel_err": {m: [None if not np.isfinite(e) else float(e)
+                                      for e in choice.errors[m]] for m in MEASURES},
+            "runner_up": choice.runner_up,
+        }
+        fitted: dict[str, Any] = {k: first.fitted[k] for k in ("model", "models")
+                                  if k in first.fitted and not choice.is_blend}
+        fitted.update(choice=choice_info, reason=reason,
+                      chosen={label: dict(fits[label].fitted) for label in choice.labels})
+        diagnostics = {
+            "validation": vt.to_rows(),
+            "validation_design": {k: v for k, v in vt.to_dict().items() if k != "candidates"},
+            # the chosen fit's own diagnostics; for a blend, keyed by candidate
+            "chosen_diagnostics": ({label: dict(fits[label].diagnostics)
+                                    for label in choice.labels} if choice.is_blend
+                                   else dict(first.diagnostics)),
+            **({"failed_on_full_file": failed} if failed else {}),
+        }
+        assumptions = tuple(dict.fromkeys(
+            a for label in choice.labels for a in fits[label].assumptions)) + (
+            "the sample, sub-sampled at the same fraction, behaves like the population sampled "
+            "at that fraction (pseudo-population validation; docs/auto.md)",)
+        return RiskResult(
+            method=self.name, measures=measures, table=table, parameters=self.get_params(),
+            fitted=fitted, thresholds=thresholds, assumptions=assumptions,
+            diagnostics=diagnostics,
+            provenance={**first.provenance, "seed": self.random_state},
+            cell_risk_values=risks)
+
+
+def _statuses(vt, failed: dict) -> str:
+    parts = [f"{r.candidate.label}: {failed.get(r.candidate.label, r.status)}" for r in vt.rows]
+    return "; ".join(parts)
+
+
+def _blend(table: CellTable, choice: Choice, fits: dict, max_global_risk: float):
+    """Weighted measures and cell risks of a blend (tau1-type with the tau1 weights, tau2-type
+    with the tau2 weights); sdcMicro-style figures recomputed from the blended record risk."""
+    res = [fits[label] for label in choice.labels]
+    w1, w2 = choice.weights["tau1"], choice.weights["tau2"]
+    kinds = {"tau1": w1, "p_pu": w1, "p_pu_given_su": w1, "tau2": w2, "theta": w2}
+    measures = {}
+    for name, w in kinds.items():
+        ms = [r.measures.get(name) for r in res]
+        if any(m is None for m in ms):
+            continue
+        est = _mix([m.estimate for m in ms], w)
+        lower = _mix([m.lower for m in ms], w)
+        upper = _mix([m.upper for m in ms], w)
+        measures[name] = Measure(
+            name, est, lower, upper, ms[0].level if lower is not None else None,
+            "weighted average of the models' predictive bounds" if lower is not None
+            else None, ms[0].description)
+    risks = {}
+    for kind, w in (("reidentification", w2), ("population_unique", w1)):
+        rs = [r.cell_risk_values.get(kind) for r in res]
+        if all(x is not None for x in rs):
+            risks[kind] = sum(wi * x for wi, x in zip(w, rs, strict=True))
+    threshold = None
+    if "reidentification" in risks:
+        risk = risks["reidentification"]
+        extra, threshold = reidentification_measures(table, risk, max_global_risk)
+        measures.update(extra)
+    measures = {k: measures[k] for k in res[0].measures if k in measures} | measures
+    return measures, risks, threshold
+
+
+def _mix(values, w):
+    if any(v is None for v in values):
+        return None
+    return float(sum(wi * float(v) for wi, v in zip(w, values, strict=True)))
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _reason(vt, choice: Choice, failed: dict) -> str:
+    """The choice in plain words."""
+    how = (f"{len(vt.replicates)} sub-samples of this file drawn at fraction {vt.fraction:.3g} "
+           f"({vt.fraction_rule}; {vt.design}), each treated with the file as its population")
+    sizes = [r.n for r in vt.replicates]
+    if choice.rule == "pair":
+        a, b = choice.labels
+        sa = vt.summary(vt.row(a))
+        sb = vt.summary(vt.row(b))
+        text = (f"On {how}, {a} erred by a median {_signed(sa['median_rel_err_tau2'])} and "
+                f"{b} by {_signed(sb['median_rel_err_tau2'])} on tau2 "
+                f"(tau1: {_signed(sa['median_rel_err_tau1'])} and "
+                f"{_signed(sb['median_rel_err_tau1'])}); weighting them to cancel these errors "
+                f"({choice.describe()}) gave a median |relative error| of "
+                f"{_pct(choice.score)} when each sub-sample was left out of the weighting, "
+                f"better than the best single method, {choice.runner_up} "
+                f"({_pct(choice.runner_up_score)}).")
+    elif choice.rule == "average":
+        text = (f"On {how}, {', '.join(choice.labels)} could not be told apart (their errors "
+                f"differ by less than the replicates' noise or {100 * TIE_MARGIN:.0f} "
+                f"percentage points; best single: {choice.runner_up}, "
+                f"{_pct(choice.runner_up_score)}), so their estimates are averaged with equal "
+                f"weights (validated error of the average: {_pct(choice.score)}).")
+    else:
+        label = choice.labels[0]
+        s = vt.summary(vt.row(label))
+        text = (f"On {how}, {label} had the smallest error: median |relative error| "
+                f"{_pct(s['median_abs_rel_err_tau1'])} for tau1 and "
+                f"{_pct(s['median_abs_rel_err_tau2'])} for tau2 "
+                f"(median signed {_signed(s['median_rel_err_tau1'])} / "
+                f"{_signed(s['median_rel_err_tau2'])}).")
+        if choice.runner_up is not None:
+            text += (f" Next best: {choice.runner_up} (score {_pct(choice.runner_up_score)} "
+                     f"against {_pct(choice.score)}).")
+    if min(sizes) < 100:
+        text += (f" Caution: the sub-samples hold only {min(sizes)}-{max(sizes)} records, "
+                 "so these errors say little about the file (docs/auto.md).")
+    skipped = [r.candidate.label for r in vt.rows if r.status != "ok"]
+    if skipped:
+        text += f" Not compared: {', '.join(skipped)} (see the validation table's status)."
+    if failed:
+        text += f" Failed on the whole file and set aside: {', '.join(failed)}."
+    return text
+
+
+def _signed(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}%"

@@ -1,0 +1,158 @@
+"""Evaluation against the truth: draw a sample from a population (designs in
+:mod:`.sampling`), compute the true measures, run estimators and compare."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.measures import roc_auc
+from ..core.result import RiskResult, jsonable
+from ..data.table import CellTable, Microdata, tabulate
+from ..estimators import Estimator
+from ..exceptions import ParameterError
+from .methods import get_estimator
+from .sampling import (
+    Design,
+    draw_sample,
+    truth_of,
+)
+
+__all__ = ["evaluate", "Evaluation", "MethodEvaluation"]
+
+
+@dataclass(frozen=True)
+class MethodEvaluation:
+    """One estimator's figures against the truth."""
+
+    method: str
+    estimates: dict[str, float | None]
+    relative_errors: dict[str, float | None]
+    seconds: float
+    auc: float | None
+    result: RiskResult | None = field(default=None, repr=False)
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        model = {}
+        if self.result is not None:
+            # what the method chose: the model (log-linear, graphical kept models)
+            model = {k: self.result.fitted[k] for k in ("model", "models")
+                     if k in self.result.fitted}
+        return jsonable({
+            **self.estimates,
+            "seconds": self.seconds,
+            "auc": self.auc,
+            "relative_error": self.relative_errors,
+            **model,
+            **({"error": self.error} if self.error else {}),
+        })
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Truth, estimates and errors for one sample of a population."""
+
+    truth: dict[str, float]
+    methods: dict[str, MethodEvaluation]
+    design: str
+    seed: int | None
+    keys: tuple[str, ...]
+    cell_space: int
+
+    def to_dict(self) -> dict:
+        truth = dict(self.truth)
+        for k in ("n", "sample_uniques", "population_uniques", "tau1"):
+            if k in truth:
+                truth[k] = int(truth[k])
+        return jsonable({
+            "design": self.design,
+            "seed": self.seed,
+            "keys": list(self.keys),
+            "cell_space": self.cell_space,
+            "truth": truth,
+            "estimates": {k: m.to_dict() for k, m in self.methods.items()},
+        })
+
+
+_COMPARED = ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta")
+
+
+def evaluate(
+    population: Microdata,
+    estimators: Sequence[Estimator | str],
+    *,
+    design: Design | None = None,
+    sample: Microdata | None = None,
+    seed: int = 0,
+) -> Evaluation:
+    """Draw (or take) a sample of ``population``, compute the truth and run ``estimators``.
+
+    Parameters
+    ----------
+    population : Microdata
+        The whole population (one row per person).
+    estimators : sequence of Estimator or method names
+        What to compare.
+    design : Bernoulli, SimpleRandomSample or HouseholdBernoulli
+        How to draw the sample. Exclusive with ``sample``.
+    sample : Microdata
+        A given sample whose records come from ``population`` (coded with
+        ``levels=population.levels``).
+    seed : int
+        Seed of the sampling design.
+
+    Returns
+    -------
+    Evaluation
+        ``to_dict()`` gives ``truth`` and ``estimates`` keyed by method, with seconds,
+        relative errors and the ROC AUC of P(F=1|f) for detecting population uniques among
+        the sample uniques (where the method gives record-level risk).
+    """
+    if (design is None) == (sample is None):
+        raise ParameterError("give exactly one of design= or sample=")
+    if sample is None:
+        rows = draw_sample(population, design, seed=seed)
+        sample = population.subset(rows, population_size=population.n)
+        what = design.describe()
+    else:
+        sample = sample.with_population_size(population.n)
+        what = "given sample"
+    table = tabulate(sample, population=population)
+    truth = truth_of(table)
+    su = table.counts == 1
+    is_pu = table.population.counts[su] == 1
+    methods: dict[str, MethodEvaluation] = {}
+    for est in estimators:
+        est = get_estimator(est) if isinstance(est, str) else est
+        label = est.name
+        if label in methods:
+            label = f"{est.name}[{len(methods)}]"
+        methods[label] = _run_one(est, table, truth, su, is_pu)
+    return Evaluation(truth=truth, methods=methods, design=what,
+                      seed=seed if design is not None else None, keys=table.keys,
+                      cell_space=table.cell_space)
+
+
+def _run_one(est: Estimator, table: CellTable, truth: dict, su: np.ndarray,
+             is_pu: np.ndarray) -> MethodEvaluation:
+    start = time.perf_counter()
+    result = est.fit(table)
+    seconds = time.perf_counter() - start
+    estimates: dict[str, Any] = {}
+    errors: dict[str, Any] = {}
+    for name in _COMPARED:
+        m = result.measures.get(name)
+        value = None if m is None else m.estimate
+        estimates[name] = value
+        t = truth.get(name)
+        errors[name] = (None if value is None or t is None or t == 0
+                        else (value - t) / t)
+    auc = None
+    if "population_unique" in result.cell_risk_values:
+        auc = roc_auc(result.cell_risk("population_unique")[su], is_pu)
+    return MethodEvaluation(est.name, estimates, errors, seconds, auc, result)

@@ -1,0 +1,69 @@
+"""Command-line interface: a thin shell over the public API.
+
+``sdcrisk assess DATA --keys a,b,c ...``  estimate the disclosure risk of a sample file
+(:mod:`.assess`); ``sdcrisk evaluate POPULATION --keys ...``  draw samples, compare estimators
+with the truth (:mod:`.evaluate`: one sample, or a grid of fractions x seeds);
+``sdcrisk report DATA --keys ... --out report.html``  the HTML risk report (:mod:`.report`);
+``sdcrisk decide`` and ``sdcrisk recommend`` (:mod:`.decide`).
+
+Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
+unexpected failure); ``--debug`` shows the traceback. ``--fail-above MEASURE=LIMIT`` (assess,
+report) exits with code 3, after writing the output, when an estimate exceeds its limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._version import __version__
+from ..exceptions import SdcRiskError
+from . import assess, decide, evaluate, report
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sdcrisk", description="Disclosure risk for categorical microdata.")
+    parser.add_argument("--version", action="version", version=f"sdcrisk {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    # each subcommand adds a parser with set_defaults(run=handler), handler(args) -> str
+    # (the text to print or write)
+    assess.register(sub)
+    evaluate.register(sub)
+    decide.register(sub)
+    report.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        text = args.run(args)
+        if args.out:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        else:
+            sys.stdout.write(text + "\n")
+        breaches = getattr(args, "breaches", None)
+        if breaches:
+            for line in breaches:
+                print(f"sdcrisk: fail-above: {line}", file=sys.stderr)
+            return 3
+        return 0
+    except SdcRiskError as exc:
+        if args.debug:
+            raise
+        print(f"sdcrisk: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one line unless --debug
+        if args.debug:
+            raise
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"sdcrisk: internal error: {type(exc).__name__}: {msg} (rerun with --debug)",
+              file=sys.stderr)
+        return 1

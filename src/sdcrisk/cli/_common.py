@@ -1,0 +1,329 @@
+"""What the subcommands share: input arguments, key and level parsing, the sample's Microdata,
+``--fail-above`` limits and number formatting."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..analyses.methods import ESTIMATORS
+from ..data.datasets import EXAMPLES
+from ..data.table import DEFAULT_MAX_LEVELS, Microdata
+from ..estimators import options_of
+from ..exceptions import ParameterError
+
+
+def parse_keys(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    if not keys:
+        raise ParameterError("--keys is empty")
+    return keys
+
+
+def parse_methods(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    for m in names:
+        if m not in ESTIMATORS:
+            raise ParameterError(f"unknown method {m!r}; available: {', '.join(ESTIMATORS)}")
+    return names
+
+
+def read_levels(path: str | None):
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ParameterError("--levels must be a JSON object {key: [levels...]}")
+    return data
+
+
+def data_defaults(args) -> None:
+    """For ``example:NAME`` fill in the example's documented keys and N when not given."""
+    if args.data.startswith("example:"):
+        spec = EXAMPLES.get(args.data.split(":", 1)[1])
+        if spec is not None:
+            if args.keys is None:
+                args.keys = ",".join(spec["keys"])
+            if (args.population_size is None and args.sampling_fraction is None
+                    and args.weights is None):
+                args.population_size = spec["population_size"]
+    if args.keys is None:
+        raise ParameterError("--keys is required (comma-separated key variable names)")
+
+
+def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
+                  ) -> None:
+    p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
+    p.add_argument("--household", help="household id column")
+    p.add_argument("--household-size", type=int, default=None, metavar="S",
+                   help="household-level keys: one record per household of S members, keyed "
+                   "on every member's --keys (needs --household; spec C.7)")
+    p.add_argument("--household-keys", default=None,
+                   help="with --household-size: household variables (constant within a "
+                   "household), e.g. region")
+    p.add_argument("--member-order", default=None,
+                   help="with --household-size: member variables that order the members "
+                   "(default: --keys in order; LV recommend sex then age)")
+    p.add_argument("--missing", choices=["category", "error"], default="category",
+                   help="missing key values: own category (default) or error")
+    p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
+                   help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
+    p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
+    p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
+                   default=None, help="nb: how E[1/F|f] is evaluated (default exact); loglinear: "
+                   "sdcmicro adds modRisk's gr1/gr2")
+    p.add_argument("--terms", default=None,
+                   help="loglinear: independence, all-2-way (default), all-3-way, search, or a "
+                   "formula like 'all-2-way + a:b:c'")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="loglinear: maximum IPF iterations (default 40); MCMC: iterations "
+                   "per chain after burn-in")
+    p.add_argument("--partition", default=None,
+                   help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
+    p.add_argument("--bootstrap", type=int, default=None,
+                   help="loglinear: parametric-bootstrap replicates for intervals (default 0)")
+    p.add_argument("--prior-weight", type=float, default=None,
+                   help="graphical: total weight of the hyper-Dirichlet prior (default 1)")
+    p.add_argument("--window", type=float, default=None,
+                   help="graphical: Occam's window, keep models within this posterior ratio "
+                   "of the best (default 20)")
+    p.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
+                   help="graphical: Monte Carlo draws instead of the closed forms")
+    p.add_argument("--profiles", type=int, default=None,
+                   help="mixed-membership: number of extreme profiles K")
+    p.add_argument("--structural-zeros", default=None, metavar="FILE",
+                   help="hdp/mixed-membership: CSV of impossible key combinations")
+    p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
+    p.add_argument("--burn-in", type=int, default=None, help="MCMC burn-in iterations")
+    p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
+                   help="hdp/mixed-membership: tau by Monte Carlo formula or population sampling")
+    p.add_argument("--max-global-risk", type=float, default=None,
+                   help="target global risk for the record-risk threshold (default 0.01)")
+    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
+    p.add_argument("--format", choices=list(formats), default=formats[0],
+                   help=f"output format: {', '.join(formats)} (default {formats[0]})")
+    p.add_argument("--out", help="write the output to this file instead of stdout")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
+                         default_method: str = "nb") -> None:
+    """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
+    p.add_argument("data", help="CSV/Parquet file or example:NAME "
+                   f"(examples: {', '.join(EXAMPLES)})")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--population-size", type=float, help="population size N")
+    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
+    p.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    p.add_argument("--method", default=default_method, choices=list(ESTIMATORS),
+                   help=method_help)
+
+
+TABLE_FIGURES = {
+    "sample_uniques": "records alone in their key combination (f = 1)",
+    "k2_violations": "records in key combinations with f < 2",
+    "k3_violations": "records in key combinations with f < 3",
+    "k5_violations": "records in key combinations with f < 5",
+}
+
+
+def add_fail_above(p: argparse.ArgumentParser) -> None:
+    """The repeatable ``--fail-above MEASURE=LIMIT`` option (exit code 3 when exceeded)."""
+    p.add_argument("--fail-above", action="append", default=[], metavar="MEASURE=LIMIT",
+                   help="exit with code 3 (after writing the output) when the estimate of "
+                   "MEASURE exceeds LIMIT, e.g. global_risk=0.01 or tau2=5; MEASURE.upper "
+                   "uses the interval's upper bound; also sample_uniques, k3_violations; "
+                   "repeatable")
+
+
+def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
+    """``["tau2=5", "tau1.upper=2"]`` -> ``[("tau2", "estimate", 5.0), ...]``.
+
+    Raises
+    ------
+    ParameterError
+        A spec without ``=``, a limit that is not a number, or a bound other than
+        ``estimate``, ``upper`` or ``lower``.
+    """
+    out = []
+    for spec in specs or ():
+        name, sep, value = spec.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ParameterError(f"--fail-above {spec!r}: use MEASURE=LIMIT, e.g. "
+                                 "global_risk=0.01")
+        try:
+            limit = float(value)
+        except ValueError:
+            raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
+                                 "a number") from None
+        if limit != limit:
+            raise ParameterError(f"--fail-above {spec!r}: the limit is not a number")
+        bound = "estimate"
+        if "." in name:
+            name, bound = name.rsplit(".", 1)
+            if bound not in ("estimate", "upper", "lower"):
+                raise ParameterError(f"--fail-above {spec!r}: {bound!r} is not a bound; use "
+                                     "MEASURE, MEASURE.upper or MEASURE.lower")
+        out.append((name, bound, limit))
+    return out
+
+
+def _figure(result, name: str, bound: str):
+    if name in TABLE_FIGURES:
+        t = result.table
+        return (t.sample_uniques if name == "sample_uniques"
+                else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
+    m = result.measures.get(name)
+    if m is None:
+        return None
+    return getattr(m, bound)
+
+
+def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[str]:
+    """Messages for every (method, measure) whose figure exceeds its limit.
+
+    Raises
+    ------
+    ParameterError
+        A measure that none of the results gives (naming those that exist).
+    """
+    out = []
+    for name, bound, limit in limits:
+        compared = 0
+        for label, res in results.items():
+            value = _figure(res, name, bound)
+            if value is None:
+                continue
+            compared += 1
+            if value > limit:
+                what = name if bound == "estimate" else f"{name} ({bound} bound)"
+                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label})")
+        if compared:
+            continue
+        if any(name in r.measures for r in results.values()):
+            raise ParameterError(f"--fail-above {name}: no {bound} of {name} to compare (the "
+                                 f"method{'s' if len(results) > 1 else ''} "
+                                 f"{', '.join(results)} gave none); choose another measure")
+        known = sorted({k for r in results.values() for k in r.measures} | set(TABLE_FIGURES))
+        raise ParameterError(f"--fail-above: no result gives {name!r}; available: "
+                             f"{', '.join(known)}")
+    return out
+
+
+#: estimator options set on the command line: flag -> (argparse attribute, the estimator
+#: fields it sets). A flag is passed to a method only when the user gave it; a flag the
+#: chosen method(s) do not take is an error (exit 2) naming the methods that take it.
+METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "--mode": ("mode", ("mode",)),
+    "--terms": ("terms", ("terms",)),
+    "--iterations": ("iterations", ("max_iter", "iterations")),
+    "--partition": ("partition", ("partition",)),
+    "--bootstrap": ("bootstrap", ("bootstrap",)),
+    "--prior-weight": ("prior_weight", ("prior_weight",)),
+    "--window": ("window", ("window",)),
+    "--monte-carlo": ("monte_carlo", ("monte_carlo",)),
+    "--profiles": ("profiles", ("profiles",)),
+    "--structural-zeros": ("structural_zeros", ("structural_zeros",)),
+    "--chains": ("chains", ("chains",)),
+    "--burn-in": ("burn_in", ("burn_in",)),
+    "--tau-mode": ("tau_mode", ("tau_mode",)),
+    "--max-global-risk": ("max_global_risk", ("max_global_risk",)),
+    "--ci-level": ("ci_level", ("ci_level",)),
+}
+
+
+def method_options(args, methods: Sequence[str]) -> dict[str, dict]:
+    """The estimator options of each method in ``methods`` from the flags the user gave.
+
+    ``--seed`` (always set) goes to every method that takes ``random_state``. Any other flag
+    must be taken by at least one of ``methods``.
+
+    Raises
+    ------
+    ParameterError
+        A flag none of ``methods`` takes, naming the methods that do.
+    """
+    out: dict[str, dict] = {m: {} for m in methods}
+    for flag, (attr, names) in METHOD_FLAGS.items():
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        used = False
+        for m in methods:
+            fields = options_of(ESTIMATORS[m])
+            for name in names:
+                if name in fields:
+                    out[m][name] = value
+                    used = True
+        if not used:
+            takers = [m for m in ESTIMATORS
+                      if any(n in options_of(ESTIMATORS[m]) for n in names)]
+            chosen = ", ".join(methods)
+            raise ParameterError(
+                f"{flag} is not an option of --method {chosen}: it is taken by "
+                f"{', '.join(takers)}; drop {flag} or choose one of those methods")
+    seed = getattr(args, "seed", None)
+    if seed is not None:
+        for m in methods:
+            if "random_state" in options_of(ESTIMATORS[m]):
+                out[m]["random_state"] = seed
+    return out
+
+
+def options_for(args, method: str | None = None) -> dict:
+    """The estimator options of ``method`` (default ``args.method``): see method_options."""
+    method = args.method if method is None else method
+    return method_options(args, [method])[method]
+
+
+def person_keys(args, keys: list[str]) -> list[str]:
+    """Columns to read: the keys plus, for household-level keys, the household variables."""
+    extra = parse_keys(args.household_keys) if getattr(args, "household_keys", None) else []
+    if extra and getattr(args, "household_size", None) is None:
+        raise ParameterError("--household-keys needs --household-size")
+    return keys + [k for k in extra if k not in keys]
+
+
+def to_households(args, md: Microdata, keys: list[str],
+                   population_households: float | None = None) -> Microdata:
+    """Household-level records when --household-size is given (spec C.7), else ``md``."""
+    if getattr(args, "household_size", None) is None:
+        return md
+    from ..data.household import household_microdata
+
+    if args.household is None:
+        raise ParameterError("--household-size needs --household (the household id column)")
+    hh_keys = parse_keys(args.household_keys) if args.household_keys else []
+    members = [k for k in keys if k not in hh_keys]
+    order = parse_keys(args.member_order) if args.member_order else None
+    return household_microdata(md, members, size=args.household_size,
+                               household_keys=hh_keys, order=order,
+                               population_households=population_households)
+
+
+def sample_microdata(args) -> Microdata:
+    """The validated sample of an assess-like subcommand (DATA, --keys, --weights, ...)."""
+    data_defaults(args)
+    keys = parse_keys(args.keys)
+    md = Microdata.from_source(
+        args.data, person_keys(args, keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    return to_households(args, md, keys)
+
+
+def fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)

@@ -1,0 +1,185 @@
+"""``sdcrisk assess DATA --keys a,b,c ...``: estimate the disclosure risk of a sample file."""
+
+from __future__ import annotations
+
+import json
+
+from .._version import __version__
+from ..analyses.methods import get_estimator
+from ..data.table import tabulate
+from ..exceptions import ParameterError
+from ._common import (
+    add_fail_above,
+    add_input_arguments,
+    add_sample_arguments,
+    data_defaults,
+    fmt,
+    limit_breaches,
+    options_for,
+    parse_keys,
+    parse_limits,
+    read_levels,
+    sample_microdata,
+)
+from .scenarios import add_scenario_arguments, run_scenarios
+
+
+def register(sub) -> None:
+    a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
+    add_sample_arguments(a, default_method="auto",
+                         method_help="estimator (default auto: the one that validates best "
+                         "on sub-samples of the file itself, see docs/auto.md)")
+    add_input_arguments(a, formats=("table", "json", "html"))
+    add_fail_above(a)
+    add_scenario_arguments(a)
+    a.add_argument("--out-of-core", action="store_true",
+                   help="tabulate the file in two streaming passes without loading it "
+                   "(CSV/Parquet larger than memory; see docs/scale.md); the result is the "
+                   "in-memory one")
+    a.set_defaults(run=_assess)
+
+
+def _out_of_core_table(args):
+    """The CellTable of ``assess --out-of-core``: :func:`sdcrisk.data.outofcore.tabulate_file`."""
+    import dataclasses
+
+    from ..data.outofcore import tabulate_file
+
+    for opt in ("household_size", "household_keys", "member_order"):
+        if getattr(args, opt, None) is not None:
+            flag = "--" + opt.replace("_", "-")
+            raise ParameterError(f"--out-of-core does not build household-level keys ({flag}): "
+                                 "they need each household's members together; drop "
+                                 f"--out-of-core or {flag}")
+    data_defaults(args)
+    path, source = args.data, None
+    if str(path).startswith("example:"):
+        from ..data.datasets import example_path
+
+        source, path = path, example_path(path.split(":", 1)[1])
+    table = tabulate_file(
+        path, parse_keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+    return table if source is None else dataclasses.replace(table, source=source)
+
+
+def _where(args) -> str | None:
+    """Where the method's units run, when --workers or --scheduler was given (else None)."""
+    from ..runtime.executors import describe_executor
+
+    if args.scheduler is not None:
+        return describe_executor(args.scheduler)
+    if args.workers is not None:
+        return describe_executor("serial" if args.workers == 1 else None)
+    return None
+
+
+def _warm_up_in_background() -> None:
+    """Start numba and load the IPF kernel while the file is read (about 1 s of start-up
+    that would otherwise come after it). A failure here is ignored: the fit itself reports
+    it."""
+    import threading
+
+    def run():
+        try:
+            from ..estimators._ipf import warm_up
+
+            warm_up()
+        except Exception:  # noqa: BLE001 - the real fit raises it with context
+            pass
+
+    threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True).start()
+
+
+def _assess(args) -> str:
+    out_of_core = getattr(args, "out_of_core", False)
+    if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
+        raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
+                             "--all-subsets-up-to read the file in memory: drop one of them")
+    text = run_scenarios(args, options_for(args))
+    if text is not None:  # --key-sets / --all-subsets-up-to
+        return text
+    if args.method == "loglinear":
+        _warm_up_in_background()
+    table = _out_of_core_table(args) if out_of_core else tabulate(sample_microdata(args))
+    est = get_estimator(args.method, **options_for(args))
+    limits = parse_limits(args.fail_above)
+    where = _where(args)
+    if where is None:  # the method's own default
+        result = est.fit(table)
+    else:  # MCMC chains, log-linear partitions on these workers / this cluster
+        result = est.fit(table, executor=args.scheduler, workers=args.workers)
+    args.breaches = limit_breaches({result.method: result}, limits)
+    if args.format == "html":
+        from ..report.collect import build_report
+
+        return build_report(result)
+    if args.format == "json":
+        d = result.to_dict()
+        d["provenance"]["seed"] = args.seed
+        if where is not None:
+            d["provenance"]["executor"] = where
+            if args.workers is not None:
+                d["provenance"]["workers"] = args.workers
+        er = result.measures.get("expected_reidentifications")
+        if er is not None:
+            d["expected_reidentifications"] = er.estimate
+        return json.dumps(d, indent=2)
+    return _result_table(result)
+
+
+def _result_table(result) -> str:
+    t = result.table
+    lines = [
+        f"sdcrisk {__version__} - method: {result.method}",
+        f"records n = {t.n:,}; population N = {t.population_size:,.0f} "
+        f"({t.population_size_source}); sampling fraction {t.n / t.population_size:.4g}",
+        f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
+        f"{t.n_cells:,}; sample uniques {t.sample_uniques:,}",
+        "k-anonymity violations (records in cells with f < k): " + ", ".join(
+            f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),
+        "",
+        f"{'measure':<38}{'estimate':>14}{'lower':>14}{'upper':>14}",
+    ]
+    for name, m in result.measures.items():
+        lines.append(f"{name:<38}{fmt(m.estimate):>14}{fmt(m.lower):>14}{fmt(m.upper):>14}")
+    intervals: dict[str, list[str]] = {}
+    for name, m in result.measures.items():
+        if m.interval:
+            intervals.setdefault(m.interval, []).append(name)
+    level = f"{result.thresholds.get('ci_level', 0.95):.0%}"
+    for kind, names in intervals.items():
+        lines.append(f"  intervals ({', '.join(names)}): {level} {kind}")
+    lines += _choice_lines(result)
+    thr = result.thresholds
+    if "record_risk_threshold" in thr:
+        value = thr["record_risk_threshold"]
+        lines += ["", f"record risk threshold for max global risk {thr['max_global_risk']:g}: "
+                  + ("none needed (target already met)" if value is None else f"{value:.6g}")]
+    lines += ["", "assumptions:"] + [f"  - {a}" for a in result.assumptions]
+    return "\n".join(lines)
+
+
+def _choice_lines(result) -> list[str]:
+    """The validation table and the reason, for a result that chose its method (auto)."""
+    reason = result.fitted.get("reason")
+    rows = result.diagnostics.get("validation")
+    if not reason or not isinstance(rows, list):
+        return []
+    lines = ["", "method choice (validated on sub-samples of this file; median relative error):",
+             f"  {'candidate':<30}{'tau1':>9}{'tau2':>9}{'AUC':>7}{'seconds':>9}"]
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:+.1f}%"
+
+    for r in rows:
+        if r.get("status") != "ok":
+            lines.append(f"  {r['candidate']:<30} {r.get('status')}")
+            continue
+        auc = r.get("median_auc")
+        lines.append(f"  {r['candidate']:<30}{pct(r.get('median_rel_err_tau1')):>9}"
+                     f"{pct(r.get('median_rel_err_tau2')):>9}"
+                     f"{'-' if auc is None else f'{auc:.3f}':>7}{r.get('seconds', 0):>9.2f}")
+    lines.append("  " + reason)
+    return lines

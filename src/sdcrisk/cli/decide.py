@@ -1,0 +1,296 @@
+"""CLI subcommands ``decide`` (Zaslavsky-Horton publish/suppress) and ``recommend``.
+
+``sdcrisk decide --domain-types FILE --alpha A --beta B --l1 exp:S --l0 y``
+    the ordered table of domain configurations (the paper's Table 2) and its curve;
+``sdcrisk decide DATA --domain VAR --class VAR=VALUE[,VAR=VALUE] --l1 exp:S ...``
+    publish/suppress the class cell of each domain of a microdata sample;
+``sdcrisk recommend DATA --keys ... --target T``
+    suppressions or recodings that bring the estimated risk to a target.
+
+Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..exceptions import InputError, ParameterError
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add the ``decide`` and ``recommend`` subparsers (handlers via ``set_defaults(run=)``)."""
+    from ._common import add_input_arguments, add_sample_arguments
+
+    d = sub.add_parser("decide", help="publish or suppress class cells by domain "
+                       "(Zaslavsky-Horton decision rule)")
+    d.add_argument("data", nargs="?", help="sample CSV/Parquet file or example:NAME (omit with "
+                   "--domain-types)")
+    d.add_argument("--domain-types", help="CSV of domain types with columns n, N, share: "
+                   "print the ordered table of every (n, N, y)")
+    d.add_argument("--alpha", type=float, help="beta-binomial alpha (default: ML over domains)")
+    d.add_argument("--beta", type=float, help="beta-binomial beta (default: ML over domains)")
+    d.add_argument("--l1", required=True, help="disclosure loss: exp:S | gamma:A:S | "
+                   "mixture:p1,p2,...")
+    d.add_argument("--l0", default="y", help="suppression loss: y | one | Y | n | N (default y)")
+    d.add_argument("--decision-l1", help="order by this disclosure loss instead (sensitivity)")
+    d.add_argument("--decision-l0", help="order by this suppression loss instead (sensitivity)")
+    d.add_argument("--risk-fraction", type=float, default=0.2,
+                   help="report the loss fraction needed to cut the risk to this fraction "
+                   "(default 0.2)")
+    d.add_argument("--domain", help="domain variable (e.g. geography)")
+    d.add_argument("--class", dest="class_definition", help="class: VAR=VALUE[,VAR=VALUE]")
+    size = d.add_mutually_exclusive_group()
+    size.add_argument("--population-size", type=float, help="population size N")
+    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
+    size.add_argument("--domain-sizes", help="CSV with the domain labels (column 'domain' or "
+                      "the domain variable) and their population sizes (column 'N')")
+    size.add_argument("--population", help="population file: exact domain sizes and true Y")
+    d.add_argument("--weights", help="survey weight column (domain sizes from their sums)")
+    rule = d.add_mutually_exclusive_group()
+    rule.add_argument("--ratio-threshold", type=float,
+                      help="publish iff R1 < C * R0 (default 1)")
+    rule.add_argument("--target-risk-fraction", type=float,
+                      help="publish in R1/R0 order up to this fraction of the full risk")
+    d.add_argument("--max-enumeration", type=int, default=None,
+                   help="cut-off: enumerate Y fully when N - n is below this (default 1e6)")
+    d.add_argument("--csv", help="write the per-domain decisions (or the table) as CSV")
+    d.add_argument("--plot", help="draw the trade-off curve to this .png/.svg file")
+    d.add_argument("--internal", action="store_true",
+                   help="include class counts and risks per domain (disclosive)")
+    d.add_argument("--missing", choices=["category", "error"], default="category")
+    d.add_argument("--max-levels", type=int, default=None)
+    d.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
+    d.add_argument("--format", choices=["table", "json"], default="table")
+    d.add_argument("--out", help="write the output to this file instead of stdout")
+    d.add_argument("--debug", action="store_true", help="show tracebacks")
+    d.set_defaults(run=_decide)
+
+    r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
+                       "estimated risk to a target")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
+    r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
+    r.add_argument("--target", type=float, required=True, help="target value of the objective")
+    r.add_argument("--risk-threshold", type=float,
+                   help="record risk threshold for --objective records-above")
+    r.add_argument("--actions", default="suppression,recoding",
+                   help="comma-separated: suppression, recoding")
+    r.add_argument("--change-keys", help="comma-separated keys that may be changed (default "
+                   "all)")
+    r.add_argument("--pairs", choices=["auto", "adjacent", "all"], default="auto",
+                   help="recoding candidates (default auto: adjacent for numeric levels)")
+    r.add_argument("--refit-candidates", type=int, default=1)
+    r.add_argument("--max-pattern-size", type=int, default=2)
+    r.add_argument("--plot", help="draw the objective along each plan to a .png/.svg file")
+    r.add_argument("--internal", action="store_true",
+                   help="list the suppressed record indices (disclosive)")
+    add_input_arguments(r)
+    r.set_defaults(run=_recommend)
+
+
+# --- decide ---------------------------------------------------------------------------------
+def _decide(args) -> str:
+    from ..analyses import decision
+
+    if (args.domain_types is None) == (args.data is None):
+        raise ParameterError("give either DATA (with --domain and --class) or --domain-types")
+    if args.domain_types is not None:
+        return _decide_types(args, decision)
+    return _decide_microdata(args, decision)
+
+
+def _prior(args, decision, *, required: bool):
+    if (args.alpha is None) != (args.beta is None):
+        raise ParameterError("give both --alpha and --beta (or neither)")
+    if args.alpha is None:
+        if required:
+            raise ParameterError("--domain-types needs --alpha and --beta")
+        return None
+    return decision.BetaBinomialPrior(args.alpha, args.beta)
+
+
+def _cut_off(args, decision) -> dict:
+    return {"max_enumeration": args.max_enumeration or decision.DEFAULT_MAX_ENUMERATION}
+
+
+def _decide_types(args, decision) -> str:
+    import pandas as pd
+
+    from ..report.tradeoff_plot import plot_tradeoff
+
+    for opt in ("domain", "class_definition", "population_size", "sampling_fraction",
+                "domain_sizes", "population", "weights", "ratio_threshold",
+                "target_risk_fraction"):
+        if getattr(args, opt) is not None:
+            raise ParameterError(f"--{opt.replace('_', '-')} applies to microdata, not to "
+                                 "--domain-types")
+    path = Path(args.domain_types)
+    if not path.exists():
+        raise InputError(f"file not found: {args.domain_types!r}")
+    try:
+        types = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path.name}: not a readable CSV ({exc})") from exc
+    table = decision.decision_table(
+        types, _prior(args, decision, required=True), l1=args.l1, l0=args.l0,
+        decision_l1=args.decision_l1, decision_l0=args.decision_l0, **_cut_off(args, decision))
+    curve = table.curve
+    if args.csv:
+        table.summary().to_csv(args.csv, index=False)
+    if args.plot:
+        plot_tradeoff(curve, args.plot, risk_fraction=args.risk_fraction)
+    at = {"risk_fraction": args.risk_fraction,
+          "loss_fraction": curve.loss_fraction_at(args.risk_fraction, "linear"),
+          "loss_fraction_cutoff": curve.loss_fraction_at(args.risk_fraction, "cutoff")}
+    if args.format == "json":
+        d = table.to_dict()
+        d["at_risk_fraction"] = at
+        return json.dumps(d, indent=2)
+    return _types_text(table, at)
+
+
+def _num(x) -> str:
+    """Three decimals as in the paper's Table 2, four where three would show zero."""
+    if x != x:  # NaN: the paper's dash
+        return "-"
+    text = f"{x:.3f}"
+    if x != 0 and float(text) == 0:
+        text = f"{x:.4f}"
+    return text
+
+
+def _types_text(table, at) -> str:
+    heads = ["n", "N", "y", "P(n,N)", "P(y|n,N)", "R1", "L0", "R1/L0", "P.R1", "P.L0",
+             "cum P.R1", "rem P.L0"]
+    lines = [f"Zaslavsky-Horton decision table: alpha={table.prior.alpha:g}, "
+             f"beta={table.prior.beta:g}, L1={table.losses['l1']}, L0={table.losses['l0']}"
+             + (f"; ordered by {table.losses['decision_l1']} / {table.losses['decision_l0']}"
+                if "decision_l1" in table.losses else ""),
+             "".join(f"{h:>10}" for h in heads)]
+    s = table.summary()
+    for row in s.itertuples(index=False):
+        vals = [str(row.n), str(row.N), str(row.y), _num(row.share), _num(row.p_y),
+                _num(row.R1), f"{row.L0:g}" if float(row.L0).is_integer() else _num(row.L0),
+                _num(row.ratio), _num(row.w_R1), _num(row.w_L0),
+                _num(row.cum_risk), _num(row.remaining_loss)]
+        lines.append("".join(f"{v:>10}" for v in vals))
+    lines += ["", f"total risk (publish all) {table.total_risk:.6g}; total loss (suppress all) "
+              f"{table.total_loss:.6g}",
+              f"loss fraction needed for risk fraction {at['risk_fraction']:g}: "
+              f"{at['loss_fraction']:.4f} (linear between cut-offs), "
+              f"{at['loss_fraction_cutoff']:.4f} (last cut-off)",
+              f"cut-off: {table.cut_off['rule']}"]
+    return "\n".join(lines)
+
+
+def _decide_microdata(args, decision) -> str:
+    from ..data.table import Microdata
+    from ..report.tradeoff_plot import plot_tradeoff
+    from ._common import read_levels
+
+    if not args.domain or not args.class_definition:
+        raise ParameterError("microdata mode needs --domain VAR and --class VAR=VALUE[,...]")
+    definition = decision._class_definition(args.class_definition)
+    keys = [args.domain] + [k for k in definition if k != args.domain]
+    opts = {"missing": args.missing, "max_levels": args.max_levels}
+    population = None
+    if args.population:
+        population = Microdata.from_source(args.population, keys, levels=read_levels(args.levels),
+                                           **opts)
+        sample = Microdata.from_source(
+            args.data, keys, weights=args.weights, population_size=population.n,
+            levels=dict(zip(population.keys, population.levels, strict=True)),
+            missing=args.missing, max_levels=None)
+    else:
+        sample = Microdata.from_source(
+            args.data, keys, weights=args.weights, population_size=args.population_size,
+            sampling_fraction=args.sampling_fraction, levels=read_levels(args.levels), **opts)
+    if (population is None and args.domain_sizes is None and args.weights is None
+            and sample.population_size_source == "assumed_population"):
+        raise ParameterError("give the population: --population-size, --sampling-fraction, "
+                             "--weights, --domain-sizes or --population")
+    sizes = _domain_sizes(args.domain_sizes, args.domain) if args.domain_sizes else None
+    table = decision.DomainTable.from_microdata(
+        sample, domain=args.domain, class_definition=definition, domain_sizes=sizes,
+        population=population)
+    result = decision.decide(
+        table, l1=args.l1, l0=args.l0, prior=_prior(args, decision, required=False),
+        ratio_threshold=args.ratio_threshold, target_risk_fraction=args.target_risk_fraction,
+        **_cut_off(args, decision))
+    if args.csv:
+        result.to_csv(args.csv, internal=args.internal)
+    if args.plot:
+        plot_tradeoff(result.curve, args.plot, risk_fraction=(
+            args.target_risk_fraction if args.target_risk_fraction is not None else None))
+    if args.format == "json":
+        return result.to_json(internal=args.internal)
+    return _decision_text(result, internal=args.internal)
+
+
+def _domain_sizes(path: str, domain: str) -> dict:
+    import pandas as pd
+
+    if not Path(path).exists():
+        raise InputError(f"file not found: {path!r}")
+    df = pd.read_csv(path, dtype=str)
+    label = "domain" if "domain" in df.columns else domain
+    if label not in df.columns or "N" not in df.columns:
+        raise InputError(f"{Path(path).name}: needs columns 'domain' (or {domain!r}) and 'N'")
+    try:
+        return {str(k): int(float(v)) for k, v in zip(df[label], df["N"], strict=True)}
+    except ValueError as exc:
+        raise InputError(f"{Path(path).name}: population sizes must be numbers ({exc})"
+                         ) from exc
+
+
+def _decision_text(result, *, internal: bool) -> str:
+    t, tot = result.totals, result.table
+    cls = ",".join(f"{k}={v}" for k, v in tot.class_definition.items())
+    lines = [
+        f"Zaslavsky-Horton decision: domain {tot.domain}, class {cls}",
+        f"model: Beta({result.prior.alpha:.6g}, {result.prior.beta:.6g}) "
+        f"[{result.prior_source}]; L1 = {result.losses['l1']}, L0 = {result.losses['l0']}",
+        f"domain sizes: {tot.sizes_source}",
+        f"rule: {result.rule['rule']}",
+        f"published {t['published']} of {t['domains']} domains; risk {t['published_risk']:.6g}"
+        f" of {t['total_risk']:.6g} ({t['risk_fraction']:.1%}); suppression loss "
+        f"{t['suppressed_loss']:.6g} of {t['total_loss']:.6g} ({t['loss_fraction']:.1%})",
+        "",
+        result.summary(internal=internal).to_string(index=False),
+        "",
+        f"cut-off: {result.cut_off['rule']}",
+    ]
+    return "\n".join(lines)
+
+
+# --- recommend ------------------------------------------------------------------------------
+def _recommend(args) -> str:
+    from ..analyses.methods import get_estimator
+    from ..analyses.recommend import RiskTarget, recommend
+    from ._common import options_for, parse_keys, sample_microdata
+
+    md = sample_microdata(args)
+    target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
+                        risk_threshold=args.risk_threshold)
+    actions = [a.strip() for a in args.actions.split(",") if a.strip()]
+    rec = recommend(md, target, estimator=get_estimator(args.method, **options_for(args)),
+                    actions=actions,
+                    keys=parse_keys(args.change_keys) if args.change_keys else None,
+                    pairs=args.pairs, refit_candidates=args.refit_candidates,
+                    max_pattern_size=args.max_pattern_size)
+    if args.plot:
+        rec.plot(args.plot)
+    if args.format == "json":
+        return rec.to_json(internal=args.internal)
+    lines = [f"recommendations ({rec.method}): target {target.describe()}; before: "
+             f"{rec.objective_before:.6g}",
+             "", rec.summary().to_string(index=False)]
+    for i, p in enumerate(rec.plans, 1):
+        if p.kind == "recoding" and p.merges:
+            groups = "; ".join("{" + ", ".join(str(v) for v in g) + "}" for g in p.merges)
+            lines.append(f"  {i}. {p.label()}: merge {groups}")
+    lines.append("  (greedy search; risk re-estimated after every change)")
+    return "\n".join(lines)
+

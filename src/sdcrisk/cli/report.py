@@ -1,0 +1,105 @@
+"""CLI subcommand ``report``: the HTML risk report of a microdata file.
+
+``sdcrisk report DATA --keys a,b,c [--methods nb,loglinear] [--population POPFILE]
+[--internal] [--fail-above MEASURE=LIMIT] --out report.html``
+
+Fits every method on the same table and writes :func:`sdcrisk.report.build_report`'s page
+(external by default). With ``--population`` the sample is coded with the population's levels,
+N is the population size and the report adds the true measures, ROC and calibration plots.
+
+Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
+"""
+
+from __future__ import annotations
+
+from ..exceptions import ParameterError
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add the ``report`` subparser (handler via ``set_defaults(run=)``)."""
+    from ..data.datasets import EXAMPLES
+    from ._common import add_fail_above, add_input_arguments
+
+    r = sub.add_parser("report", help="write the HTML risk report (external by default)")
+    r.add_argument("data", help="sample CSV/Parquet file or example:NAME "
+                   f"(examples: {', '.join(EXAMPLES)})")
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--population-size", type=float, help="population size N")
+    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
+    r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    r.add_argument("--methods", default="nb",
+                   help="comma-separated estimators, the first is the headline (default nb)")
+    r.add_argument("--population", help="population file the sample was drawn from: true "
+                   "measures, ROC and calibration plots (N = its number of records)")
+    r.add_argument("--internal", action="store_true",
+                   help="internal report: lists the key values of the riskiest combinations "
+                   "(disclosive; for the data owner only)")
+    r.add_argument("--min-count", type=int, default=3,
+                   help="external report: never name a category with fewer records "
+                   "(default 3)")
+    r.add_argument("--top", type=int, default=20,
+                   help="number of riskiest key combinations listed (default 20)")
+    r.add_argument("--title", help="page title")
+    r.add_argument("--risk-threshold", type=float,
+                   help="record risk above which a record counts as high risk (default: the "
+                   "mu-Argus threshold for --max-global-risk when it is not met)")
+    r.add_argument("--contributions", default="auto",
+                   help="leave-one-key-out method: auto (the headline method if fast, else "
+                   "nb), a method name, or none")
+    r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
+    r.add_argument("--no-uniqueness", action="store_true",
+                   help="leave out the population-uniqueness estimators (ARX models)")
+    add_input_arguments(r, formats=("html",))
+    add_fail_above(r)
+    r.set_defaults(run=_report)
+
+
+def _report(args) -> str:
+    from ..analyses.methods import get_estimator
+    from ..data.table import Microdata, tabulate
+    from ..report.collect import build_report
+    from ._common import (
+        data_defaults,
+        limit_breaches,
+        method_options,
+        parse_keys,
+        parse_limits,
+        parse_methods,
+        read_levels,
+        sample_microdata,
+    )
+
+    methods = parse_methods(args.methods)
+    if not methods:
+        raise ParameterError("--methods is empty")
+    limits = parse_limits(args.fail_above)
+    contributions = {"auto": True, "none": False}.get(args.contributions, args.contributions)
+    if args.population:
+        if args.population_size is not None or args.sampling_fraction is not None:
+            raise ParameterError("--population fixes N (its number of records); drop "
+                                 "--population-size/--sampling-fraction")
+        data_defaults(args)
+        keys = parse_keys(args.keys)
+        population = Microdata.from_source(
+            args.population, keys, household=args.household, levels=read_levels(args.levels),
+            missing=args.missing, max_levels=args.max_levels)
+        sample = Microdata.from_source(
+            args.data, keys, weights=args.weights, household=args.household,
+            population_size=population.n,
+            levels=dict(zip(population.keys, population.levels, strict=True)),
+            missing=args.missing, max_levels=None)
+        table = tabulate(sample, population=population)
+    else:
+        table = tabulate(sample_microdata(args))
+    options = method_options(args, methods)
+    results = {}
+    for name in methods:
+        results[name] = get_estimator(name, **options[name]).fit(table)
+    args.breaches = limit_breaches(results, limits)
+    return build_report(results, kind="internal" if args.internal else "external",
+                        min_count=args.min_count, title=args.title,
+                        risk_threshold=args.risk_threshold, top=args.top,
+                        contributions=contributions, suda=not args.no_suda,
+                        uniqueness=not args.no_uniqueness)

@@ -1,0 +1,240 @@
+"""Risk measures (methods spec section A), written once as pure functions.
+
+* from the truth (f, F): :func:`truth_measures`;
+* from any :class:`~sdcrisk.core.predictive.CellPredictive`: :func:`predictive_measures`
+  (posterior/predictive expectations, FW eqs 13-16, with predictive intervals);
+* sdcMicro/mu-Argus conventions: :func:`expected_reidentifications`,
+  :func:`global_risk_threshold`, :func:`household_risk`;
+* record-level scoring against the truth: :func:`roc_auc`.
+
+Notation: n1 = number of sample-unique cells (f = 1), N = population size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from . import _nb
+from .predictive import CellPredictive
+
+__all__ = [
+    "Measure",
+    "truth_measures",
+    "predictive_measures",
+    "expected_reidentifications",
+    "global_risk_threshold",
+    "household_risk",
+    "k_anonymity_violations",
+    "roc_auc",
+    "theta_expectation",
+]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A named measure with an optional interval.
+
+    ``lower``/``upper`` are the bounds of a ``level`` (e.g. 0.95) interval, or ``None``.
+    ``interval`` says what kind of interval it is.
+    """
+
+    name: str
+    estimate: float | None
+    lower: float | None = None
+    upper: float | None = None
+    level: float | None = None
+    interval: str | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "estimate": _num(self.estimate),
+            "lower": _num(self.lower),
+            "upper": _num(self.upper),
+            "level": self.level,
+            "interval": self.interval,
+            "description": self.description,
+        }
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+DESCRIPTIONS = {
+    "tau1": "expected number of sample uniques that are population unique",
+    "tau2": "expected number of correct matches of sample uniques (sum over SU of E[1/F])",
+    "p_pu": "proportion of the population that is population unique, P(PU)",
+    "p_pu_given_su": "proportion of sample uniques that are population unique, P(PU|SU)",
+    "theta": "probability that a match to a sample unique is correct (Skinner-Elliot theta)",
+    "expected_reidentifications": "expected re-identifications over all records, "
+    "sum of record risks (sdcMicro global_risk_ER)",
+    "global_risk": "expected re-identifications / n (sdcMicro global_risk)",
+    "household_expected_reidentifications": "sum over records of the household risk "
+    "1 - prod(1 - r) (sdcMicro hier_risk_ER)",
+    "household_global_risk": "household expected re-identifications / n (sdcMicro hier_risk)",
+}
+
+
+def k_anonymity_violations(f: np.ndarray, ks=(2, 3, 5)) -> dict[int, int]:
+    """Number of records in cells with count below k, for each k (A.4)."""
+    f = np.asarray(f)
+    return {int(k): int(f[f < k].sum()) for k in ks}
+
+
+def truth_measures(f: np.ndarray, big_f: np.ndarray, *, population_size: float,
+                   population_uniques: int) -> dict[str, float]:
+    """The true measures of spec A.1 from sample counts f and population counts F.
+
+    ``f`` and ``big_f`` are aligned over the sample's observed cells; ``population_uniques``
+    is the number of population cells with F = 1 (all of them, observed in the sample or not).
+    """
+    f = np.asarray(f)
+    big_f = np.asarray(big_f)
+    su = f == 1
+    n1 = int(su.sum())
+    tau1 = int(np.count_nonzero(su & (big_f == 1)))
+    tau2 = float(np.sum(1.0 / big_f[su]))
+    sum_f_su = float(big_f[su].sum())
+    return {
+        "tau1": float(tau1),
+        "tau2": tau2,
+        "p_pu": population_uniques / population_size,
+        "p_pu_given_su": tau1 / n1 if n1 else float("nan"),
+        "theta": n1 / sum_f_su if n1 else float("nan"),
+        "sample_uniques": float(n1),
+    }
+
+
+def theta_expectation(n1: int, mean_sum: float, var_sum: float) -> float:
+    """E[n1 / (n1 + X)] with X = sum over SU of U_k, by a moment-matched negative binomial.
+
+    X is matched to NB(size, prob) with the same mean and variance (as FW section 4 / spec
+    D.7 does with a gamma law for the cell probabilities); this is exact when every SU cell
+    has the same NB prob (e.g. BF with equal weights, Poisson-gamma). With no overdispersion
+    the plug-in ``n1 / (n1 + E[X])`` is returned.
+    """
+    if n1 == 0:
+        return float("nan")
+    if mean_sum <= 0:
+        return 1.0
+    if var_sum <= mean_sum * (1 + 1e-12):
+        return n1 / (n1 + mean_sum)
+    prob = mean_sum / var_sum
+    size = mean_sum * prob / (1 - prob)
+    return float(n1 * _nb.expected_inverse(float(n1), size, prob))
+
+
+def _normal_interval(mean: float, var: float, level: float, lo: float, hi: float):
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    sd = float(np.sqrt(max(var, 0.0)))
+    return max(lo, mean - z * sd), min(hi, mean + z * sd)
+
+
+def predictive_measures(pred: CellPredictive, *, population_size: float, level: float = 0.95,
+                        ) -> dict[str, Measure]:
+    """Expected tau1, tau2, P(PU), P(PU|SU), theta under a predictive law (spec A.3).
+
+    Intervals for tau1 and tau2 are predictive intervals of the realised measure given the
+    fitted model (independent cells, normal approximation; parameter uncertainty is not
+    included): tau1 is a sum of independent Bernoulli(P(U_k = 0)) and tau2 a sum of
+    independent 1/F_k over the sample uniques.
+    """
+    f = pred.f
+    su = np.flatnonzero(f == 1)
+    n1 = len(su)
+    p0 = pred.prob_zero(su)
+    tau1 = float(p0.sum())
+    var1 = float(np.sum(p0 * (1 - p0)))
+    e1 = pred.expected_inverse(su)
+    tau2 = float(e1.sum())
+    var2 = float(np.sum(pred.expected_inverse_square(su) - e1**2)) if n1 else 0.0
+    kind = "predictive (model parameters fixed, normal approximation)"
+    l1, u1 = _normal_interval(tau1, var1, level, 0.0, float(n1))
+    l2, u2 = _normal_interval(tau2, var2, level, 0.0, float(n1))
+    out = {
+        "tau1": Measure("tau1", tau1, l1, u1, level, kind, DESCRIPTIONS["tau1"]),
+        "tau2": Measure("tau2", tau2, l2, u2, level, kind, DESCRIPTIONS["tau2"]),
+    }
+    unobs = pred.unobserved_prob_one
+    p_pu = None if unobs is None else (tau1 + unobs) / population_size
+    out["p_pu"] = Measure("p_pu", p_pu, description=DESCRIPTIONS["p_pu"])
+    out["p_pu_given_su"] = Measure(
+        "p_pu_given_su", tau1 / n1 if n1 else None,
+        l1 / n1 if n1 else None, u1 / n1 if n1 else None, level if n1 else None,
+        kind if n1 else None, DESCRIPTIONS["p_pu_given_su"],
+    )
+    theta = theta_expectation(n1, float(pred.mean(su).sum()), float(pred.variance(su).sum()))
+    out["theta"] = Measure("theta", theta if n1 else None, description=DESCRIPTIONS["theta"]
+                           + " (moment-matched NB for the SU total)")
+    return out
+
+
+def expected_reidentifications(f: np.ndarray, cell_risk: np.ndarray, n: int
+                               ) -> dict[str, Measure]:
+    """sdcMicro's ER = sum over records of the record risk, and ER / n (spec A.4)."""
+    er = float(np.sum(np.asarray(f) * np.asarray(cell_risk)))
+    return {
+        "expected_reidentifications": Measure(
+            "expected_reidentifications", er, description=DESCRIPTIONS[
+                "expected_reidentifications"]),
+        "global_risk": Measure("global_risk", er / n, description=DESCRIPTIONS["global_risk"]),
+    }
+
+
+def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float) -> float | None:
+    """mu-Argus / sdcMicro record-risk threshold for a target global risk.
+
+    The largest threshold t (among the record risk values, scanned from the top) such that
+    capping every risk above t at t brings the expected re-identifications below
+    ``max_global_risk * n`` (mu-Argus 4.1 manual, sec. 2.3.4.1, eq. 17). ``None`` when the
+    file already meets the target (sdcMicro prints NA), and 0 when no threshold does.
+    """
+    if not 0 < max_global_risk < 1:
+        raise ValueError("max_global_risk must lie in (0, 1)")
+    r = np.sort(np.asarray(record_risk, float))[::-1]
+    n = len(r)
+    target = max_global_risk * n
+    total = float(np.sum(r))
+    if total < target:
+        return None
+    # at the first record of each distinct level v (position i), sum of risks from there
+    # on plus v times the i records above it
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    suffix = total - np.concatenate([[0.0], np.cumsum(r)])[starts]
+    capped = suffix + r[starts] * starts
+    ok = np.flatnonzero(capped[1:] < target)
+    if ok.size == 0:
+        return 0.0
+    return float(r[starts[1:][ok[0]]])
+
+
+def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray:
+    """Household risk 1 - prod over members (1 - r_i), assigned to every member."""
+    r = np.asarray(record_risk, float)
+    hh = np.asarray(household)
+    with np.errstate(divide="ignore"):
+        log_safe = np.log1p(-np.minimum(r, 1.0))
+    sums = np.bincount(hh, weights=log_safe, minlength=int(hh.max()) + 1 if hh.size else 0)
+    return -np.expm1(sums[hh])
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
+    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class."""
+    scores = np.asarray(scores, float)
+    labels = np.asarray(labels, bool)
+    n_pos = int(labels.sum())
+    n_neg = len(labels) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ordered = np.sort(scores)
+    # average rank of tied scores: positions left+1 .. right (1-based)
+    ranks = (np.searchsorted(ordered, scores, "left") + np.searchsorted(ordered, scores,
+                                                                          "right") + 1) / 2
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))

@@ -1,0 +1,206 @@
+"""RiskResult: the immutable, self-describing outcome of an estimator's fit."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+
+from .._version import __version__
+from ..data.table import CellTable
+from .measures import Measure, household_risk
+
+__all__ = ["RiskResult"]
+
+RiskKind = Literal["reidentification", "population_unique"]
+
+
+def _freeze(mapping: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(mapping or {}))
+
+
+def provenance(table: CellTable, seed: int | None = None) -> dict:
+    """Package version, seed and input fingerprint (never host or user names)."""
+    return {
+        "package": "sdcrisk",
+        "version": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "seed": seed,
+        "input_fingerprint": table.fingerprint(),
+        "source": table.source,
+    }
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RiskResult:
+    """Measures, record-level risk on demand, diagnostics and provenance of one fit.
+
+    The result keeps the cell table (cell codes, counts and the record -> cell map) so that
+    record-level risk can be computed on demand; it never holds the microdata themselves.
+
+    Attributes
+    ----------
+    method : str
+        Estimator name (e.g. ``"nb"``).
+    measures : mapping of str to Measure
+        Named measures with estimate and, where the method gives one, an interval.
+    parameters : mapping
+        The estimator's settings.
+    fitted : mapping
+        Fitted model parameters (e.g. alpha, beta of the Poisson-gamma model).
+    thresholds : mapping
+        Every threshold the result used (printed with it).
+    assumptions : tuple of str
+        What the method assumes, in words.
+    diagnostics : mapping
+        Fit diagnostics (iterations, boundary hits, timing...).
+    provenance : mapping
+        Package version, seed, input fingerprint.
+    """
+
+    method: str
+    measures: Mapping[str, Measure]
+    table: CellTable
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    fitted: Mapping[str, Any] = field(default_factory=dict)
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    assumptions: tuple[str, ...] = ()
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    cell_risk_values: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("measures", "parameters", "fitted", "thresholds", "diagnostics",
+                     "provenance"):
+            object.__setattr__(self, name, _freeze(getattr(self, name)))
+        frozen = {}
+        for k, v in self.cell_risk_values.items():
+            arr = np.array(v, dtype=float, copy=True)
+            arr.setflags(write=False)
+            frozen[k] = arr
+        object.__setattr__(self, "cell_risk_values", MappingProxyType(frozen))
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
+
+    # --- sizes -----------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.table.n
+
+    @property
+    def population_size(self) -> float:
+        return self.table.population_size
+
+    @property
+    def sample_uniques(self) -> int:
+        return self.table.sample_uniques
+
+    def estimate(self, name: str) -> float | None:
+        """The point estimate of a measure by name."""
+        return self.measures[name].estimate
+
+    # --- record level ------------------------------------------------------------------------
+    def cell_risk(self, kind: RiskKind = "reidentification") -> np.ndarray:
+        """Risk of each observed cell.
+
+        ``"reidentification"``: E[1/F_k | f] (or the package approximation the method was
+        asked to reproduce); ``"population_unique"``: P(F_k = 1 | f), zero unless f_k = 1.
+        """
+        if kind not in self.cell_risk_values:
+            raise KeyError(
+                f"{self.method} gives no {kind!r} risk; available: {sorted(self.cell_risk_values)}"
+            )
+        return self.cell_risk_values[kind]
+
+    def record_risk(self, kind: RiskKind = "reidentification") -> np.ndarray:
+        """Risk of each record (aligned with the input rows), computed on demand."""
+        return self.cell_risk(kind)[self.table.record_cell]
+
+    def household_record_risk(self) -> np.ndarray:
+        """Household risk 1 - prod(1 - r) over each record's household (needs household ids)."""
+        if self.table.household is None:
+            raise ValueError("the data have no household column")
+        return household_risk(self.record_risk("reidentification"), self.table.household)
+
+    def cells(self, *, internal: bool = False):
+        """Observed cells with f, F_hat and risks as a DataFrame.
+
+        Key values of cells are disclosive; they are only included with ``internal=True``.
+        """
+        import pandas as pd
+
+        data: dict[str, Any] = {}
+        if internal:
+            for j, key in enumerate(self.table.keys):
+                levels = self.table.levels[j]
+                data[key] = [levels[c] for c in self.table.cell_codes[:, j]]
+        data["f"] = self.table.counts
+        if self.table.weight_sums is not None:
+            data["F_hat"] = self.table.weight_sums
+        for k, v in self.cell_risk_values.items():
+            data[f"risk_{k}"] = v
+        return pd.DataFrame(data)
+
+    # --- summaries ---------------------------------------------------------------------------
+    def summary(self):
+        """Measures as a DataFrame (estimate, lower, upper, level, interval)."""
+        import pandas as pd
+
+        rows = [{"measure": k, **{c: v for c, v in m.to_dict().items() if c != "description"}}
+                for k, m in self.measures.items()]
+        return pd.DataFrame(rows).set_index("measure")
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary: no record-level data and no cell key values."""
+        return {
+            "method": self.method,
+            "n": self.n,
+            "population_size": self.population_size,
+            "population_size_source": self.table.population_size_source,
+            "sampling_fraction": self.n / self.population_size,
+            "keys": list(self.table.keys),
+            "cell_space": self.table.cell_space,
+            "observed_cells": self.table.n_cells,
+            "sample_uniques": self.sample_uniques,
+            "k_anonymity_violations": {
+                str(k): v for k, v in self.table.k_anonymity_violations().items()},
+            "measures": {k: m.to_dict() for k, m in self.measures.items()},
+            "parameters": jsonable(self.parameters),
+            "fitted": jsonable(self.fitted),
+            "thresholds": jsonable(self.thresholds),
+            "assumptions": list(self.assumptions),
+            "diagnostics": jsonable(self.diagnostics),
+            "provenance": jsonable(self.provenance),
+        }
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
+
+    def __repr__(self) -> str:
+        parts = []
+        for name in ("tau1", "tau2", "theta", "expected_reidentifications"):
+            m = self.measures.get(name)
+            if m is not None and m.estimate is not None:
+                parts.append(f"{name}={m.estimate:.4g}")
+        return (f"RiskResult(method={self.method!r}, n={self.n}, N={self.population_size:g}, "
+                f"sample_uniques={self.sample_uniques}, {', '.join(parts)})")
+
+
+def jsonable(obj):
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    return obj

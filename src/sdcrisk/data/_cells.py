@@ -1,0 +1,299 @@
+"""Low-level coding: column values -> level codes, and level codes -> observed cells.
+
+Kept apart from :mod:`sdcrisk.data.table` so that the hot paths (measured in
+``benchmarks/bench_tabulate.py``) stay small and easy to profile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..exceptions import InputError
+
+MISSING_LABEL = None  # the level that stands for a missing value under missing="category"
+
+# A dense bincount over the mixed-radix cell space is used up to this many cells
+# (int64 counts: 8 bytes a cell -> 1 GiB at most) and while the space is not much larger
+# than the number of records; otherwise observed cells are found by sorting.
+DENSE_MAX_CELLS = 1 << 27
+_INT_RANGE_LOOKUP = 1 << 24
+
+
+def _code_dtype(n_levels: int):
+    if n_levels <= np.iinfo(np.int8).max:
+        return np.int8
+    if n_levels <= np.iinfo(np.int16).max:
+        return np.int16
+    return np.int32
+
+
+def _format_value(value) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def encode_column(
+    name: str,
+    values: np.ndarray,
+    missing: np.ndarray | None,
+    *,
+    levels: Sequence | None,
+    missing_policy: str,
+    max_levels: int | None,
+) -> tuple[np.ndarray, tuple]:
+    """Integer codes 0..d-1 for one key column and its levels (tuple, in code order).
+
+    Integer columns keep numeric order; strings sort lexicographically; declared ``levels``
+    fix the order and may contain levels that never occur. Missing values become the last
+    level (``None``) under ``missing_policy="category"`` and an error under ``"error"``.
+    """
+    n = len(values)
+    has_missing = missing is not None and bool(missing.any())
+    if has_missing and missing_policy == "error":
+        row = int(np.flatnonzero(missing)[0])
+        raise InputError(
+            f"column {name!r} has {int(missing.sum())} missing value(s) (first at row {row + 1}); "
+            "use missing='category' to treat missing as its own level, or fill them"
+        )
+    present = ~missing if has_missing else None
+    vals = values[present] if has_missing else values
+
+    if vals.dtype.kind == "f":
+        bad = ~np.isfinite(vals) | (vals != np.round(vals))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"column {name!r} is not categorical: value {_format_value(vals[i])} is not an "
+                f"integer code; "
+                "band it into categories (or give it as text) before using it as a key"
+            )
+        vals = vals.astype(np.int64)
+        values = values.copy()
+        values[~np.isfinite(values)] = 0
+        values = values.astype(np.int64)
+
+    if levels is not None:
+        codes, level_tuple = _encode_declared(name, values, present, vals, levels)
+    elif vals.dtype.kind in "iu":
+        codes, level_tuple = _encode_integers(values, vals, present)
+    else:
+        uniq, inv = np.unique(vals.astype(str), return_inverse=True)
+        level_tuple = tuple(str(u) for u in uniq)
+        codes = np.empty(n, np.int64)
+        if has_missing:
+            codes[present] = inv
+        else:
+            codes = inv.astype(np.int64)
+
+    if has_missing:
+        if MISSING_LABEL not in level_tuple:
+            level_tuple = (*level_tuple, MISSING_LABEL)
+        codes[missing] = level_tuple.index(MISSING_LABEL)
+    d = len(level_tuple)
+    if max_levels is not None and d > max_levels:
+        raise InputError(
+            f"column {name!r} has {d} distinct values, more than max_levels={max_levels}; "
+            "it looks like an identifier or a continuous variable: band it, or raise max_levels"
+        )
+    if n and d == 0:
+        raise InputError(f"column {name!r} has no levels")
+    return codes.astype(_code_dtype(max(d, 1)), copy=False), level_tuple
+
+
+def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray | None):
+    if vals.size == 0:
+        return np.zeros(len(values), np.int64), ()
+    lo, hi = int(vals.min()), int(vals.max())
+    if hi - lo < _INT_RANGE_LOOKUP:
+        # shift in int64 (a narrow dtype could overflow), one copy, and gather the codes
+        # straight into a narrow dtype
+        shifted = values.astype(np.int64)
+        shifted -= lo
+        if present is not None:
+            seen = np.bincount(shifted[present], minlength=hi - lo + 1) > 0
+            shifted[~present] = 0
+        else:
+            seen = np.bincount(shifted, minlength=hi - lo + 1) > 0
+        level_values = np.flatnonzero(seen) + lo
+        lookup = (np.cumsum(seen) - 1).astype(_code_dtype(len(level_values) + 1))
+        return lookup[shifted], tuple(int(v) for v in level_values)
+    else:
+        level_values, inv = np.unique(vals, return_inverse=True)
+        codes = np.zeros(len(values), np.int64)
+        if present is not None:
+            codes[present] = inv
+        else:
+            codes = inv.astype(np.int64)
+    return codes.astype(np.int64), tuple(int(v) for v in level_values)
+
+
+def _encode_declared(name, values, present, vals, levels):
+    level_list = list(levels)
+    if len(set(map(_normalise, level_list))) != len(level_list):
+        raise InputError(f"levels of {name!r} contain duplicates")
+    numeric = vals.dtype.kind in "iu"
+    keys = [_normalise(v) for v in level_list]
+    if numeric:
+        try:
+            declared = np.array([int(k) for k in keys if k is not None], dtype=np.int64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"levels of {name!r} must be integers for an integer-coded column"
+            ) from exc
+        order = [k for k in keys if k is not None]
+        sorter = np.argsort(declared)
+        pos = np.searchsorted(declared[sorter], vals)
+        pos = np.clip(pos, 0, len(declared) - 1) if len(declared) else pos
+        ok = len(declared) > 0 and np.all(declared[sorter][pos] == vals) if vals.size else True
+        if not ok:
+            bad = vals[declared[sorter][pos] != vals][0] if len(declared) else vals[0]
+            raise InputError(
+                f"column {name!r} has value {_format_value(bad)} that is not among its declared "
+                f"levels {order[:10]}{'...' if len(order) > 10 else ''}"
+            )
+        position = {k: i for i, k in enumerate(keys)}
+        idx_in_keys = np.array([position[k] for k in order], dtype=np.int64)
+        inv = idx_in_keys[sorter][pos] if vals.size else np.zeros(0, np.int64)
+    else:
+        lookup = {k: i for i, k in enumerate(keys)}
+        svals = vals.astype(str)
+        uniq, uinv = np.unique(svals, return_inverse=True)
+        mapped = np.empty(len(uniq), np.int64)
+        for j, u in enumerate(uniq):
+            if u not in lookup:
+                raise InputError(
+                    f"column {name!r} has value {str(u)!r} that is not among its declared levels"
+                )
+            mapped[j] = lookup[u]
+        inv = mapped[uinv]
+    codes = np.zeros(len(values), np.int64)
+    if present is not None:
+        codes[present] = inv
+    else:
+        codes = inv
+    return codes, tuple(level_list)
+
+
+def _normalise(v):
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, bool):
+        return int(v)
+    return v if isinstance(v, int) else str(v)
+
+
+# Records (or cells) are processed in blocks of this many so that the per-key passes of the
+# mixed-radix arithmetic stay in cache instead of streaming n-long arrays once per key.
+_BLOCK = 1 << 15
+# Mixed-radix ids are kept below this; past it partial ids are compressed to ranks.
+_ID_LIMIT = 1 << 62
+
+
+def _radices(radices: Sequence[int]) -> list[int]:
+    return [max(int(d), 1) for d in radices]
+
+
+def is_mixed_radix(radices: Sequence[int]) -> bool:
+    """Whether :func:`cell_ids` returns plain mixed-radix ids (no rank compression)."""
+    return math.prod(_radices(radices)) < _ID_LIMIT
+
+
+def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int]) -> tuple[np.ndarray, int]:
+    """Mixed-radix cell ids of records and an upper bound on them.
+
+    When the product of radices would overflow int64, the partial ids are compressed to
+    dense ranks (at most n distinct values) before going on, so memory stays proportional
+    to the number of records whatever the size of the key space.
+    """
+    n = len(columns[0]) if columns else 0
+    radices = _radices(radices)
+    if len(radices) != len(columns):
+        raise ValueError("cell_ids: one radix per column is needed")
+    ids = None  # None stands for all zeros (bound 1)
+    bound = 1
+    i, n_cols = 0, len(columns)
+    while i < n_cols:
+        if bound > 1 and bound * radices[i] >= _ID_LIMIT:
+            uniq, inv = np.unique(ids, return_inverse=True)
+            ids = inv.astype(np.int64).ravel()
+            bound = len(uniq)
+        # take the longest run of columns whose ids stay below the limit
+        j, end = i + 1, bound * radices[i]
+        while j < n_cols and end * radices[j] < _ID_LIMIT:
+            end *= radices[j]
+            j += 1
+        ids = _mixed_radix(ids if bound > 1 else None, columns[i:j], radices[i:j], end, n)
+        bound, i = end, j
+    if ids is None:
+        ids = np.zeros(n, np.int64)
+    return ids, bound
+
+
+def _mixed_radix(prefix, columns, radices, bound, n) -> np.ndarray:
+    """prefix * prod(radices) + mixed-radix value of columns, block by block (int64 out).
+
+    The arithmetic runs in int32 when every id is below 2**31 (half the memory traffic).
+    """
+    out = np.empty(n, np.int64)
+    narrow = bound < (1 << 31)
+    buf = np.empty(min(n, _BLOCK), np.int32) if narrow else None
+    if prefix is None:
+        first, rest, rest_radices = columns[0], columns[1:], radices[1:]
+    else:
+        first, rest, rest_radices = prefix, columns, radices
+    for s in range(0, n, _BLOCK):
+        e = min(s + _BLOCK, n)
+        x = buf[: e - s] if narrow else out[s:e]
+        np.copyto(x, first[s:e], casting="unsafe")
+        for col, d in zip(rest, rest_radices, strict=True):
+            x *= d
+            x += col[s:e]
+        if narrow:
+            out[s:e] = x
+    return out
+
+
+def decode_cells(cells: np.ndarray, radices: Sequence[int], dtype) -> np.ndarray:
+    """Level codes (n_cells, J) of mixed-radix cell ids (only when :func:`is_mixed_radix`)."""
+    radices = _radices(radices)
+    if math.prod(radices) >= _ID_LIMIT:
+        raise ValueError("decode_cells: ids of this key space are compressed ranks")
+    m, n_keys = len(cells), len(radices)
+    out = np.empty((m, n_keys), dtype)
+    if n_keys == 0:
+        return out
+    work = np.int32 if math.prod(radices) < (1 << 31) else np.int64
+    for s in range(0, m, 2 * _BLOCK):
+        e = min(s + 2 * _BLOCK, m)
+        rem = cells[s:e].astype(work)
+        for j in range(n_keys - 1, 0, -1):
+            d = radices[j]
+            q = rem // d
+            np.subtract(rem, q * d, out=out[s:e, j], casting="unsafe")
+            rem = q
+        np.copyto(out[s:e, 0], rem, casting="unsafe")
+    return out
+
+
+def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observed cells of record ids: (cell id of each observed cell, counts, record->cell)."""
+    n = len(ids)
+    if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
+        counts = np.bincount(ids, minlength=bound)
+        cells = np.flatnonzero(counts != 0)
+        lookup = np.empty(bound, np.int32 if len(cells) < (1 << 31) else np.int64)
+        lookup[cells] = np.arange(len(cells), dtype=lookup.dtype)
+        return cells, counts[cells], lookup[ids]
+    cells, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    dtype = np.int32 if len(cells) < (1 << 31) else np.int64
+    return cells, counts, inverse.ravel().astype(dtype)

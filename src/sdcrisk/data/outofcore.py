@@ -1,0 +1,456 @@
+"""Out-of-core tabulation: a CSV or Parquet file larger than memory, by key cells.
+
+:func:`tabulate_file` streams the file in record batches with ``pyarrow.dataset`` and never
+holds more than one batch of records:
+
+1. *Pass 1* groups each batch by the raw key values (Arrow's multithreaded hash
+   aggregation: count, and with weights the sums of w and 1/w) and merges the partial
+   aggregates whenever the unmerged ones outgrow the merged table (so the merging work stays
+   linear in the records). What stays in memory is one row per
+   distinct key combination - the observed cells - whatever the number of records.
+2. The distinct combinations are coded exactly as :meth:`Microdata.from_source` codes the
+   records (the same :func:`sdcrisk.data._cells.encode_column` on the same set of distinct
+   values), so levels, their order and the cell order are those of the in-memory path.
+3. *Pass 2* reads the keys again and writes each
+   record's cell index into a memory-mapped file: the record -> cell map that record-level
+   risk needs, 4 bytes a record on disk instead of in memory.
+
+With a household column, pass 1 also collects the distinct household ids (one value a
+household: household risk needs an array over households anyway) and pass 2 writes each
+record's household code - the rank of its id, as the in-memory path codes it - into a second
+memory-mapped file (8 bytes a record, the in-memory path's int64).
+
+The result is the same :class:`~sdcrisk.data.table.CellTable` as
+``tabulate(Microdata.from_source(path, keys, ...))`` - equal counts, cell codes, levels and
+record map; weight sums equal up to floating-point summation order.
+
+Why an entry point and not ``Microdata.from_source(..., out_of_core=True)``: a Microdata holds
+n-long code arrays by design (sampling, subsets, evaluation need them), which is exactly what
+does not fit; the out-of-core path goes from the file straight to the CellTable.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from ..exceptions import InputError, ParameterError
+from . import _cells
+from .io import arrow_column, check_present
+from .table import DEFAULT_MAX_LEVELS, CellTable, resolve_population_size
+
+__all__ = ["tabulate_file"]
+
+RecordCell = Literal["memmap", "memory"]
+_COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
+_NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
+
+
+def _dataset(path: Path, columns: Sequence[str], weights: str | None):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as ds
+
+    parquet = path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
+    if parquet:
+        try:
+            data = ds.dataset(str(path), format="parquet")
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"{path.name}: could not be read as Parquet ({exc})") from exc
+        check_present(columns, data.schema.names, path.name)
+        return data, False
+    suffixes = [s.lower() for s in path.suffixes]
+    delimiter = "\t" if ".tsv" in suffixes else ","
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name}: the file is empty")
+    types = {c: pa.string() for c in columns}
+    if weights is not None:
+        types[weights] = pa.float64()
+    fmt = ds.CsvFileFormat(
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_NULLS,
+                                             strings_can_be_null=True),
+        read_options=pacsv.ReadOptions(block_size=1 << 24))
+    try:
+        data = ds.dataset(str(path), format=fmt)
+        names = data.schema.names
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path.name}: could not be read as CSV ({exc})") from exc
+    check_present(columns, names, path.name)
+    return data, True
+
+
+def _prepare(arr):
+    """Dictionary columns decoded, NaN as null (both are missing on the in-memory path)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if pa.types.is_floating(arr.type):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+    return arr
+
+
+def _infer(arr):
+    """A CSV key column read as text, typed as pyarrow's reader would (int64, double, text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for typ in (pa.int64(), pa.float64()):
+        try:
+            return pc.cast(arr, typ)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return arr
+
+
+def _group(table, keys: Sequence[str], sums: Sequence[str]):
+    import pyarrow as pa
+
+    agg = table.group_by(list(keys), use_threads=True).aggregate(
+        [(c, "sum") for c in sums])
+    names = [f"{c}_sum" for c in sums]
+    return agg.select(list(keys) + names).rename_columns(list(keys) + list(sums)) \
+        if names else pa.table({k: agg.column(k) for k in keys})
+
+
+def _batches(data, columns: Sequence[str], batch_rows: int):
+    import pyarrow as pa
+
+    for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
+        if batch.num_rows:
+            yield pa.Table.from_batches([batch])
+
+
+def _check_weights(name: str, w, offset: int) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if w.null_count:
+        row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+    if not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
+        raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
+    values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
+    bad = ~np.isfinite(values) | (values <= 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"weights column {name!r} has a non-positive or non-finite weight "
+                         f"{values[i]:g} at row {offset + i + 1}; survey weights must be > 0")
+    return values
+
+
+def tabulate_file(
+    path: str | os.PathLike,
+    keys: Sequence[str] | str,
+    *,
+    weights: str | None = None,
+    household: str | None = None,
+    population_size: float | None = None,
+    sampling_fraction: float | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    missing: Literal["category", "error"] = "category",
+    max_levels: int | None = DEFAULT_MAX_LEVELS,
+    batch_rows: int = 1 << 20,
+    record_cell: RecordCell = "memmap",
+    workdir: str | os.PathLike | None = None,
+) -> CellTable:
+    """Tabulate a CSV/Parquet file (or a directory of Parquet files) without loading it.
+
+    Parameters
+    ----------
+    path : path
+        ``.csv``/``.tsv`` (optionally compressed), ``.parquet``/``.pq``, or a directory of
+        Parquet files (a partitioned dataset).
+    keys, weights, household, population_size, sampling_fraction, levels, missing, max_levels
+        As for :meth:`sdcrisk.Microdata.from_source`.
+    batch_rows : int
+        Records per streamed batch (memory: a few batches of the key columns).
+    record_cell : {"memmap", "memory"}
+        Where the n-long record -> cell map (and the records' household codes) go: a
+        memory-mapped temporary file in ``workdir`` (default; the file is unlinked at once and
+        its space freed when the table is garbage-collected) or an ordinary array.
+    workdir : path, optional
+        Directory of the memory-mapped file (default: the system temporary directory).
+
+    Returns
+    -------
+    CellTable
+        Equal to ``tabulate(Microdata.from_source(path, keys, ...))``.
+
+    Raises
+    ------
+    InputError
+        As :meth:`Microdata.from_source`; also a file that changed between the two passes.
+    ParameterError
+        Bad options; a key space of 2^62 cells or more (whose ids are not mixed-radix).
+
+    Notes
+    -----
+    Memory is O(observed cells + batch), time two streaming passes. CSV key columns are read
+    as text and then typed as integers, else decimals, else text, like pyarrow's reader;
+    unlike it, ``true``/``false`` and date-like columns stay text (for household ids only
+    their order matters, and it is the same). With ``household``, memory also holds the
+    distinct household ids, O(households); each record's household code (the rank of its id
+    among the sorted distinct ids, an int64 as in :class:`~sdcrisk.data.table.Microdata`) goes to
+    a memory-mapped file like the record map.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> from sdcrisk import Microdata, tabulate
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> pd.DataFrame({"a": [1, 2, 2, 3], "b": ["x", "y", "y", "x"]}).to_csv(d, index=False)
+    >>> t = tabulate_file(d, ["a", "b"], batch_rows=2)
+    >>> t.counts.tolist(), t.n
+    ([1, 2, 1], 4)
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(keys, str):
+        keys = [k.strip() for k in keys.split(",") if k.strip()]
+    keys = tuple(keys)
+    if not keys:
+        raise ParameterError("give at least one key variable")
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"key variables repeat: {list(keys)}")
+    if weights is not None and weights in keys:
+        raise ParameterError(f"column {weights!r} cannot be both a key and weights")
+    if household is not None and household in keys:
+        raise ParameterError(f"column {household!r} cannot be both a key and household")
+    if household is not None and household == weights:
+        raise ParameterError(f"column {household!r} cannot be both weights and household")
+    if missing not in ("category", "error"):
+        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+    if record_cell not in ("memmap", "memory"):
+        raise ParameterError(f"record_cell={record_cell!r}; use 'memmap' or 'memory'")
+    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
+        raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
+    if levels:
+        unknown = [k for k in levels if k not in keys]
+        if unknown:
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"file not found: {str(path)!r}")
+    columns = list(keys) + [c for c in (weights, household) if c]
+    data, is_csv = _dataset(path, columns, weights)
+
+    # pass 1: distinct key combinations with counts (and weight sums) ------------------------
+    sums = [_COUNT] + ([_WSUM, _ISUM] if weights else [])
+    partial, held, merged, n, wsum = [], 0, 0, 0, 0.0
+    hh_ids = _DistinctIds(household, 4 * batch_rows) if household else None
+    for tbl in _batches(data, columns, batch_rows):
+        cols = {k: _prepare(tbl.column(k)) for k in keys}
+        if missing == "error":
+            for k, arr in cols.items():
+                if arr.null_count:
+                    row = n + int(np.flatnonzero(arr.is_null().to_numpy(
+                        zero_copy_only=False))[0])
+                    raise InputError(f"column {k!r} has missing values (first at row "
+                                     f"{row + 1}); use missing='category' to treat missing "
+                                     "as its own level, or fill them")
+        cols[_COUNT] = pa.array(np.ones(tbl.num_rows, np.int64))
+        if weights:
+            w = _check_weights(weights, _prepare(tbl.column(weights)), n)
+            wsum += float(w.sum())
+            cols[_WSUM], cols[_ISUM] = pa.array(w), pa.array(1.0 / w)
+        if hh_ids is not None:
+            hh_ids.add(_prepare(tbl.column(household)), n)
+        part = _group(pa.table(cols), keys, sums)
+        partial.append(part)
+        held += part.num_rows
+        n += tbl.num_rows
+        # merge once the unmerged partials outgrow the merged part (and a few batches):
+        # the merged table at most doubles between merges, so merging stays linear overall
+        if len(partial) > 1 and held - merged > max(merged, 4 * batch_rows):
+            partial = [_group(pa.concat_tables(partial), keys, sums)]
+            held = merged = partial[0].num_rows
+    if n == 0:
+        raise InputError(f"{path.name}: no records (the sample is empty)")
+    combos = _group(pa.concat_tables(partial), keys, sums) if len(partial) > 1 else partial[0]
+    del partial
+    hh_levels, hh_type = hh_ids.levels(is_csv) if hh_ids is not None else (None, None)
+
+    # code the distinct combinations exactly as the in-memory path codes records -------------
+    codes, lv, raw_lookup = [], [], []
+    for k in keys:
+        raw = combos.column(k).combine_chunks()
+        typed = _infer(raw) if is_csv else raw
+        col = arrow_column(k, typed)
+        c, levs = _cells.encode_column(
+            k, col.values, col.missing, levels=None if not levels or k not in levels
+            else levels[k], missing_policy=missing, max_levels=max_levels)
+        codes.append(c)
+        lv.append(levs)
+        uniq = pc.unique(raw)
+        code_of = np.zeros(len(uniq), np.int64)
+        code_of[pc.index_in(raw, value_set=uniq).to_numpy(zero_copy_only=False)] = c
+        raw_lookup.append((uniq, code_of))
+    n_levels = tuple(len(x) for x in lv)
+    ids, _ = _cells.cell_ids(codes, n_levels)
+    cells, inv = np.unique(ids, return_inverse=True)
+    inv = inv.ravel()
+    m = len(cells)
+    counts = np.bincount(inv, weights=combos.column(_COUNT).to_numpy(),
+                         minlength=m).round().astype(np.int64)
+    weight_sums = inclusion_sums = None
+    if weights:
+        weight_sums = np.bincount(inv, weights=combos.column(_WSUM).to_numpy(), minlength=m)
+        inclusion_sums = np.bincount(inv, weights=combos.column(_ISUM).to_numpy(), minlength=m)
+    mixed = _cells.is_mixed_radix(n_levels)
+    if mixed:
+        cell_codes = _cells.decode_cells(cells, n_levels, np.result_type(*codes))
+    else:
+        rep = np.empty(m, np.int64)
+        rep[inv] = np.arange(len(inv))
+        cell_codes = np.stack([c[rep] for c in codes], axis=1)
+    del combos, codes, ids, inv
+
+    # pass 2: the record -> cell map ---------------------------------------------------------
+    if not mixed:
+        raise ParameterError(f"the key space K={np.prod(n_levels, dtype=float):.3g} is too "
+                             "large for the out-of-core record map (2^62 cells or more); "
+                             "use fewer or coarser keys, or tabulate in memory")
+    dtype = np.int32 if m < (1 << 31) else np.int64
+    out = _record_map(n, dtype, record_cell, workdir)
+    hh_out = None if hh_ids is None else _record_map(n, np.int64, record_cell, workdir)
+    import pandas as pd
+
+    lookup = pd.Index(cells)  # hash lookup: ~3x faster than searchsorted on millions of cells
+    pos = 0
+    read = list(keys) + ([household] if household else [])
+    for tbl in _batches(data, read, batch_rows):
+        batch_codes = []
+        for k, (uniq, code_of) in zip(keys, raw_lookup, strict=True):
+            idx = pc.index_in(_prepare(tbl.column(k)), value_set=uniq)
+            if idx.null_count:
+                raise InputError(f"{path.name}: a value of {k!r} not seen in the first pass; "
+                                 "the file changed while it was read")
+            batch_codes.append(code_of[idx.to_numpy(zero_copy_only=False)])
+        bid, _ = _cells.cell_ids(batch_codes, n_levels)
+        where = lookup.get_indexer(bid)
+        end = pos + tbl.num_rows
+        if end > n or (where < 0).any():
+            raise InputError(f"{path.name}: the file changed while it was read")
+        out[pos:end] = where
+        if hh_out is not None:
+            hh_out[pos:end] = _household_codes(path.name, household, tbl.column(household),
+                                               hh_levels, hh_type)
+        pos = end
+    if pos != n:
+        raise InputError(f"{path.name}: the file changed while it was read")
+
+    big_n, how = resolve_population_size(
+        n, np.array([wsum]) if weights else None, population_size, sampling_fraction)
+    return CellTable(
+        keys=keys, levels=tuple(lv), cell_codes=cell_codes, counts=counts,
+        weight_sums=weight_sums, record_cell=out, household=hh_out, population_size=big_n,
+        population_size_source=how, population=None, source=path.name,
+        inclusion_sums=inclusion_sums)
+
+
+class _DistinctIds:
+    """The distinct values of a household column, gathered batch by batch (pass 1).
+
+    Each batch's distinct ids are kept and merged once the unmerged ones outgrow the merged
+    set (and ``slack``), so memory stays O(households + batch) and merging linear overall.
+    """
+
+    def __init__(self, name: str, slack: int):
+        self.name, self.slack = name, slack
+        self.parts: list = []
+        self.held = self.merged = 0
+
+    def add(self, arr, offset: int) -> None:
+        import pyarrow.compute as pc
+
+        if arr.null_count:
+            row = offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"household column {self.name!r} is missing at row {row + 1}")
+        part = pc.unique(arr)
+        self.parts.append(part)
+        self.held += len(part)
+        if len(self.parts) > 1 and self.held - self.merged > max(self.merged, self.slack):
+            self._merge()
+
+    def _merge(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.parts = [pc.unique(pa.concat_arrays(self.parts))]
+        self.held = self.merged = len(self.parts[0])
+
+    def levels(self, is_csv: bool):
+        """Sorted distinct ids as the in-memory path orders them, and the CSV column type."""
+        self._merge()
+        raw = self.parts[0]
+        self.parts = []
+        typed = _infer(raw) if is_csv else raw
+        values = _id_values(self.name, typed)
+        return np.unique(values), typed.type
+
+
+def _id_values(name: str, arr) -> np.ndarray:
+    """Household ids as :func:`sdcrisk.data._cells.encode_column` orders them: integer codes
+    (integral decimals and booleans included) by value, anything else as text."""
+    col = arrow_column(name, arr)
+    values = col.values
+    if col.missing is not None:  # NaN in a decimal column
+        row = int(np.flatnonzero(col.missing)[0])
+        raise InputError(f"household column {name!r} is missing at row {row + 1}")
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            value = _cells._format_value(values[int(np.flatnonzero(bad)[0])])
+            raise InputError(f"column {name!r} is not categorical: value {value} is not an "
+                             "integer code; band it into categories (or give it as text) "
+                             "before using it as a key")
+        return values.astype(np.int64)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    return values.astype(str)
+
+
+def _household_codes(source: str, name: str, column, levels: np.ndarray, typ) -> np.ndarray:
+    """Each record's household code: the position of its id among the sorted ``levels``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = _prepare(column)
+    if arr.type != typ and pa.types.is_string(arr.type) and not pa.types.is_string(typ):
+        arr = pc.cast(arr, typ)  # CSV text typed like the distinct ids
+    if arr.null_count:
+        raise InputError(f"{source}: a missing household id not seen in the first pass; the "
+                         "file changed while it was read")
+    values = _id_values(name, arr)
+    pos = np.searchsorted(levels, values)
+    if (pos >= len(levels)).any() or (levels[np.minimum(pos, len(levels) - 1)] != values).any():
+        raise InputError(f"{source}: a household id not seen in the first pass; the file "
+                         "changed while it was read")
+    return pos
+
+
+def _record_map(n: int, dtype, how: str, workdir) -> np.ndarray:
+    if how == "memory":
+        return np.empty(n, dtype)
+    fd, name = tempfile.mkstemp(prefix="sdcrisk-record-cell-", suffix=".bin",
+                                dir=None if workdir is None else str(workdir))
+    os.close(fd)
+    try:
+        mm = np.memmap(name, dtype=dtype, mode="w+", shape=(n,))
+    finally:
+        try:
+            os.unlink(name)  # POSIX: the mapping stays valid, the space goes with it
+        except OSError:  # pragma: no cover - Windows keeps the file until unmapped
+            pass
+    return mm

@@ -1,0 +1,600 @@
+"""Microdata (the one validated input type) and CellTable (its tabulation over key cells).
+
+Everything enters through :meth:`Microdata.from_source`, which resolves key variables by
+name, fixes the category levels (declared levels may have zero count), checks weights,
+household ids and the population size, and fails with a one-line message naming the
+offending column or value. Estimators trust what it produces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..exceptions import InputError, MemoryLimitError, ParameterError
+from . import _cells
+from .io import read_columns, source_name
+
+__all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "memory_limit", "check_memory"]
+
+MissingPolicy = Literal["category", "error"]
+PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
+
+DEFAULT_MAX_LEVELS = 1000
+DEFAULT_MEMORY_LIMIT = 8 * 1024**3
+
+
+#: the limit given to the innermost running ``Estimator.fit(memory_limit=...)``; fits nested
+#: inside it (auto's candidates and their validation fits) inherit it
+_FIT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "sdcrisk_memory_limit", default=None)
+
+
+@contextlib.contextmanager
+def memory_limit_scope(limit: int | None):
+    """Make ``limit`` the default of :func:`check_memory` inside the block (None: unchanged)."""
+    if limit is None:
+        yield
+        return
+    token = _FIT_LIMIT.set(int(limit))
+    try:
+        yield
+    finally:
+        _FIT_LIMIT.reset(token)
+
+
+def memory_limit() -> int:
+    """The memory limit in bytes for a method's working arrays.
+
+    Inside ``Estimator.fit(memory_limit=...)`` that limit (also for nested fits); otherwise
+    ``SDCRISK_MEMORY_LIMIT`` (bytes, or with a ``K``/``M``/``G`` suffix), default 8 GiB.
+    """
+    inherited = _FIT_LIMIT.get()
+    if inherited is not None:
+        return inherited
+    text = os.environ.get("SDCRISK_MEMORY_LIMIT", "").strip()
+    if not text:
+        return DEFAULT_MEMORY_LIMIT
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1].upper(), 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        return int(float(number) * scale)
+    except ValueError as exc:
+        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size like 8G") from exc
+
+
+def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
+                 remedies: str = "") -> None:
+    """Refuse, before allocating, work that would need more than ``limit`` bytes.
+
+    Raises
+    ------
+    MemoryLimitError
+        With the need, the limit and the remedies in the message.
+    """
+    limit = memory_limit() if limit is None else int(limit)
+    if required_bytes > limit:
+        extra = f"; {remedies}" if remedies else ""
+        raise MemoryLimitError(
+            f"{what} needs {_gib(required_bytes)} but the memory limit is {_gib(limit)} "
+            f"(set SDCRISK_MEMORY_LIMIT to change it){extra}"
+        )
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 1024**3:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Microdata:
+    """Validated categorical microdata: key codes, levels, weights, households, N.
+
+    Build it with :meth:`from_source`. Codes are 0-based integers into ``levels[j]``.
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Key variable names, in the order given.
+    codes : tuple of ndarray
+        One integer code array per key (length n).
+    levels : tuple of tuple
+        Category labels per key, in code order; ``None`` is the "missing" level.
+    weights : ndarray or None
+        Survey weights (positive, finite), if given.
+    household : ndarray or None
+        Household codes (0..H-1) per record, if a household column was given.
+    population_size : float
+        N. From ``population_size``, from ``n / sampling_fraction``, from the sum of the
+        weights, or (when none is given) N = n: the file is taken to be the population.
+    population_size_source : str
+        Which of the above gave N.
+    """
+
+    keys: tuple[str, ...]
+    codes: tuple[np.ndarray, ...]
+    levels: tuple[tuple, ...]
+    weights: np.ndarray | None
+    household: np.ndarray | None
+    population_size: float
+    population_size_source: PopulationSizeSource
+    source: str = "data"
+    weights_column: str | None = None
+    household_column: str | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of records."""
+        return len(self.codes[0]) if self.codes else 0
+
+    @property
+    def n_levels(self) -> tuple[int, ...]:
+        """Number of levels of each key."""
+        return tuple(len(lv) for lv in self.levels)
+
+    @property
+    def cell_space(self) -> int:
+        """K: the number of cells of the full cross-classification (an exact Python int)."""
+        return math.prod(self.n_levels)
+
+    @property
+    def sampling_fraction(self) -> float:
+        """n / N."""
+        return self.n / self.population_size
+
+    def __repr__(self) -> str:
+        return (
+            f"Microdata(n={self.n}, keys={list(self.keys)}, K={self.cell_space}, "
+            f"N={self.population_size:g} [{self.population_size_source}])"
+        )
+
+    @classmethod
+    def from_source(
+        cls,
+        source: Any,
+        keys: Sequence[str] | str,
+        *,
+        weights: str | None = None,
+        household: str | None = None,
+        population_size: float | None = None,
+        sampling_fraction: float | None = None,
+        levels: Mapping[str, Sequence] | None = None,
+        missing: MissingPolicy = "category",
+        max_levels: int | None = DEFAULT_MAX_LEVELS,
+    ) -> Microdata:
+        """Read and validate microdata.
+
+        Parameters
+        ----------
+        source : path, ``example:NAME``, DataFrame (pandas/polars), pyarrow Table or dict
+            The records, one row per person.
+        keys : sequence of str or comma-separated str
+            Key variables (what an intruder can match on), by column name.
+        weights : str, optional
+            Column of survey weights (positive, finite numbers).
+        household : str, optional
+            Column of household identifiers.
+        population_size : float, optional
+            N. Must be at least n.
+        sampling_fraction : float, optional
+            n / N, in (0, 1]. Exclusive with ``population_size``.
+        levels : mapping, optional
+            Declared category levels per key (may include levels with zero count). Values
+            outside the declared levels are an error.
+        missing : {"category", "error"}
+            Missing key values become their own level (default) or an error. Nothing is
+            ever dropped silently.
+        max_levels : int or None
+            Refuse a key with more distinct values than this (default 1000).
+
+        Raises
+        ------
+        InputError
+            Missing column, empty data, non-categorical key, bad weights, N < n, too many
+            levels.
+        ParameterError
+            Inconsistent options.
+
+        Examples
+        --------
+        >>> from sdcrisk import Microdata
+        >>> md = Microdata.from_source("example:uk_census2011",
+        ...     keys=["region", "sex", "age_band"], population_size=56_075_912)
+        >>> md.n
+        10000
+        """
+        if isinstance(keys, str):
+            keys = [k.strip() for k in keys.split(",") if k.strip()]
+        keys = tuple(keys)
+        if not keys:
+            raise ParameterError("give at least one key variable")
+        if len(set(keys)) != len(keys):
+            raise ParameterError(f"key variables repeat: {list(keys)}")
+        if missing not in ("category", "error"):
+            raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+        if max_levels is not None and max_levels < 1:
+            raise ParameterError(f"max_levels={max_levels} must be >= 1")
+        for opt in (weights, household):
+            if opt is not None and opt in keys:
+                raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
+        if levels:
+            unknown = [k for k in levels if k not in keys]
+            if unknown:
+                raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+        wanted = list(keys) + [c for c in (weights, household) if c is not None]
+        columns, n = read_columns(source, wanted)
+        if n == 0:
+            raise InputError(f"{source_name(source)}: no records (the sample is empty)")
+
+        codes, lv = [], []
+        for name in keys:
+            col = columns[name]
+            c, levs = _cells.encode_column(
+                name,
+                col.values,
+                col.missing,
+                levels=None if not levels or name not in levels else levels[name],
+                missing_policy=missing,
+                max_levels=max_levels,
+            )
+            codes.append(c)
+            lv.append(levs)
+
+        w = None
+        if weights is not None:
+            w = _validate_weights(weights, columns[weights])
+        hh = None
+        if household is not None:
+            col = columns[household]
+            if col.missing is not None:
+                row = int(np.flatnonzero(col.missing)[0])
+                raise InputError(f"household column {household!r} is missing at row {row + 1}")
+            hh, _ = _cells.encode_column(
+                household, col.values, None, levels=None, missing_policy="error", max_levels=None
+            )
+            hh = hh.astype(np.int64)
+
+        big_n, how = resolve_population_size(n, w, population_size, sampling_fraction)
+        return cls(
+            keys=keys,
+            codes=tuple(codes),
+            levels=tuple(lv),
+            weights=w,
+            household=hh,
+            population_size=big_n,
+            population_size_source=how,
+            source=source_name(source),
+            weights_column=weights,
+            household_column=household,
+        )
+
+    def subset(self, rows: np.ndarray, *, population_size: float | None = None,
+               sampling_fraction: float | None = None) -> Microdata:
+        """Records ``rows`` (indices or boolean mask) with the same levels.
+
+        Used to draw samples from a population: weights and household ids follow the records;
+        N is re-resolved from the arguments (default: the file is its own population).
+        """
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        if rows.size == 0:
+            raise InputError("the sample is empty: no record was drawn")
+        w = None if self.weights is None else self.weights[rows]
+        hh = None if self.household is None else self.household[rows]
+        big_n, how = resolve_population_size(len(rows), w, population_size, sampling_fraction)
+        return Microdata(
+            keys=self.keys,
+            codes=tuple(c[rows] for c in self.codes),
+            levels=self.levels,
+            weights=w,
+            household=hh,
+            population_size=big_n,
+            population_size_source=how,
+            source=self.source,
+            weights_column=self.weights_column,
+            household_column=self.household_column,
+        )
+
+    def with_population_size(self, population_size: float) -> Microdata:
+        """The same records with a given N."""
+        big_n, how = resolve_population_size(self.n, self.weights, population_size, None)
+        return Microdata(**{**self.__dict__, "population_size": big_n,
+                            "population_size_source": how})
+
+
+def _validate_weights(name: str, col) -> np.ndarray:
+    if col.missing is not None:
+        row = int(np.flatnonzero(col.missing)[0])
+        raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+    values = col.values
+    if values.dtype.kind not in "iuf":
+        try:
+            values = values.astype(float)
+        except ValueError:
+            bad = next(v for v in values if not _is_number(v))
+            raise InputError(
+                f"weights column {name!r} is not numeric: value {str(bad)!r}"
+            ) from None
+    w = values.astype(float)
+    bad = ~np.isfinite(w) | (w <= 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"weights column {name!r} has a non-positive or non-finite weight {w[row]:g} "
+            f"at row {row + 1}; survey weights must be > 0"
+        )
+    return w
+
+
+def _is_number(v) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_population_size(n, weights, population_size, sampling_fraction):
+    if population_size is not None and sampling_fraction is not None:
+        raise ParameterError("give population_size or sampling_fraction, not both")
+    if sampling_fraction is not None:
+        f = float(sampling_fraction)
+        if not 0 < f <= 1:
+            raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
+        return n / f, "sampling_fraction"
+    if population_size is not None:
+        big_n = float(population_size)
+        if not math.isfinite(big_n):
+            raise InputError(f"population size N={population_size} is not finite")
+        if big_n < n:
+            raise InputError(
+                f"population size N={population_size:g} is smaller than the sample size n={n}"
+            )
+        return big_n, "given"
+    if weights is not None:
+        return float(weights.sum()), "weights"
+    return float(n), "assumed_population"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class PopulationCounts:
+    """Population counts F for a sample's cells, and the population's own uniqueness.
+
+    Attributes
+    ----------
+    counts : ndarray
+        F_k for each observed sample cell (aligned with ``CellTable.counts``).
+    size : int
+        N, the number of population records.
+    n_cells : int
+        Number of non-empty population cells.
+    n_unique : int
+        Number of population cells with F = 1 (population uniques).
+    """
+
+    counts: np.ndarray
+    size: int
+    n_cells: int
+    n_unique: int
+    k_anonymity_violations: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class CellTable:
+    """Sample cell counts f_k over observed cells, and the record -> cell map.
+
+    Memory is proportional to the number of observed cells (plus the n-long record map),
+    never to the size of the key space K.
+
+    Attributes
+    ----------
+    keys, levels : as in :class:`Microdata`
+    cell_codes : ndarray (n_cells, J)
+        Level codes of each observed cell (sorted by cell).
+    counts : ndarray (n_cells,)
+        f_k, the sample count of each observed cell.
+    weight_sums : ndarray or None
+        Sum of the survey weights in each cell (a Horvitz-Thompson estimate of F_k).
+    record_cell : ndarray (n,)
+        Index of each record's cell in ``counts``.
+    household : ndarray or None
+        Household code of each record.
+    population_size : float
+        N, as resolved by :class:`Microdata`.
+    population : PopulationCounts or None
+        True F_k when a population was given to :func:`tabulate`.
+    inclusion_sums : ndarray or None
+        Sum of 1/weight in each cell (sdcMicro ``modRisk``'s ``inclProb``; for a sample unique
+        the inclusion probability of its record).
+    """
+
+    keys: tuple[str, ...]
+    levels: tuple[tuple, ...]
+    cell_codes: np.ndarray
+    counts: np.ndarray
+    weight_sums: np.ndarray | None
+    record_cell: np.ndarray
+    household: np.ndarray | None
+    population_size: float
+    population_size_source: str
+    population: PopulationCounts | None = None
+    source: str = "data"
+    inclusion_sums: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of records."""
+        return int(self.record_cell.shape[0])
+
+    @property
+    def n_cells(self) -> int:
+        """Number of observed (non-empty) cells."""
+        return int(self.counts.shape[0])
+
+    @property
+    def cell_space(self) -> int:
+        """K = product of the numbers of levels (exact Python int)."""
+        return math.prod(len(lv) for lv in self.levels)
+
+    @property
+    def sample_uniques(self) -> int:
+        """n1, the number of cells with f = 1."""
+        return int(np.count_nonzero(self.counts == 1))
+
+    @property
+    def sampling_fraction(self) -> float:
+        """n / N."""
+        return self.n / self.population_size
+
+    def __repr__(self) -> str:
+        return (
+            f"CellTable(n={self.n}, cells={self.n_cells}, K={self.cell_space}, "
+            f"sample_uniques={self.sample_uniques}, N={self.population_size:g})"
+        )
+
+    def fingerprint(self) -> str:
+        """SHA-256 of keys, levels and cell counts: identifies the input without revealing it."""
+        h = hashlib.sha256()
+        h.update(repr((self.keys, self.levels)).encode())
+        h.update(np.ascontiguousarray(self.cell_codes).tobytes())
+        h.update(np.ascontiguousarray(self.counts, dtype=np.int64).tobytes())
+        if self.weight_sums is not None:
+            h.update(np.ascontiguousarray(self.weight_sums).tobytes())
+        h.update(repr(float(self.population_size)).encode())
+        return h.hexdigest()[:16]
+
+    def cell_labels(self, cells: np.ndarray | None = None) -> list[tuple]:
+        """Category labels of (some) observed cells, as tuples in key order."""
+        codes = self.cell_codes if cells is None else self.cell_codes[np.asarray(cells)]
+        return [tuple(self.levels[j][c] for j, c in enumerate(row)) for row in codes.tolist()]
+
+    def dense_counts(self, *, dtype=np.float64, limit: int | None = None) -> np.ndarray:
+        """f over the whole key space as an array of shape ``n_levels`` (for log-linear IPF).
+
+        Raises
+        ------
+        MemoryLimitError
+            When K cells of ``dtype`` exceed the memory limit.
+        """
+        shape = tuple(len(lv) for lv in self.levels)
+        check_memory(
+            self.cell_space * np.dtype(dtype).itemsize,
+            what=f"a dense table of K={self.cell_space:,} cells",
+            limit=limit,
+            remedies="use fewer or coarser key variables, partition the table, or a method "
+            "whose memory grows with the observed cells only (nb, poisson-gamma)",
+        )
+        out = np.zeros(shape, dtype=dtype)
+        out[tuple(self.cell_codes[:, j] for j in range(len(shape)))] = self.counts
+        return out
+
+    def k_anonymity_violations(self, ks: Sequence[int] = (2, 3, 5)) -> dict[int, int]:
+        """Records in cells with f < k (sample k-anonymity), for each k."""
+        return {int(k): int(self.counts[self.counts < k].sum()) for k in ks}
+
+
+def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> CellTable:
+    """Tabulate sample cell counts over the observed key cells.
+
+    Parameters
+    ----------
+    microdata : Microdata
+        The sample.
+    population : Microdata, optional
+        The population the sample was drawn from, coded with the same keys and levels
+        (build the sample with ``levels=population.levels`` or by ``population.subset``).
+        Then ``table.population`` holds the true F_k and population uniqueness.
+
+    Returns
+    -------
+    CellTable
+
+    Raises
+    ------
+    InputError
+        Sample and population keys/levels differ, or a sample cell is missing from the
+        population (the sample does not come from it).
+    """
+    md = microdata
+    ids, bound = _cells.cell_ids(md.codes, md.n_levels)
+    cells, counts, record_cell = _cells.observed_cells(ids, bound)
+    del ids
+    if not md.codes:
+        cell_codes = np.zeros((0, 0))
+    elif _cells.is_mixed_radix(md.n_levels):
+        # cell ids are mixed-radix numbers: read the codes off them (no pass over records)
+        cell_codes = _cells.decode_cells(cells, md.n_levels, np.result_type(*md.codes))
+    else:
+        # ids were compressed to ranks: take the codes of one record of each cell
+        rep = np.empty(len(cells), np.int64)
+        rep[record_cell] = np.arange(md.n)
+        cell_codes = np.stack([c[rep] for c in md.codes], axis=1)
+    weight_sums = inclusion_sums = None
+    if md.weights is not None:
+        weight_sums = np.bincount(record_cell, weights=md.weights, minlength=len(cells))
+        inclusion_sums = np.bincount(record_cell, weights=1.0 / md.weights,
+                                     minlength=len(cells))
+    pop = None
+    if population is not None:
+        pop = population_counts(md, population, cell_codes)
+    return CellTable(
+        keys=md.keys,
+        levels=md.levels,
+        cell_codes=cell_codes,
+        counts=counts.astype(np.int64),
+        weight_sums=weight_sums,
+        record_cell=record_cell,
+        household=md.household,
+        population_size=float(pop.size) if pop is not None else md.population_size,
+        population_size_source="population" if pop is not None else md.population_size_source,
+        population=pop,
+        source=md.source,
+        inclusion_sums=inclusion_sums,
+    )
+
+
+def population_counts(sample: Microdata, population: Microdata,
+                       sample_cell_codes: np.ndarray) -> PopulationCounts:
+    if sample.keys != population.keys:
+        raise InputError(
+            f"sample keys {list(sample.keys)} differ from population keys {list(population.keys)}"
+        )
+    if sample.levels != population.levels:
+        bad = next(k for k, a, b in zip(sample.keys, sample.levels, population.levels,
+                                        strict=True) if a != b)
+        raise InputError(
+            f"levels of {bad!r} differ between sample and population; build the sample with "
+            "levels=population.levels"
+        )
+    # one joint id space for population records and sample cells: ids stay comparable even
+    # when cell_ids had to compress them (key spaces of 2^62 cells or more)
+    joint = [np.concatenate([p, sample_cell_codes[:, j].astype(p.dtype)])
+             for j, p in enumerate(population.codes)]
+    ids, _ = _cells.cell_ids(joint, population.n_levels)
+    pop_ids, samp_ids = ids[: population.n], ids[population.n:]
+    pcells, pcounts = np.unique(pop_ids, return_counts=True)
+    pos = np.searchsorted(pcells, samp_ids)
+    pos = np.clip(pos, 0, len(pcells) - 1)
+    found = pcells[pos] == samp_ids
+    if not found.all():
+        raise InputError(
+            f"{int((~found).sum())} sample cell(s) do not occur in the population; the sample "
+            "does not come from this population"
+        )
+    big_f = pcounts[pos].astype(np.int64)
+    kav = {k: int(pcounts[pcounts < k].sum()) for k in (2, 3, 5)}
+    return PopulationCounts(
+        counts=big_f,
+        size=population.n,
+        n_cells=len(pcells),
+        n_unique=int(np.count_nonzero(pcounts == 1)),
+        k_anonymity_violations=kav,
+    )

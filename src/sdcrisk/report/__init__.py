@@ -1,0 +1,28 @@
+"""The risk report a release panel reads (:mod:`.collect` gathers the numbers, :mod:`.html`
+renders them) and the charts. Names are imported on first use, so that importing one piece
+does not load pandas or the decision model."""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from .collect import (
+        FAST_METHODS,
+        build_report,
+        calibration_table,
+        category_contributions,
+        riskiest_cells,
+        roc_curve,
+        sdcmicro_high_risk,
+        variable_contributions,
+        write_report,
+    )
+    from .tradeoff_plot import plot_tradeoff
+
+__all__ = ["build_report", "write_report", "variable_contributions", "category_contributions",
+           "riskiest_cells", "roc_curve", "calibration_table", "sdcmicro_high_risk",
+           "FAST_METHODS", "plot_tradeoff"]
+
+__getattr__ = lazy_getattr(__name__, {**{name: "collect" for name in __all__},
+                                      "plot_tradeoff": "tradeoff_plot"})

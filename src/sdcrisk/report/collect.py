@@ -1,0 +1,721 @@
+"""The risk report a release panel reads: one self-contained HTML page.
+
+:func:`build_report` turns one or more :class:`~sdcrisk.RiskResult` objects of the same file
+into an HTML page (inline CSS and inline SVG charts, no scripts, no external resources) with
+the headline measures and their intervals, the method's assumptions and thresholds,
+k-anonymity counts, the sdcMicro global figures, the record-risk distribution, what drives
+the risk (per key variable and per category), the riskiest key combinations, model
+diagnostics, and -- when the population is known -- ROC and calibration plots.
+
+Two kinds (the sdcMicro internal/external split):
+
+* ``"external"`` (default): non-disclosive. No key combination is listed with its values;
+  category values appear only for categories with at least ``min_count`` records.
+* ``"internal"``: lists the riskiest key combinations with their values. Do not release it.
+
+SUDA2 scores (:func:`sdcrisk.suda2`) and ARX's population-uniqueness estimators
+(:func:`sdcrisk.population_uniqueness`) are added as their own sections.
+
+The pieces are public functions that return DataFrames (:func:`variable_contributions`,
+:func:`category_contributions`, :func:`riskiest_cells`, :func:`roc_curve`,
+:func:`calibration_table`, :func:`sdcmicro_high_risk`), so the numbers can be used and
+checked without the HTML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .._version import __version__
+from ..analyses.methods import ESTIMATORS, get_estimator
+from ..core.measures import roc_auc, truth_measures
+from ..core.result import RiskResult
+from ..data import _cells
+from ..data.table import CellTable, Microdata, population_counts
+from ..estimators import Estimator
+from ..exceptions import ParameterError, SdcRiskError
+
+__all__ = [
+    "build_report",
+    "write_report",
+    "variable_contributions",
+    "category_contributions",
+    "riskiest_cells",
+    "roc_curve",
+    "calibration_table",
+    "sdcmicro_high_risk",
+    "FAST_METHODS",
+]
+
+ReportKind = Literal["external", "internal"]
+
+#: methods cheap enough to re-fit once per key for the leave-one-key-out contributions
+FAST_METHODS = ("nb", "poisson-gamma")
+
+
+# --- record and cell level figures -----------------------------------------------------------
+def sdcmicro_high_risk(record_risk: np.ndarray) -> tuple[int, float]:
+    """Records "with higher risk than the main part", as sdcMicro's ``print.measure_risk``.
+
+    Counts records with risk > median + 3 MAD and risk > 0.1, where MAD is R's ``mad``
+    (median absolute deviation times 1.4826).
+
+    Returns
+    -------
+    count : int
+    cut : float
+        max(median + 3 MAD, 0.1): records strictly above it are counted.
+
+    References
+    ----------
+    sdcMicro 5.8.1, ``print.measure_risk`` (R/measure_risk.R).
+    """
+    r = np.asarray(record_risk, float)
+    med = float(np.median(r))
+    mad = 1.4826 * float(np.median(np.abs(r - med)))
+    cut = med + 3 * mad
+    return int(np.count_nonzero((r > cut) & (r > 0.1))), max(cut, 0.1)
+
+
+def _reduce_table(table: CellTable, drop: int) -> CellTable:
+    """The table with key ``drop`` removed: cells merged, counts and weights summed."""
+    keep = [j for j in range(len(table.keys)) if j != drop]
+    codes = table.cell_codes[:, keep]
+    radices = [len(table.levels[j]) for j in keep]
+    ids, bound = _cells.cell_ids([codes[:, i] for i in range(len(keep))], radices)
+    cells, _, inverse = _cells.observed_cells(ids, bound)
+    m = len(cells)
+    counts = np.bincount(inverse, weights=table.counts, minlength=m).round().astype(np.int64)
+    rep = np.empty(m, np.int64)
+    rep[inverse] = np.arange(len(inverse))
+    weights = (None if table.weight_sums is None
+               else np.bincount(inverse, weights=table.weight_sums, minlength=m))
+    return dataclasses.replace(
+        table, keys=tuple(table.keys[j] for j in keep),
+        levels=tuple(table.levels[j] for j in keep), cell_codes=codes[rep], counts=counts,
+        weight_sums=weights, record_cell=inverse[table.record_cell], population=None)
+
+
+def _contribution_estimator(result: RiskResult, estimator: Estimator | str | None
+                            ) -> Estimator:
+    if isinstance(estimator, Estimator):
+        return estimator
+    common = {"ci_level": result.parameters.get("ci_level", 0.95),
+              "max_global_risk": result.parameters.get("max_global_risk", 0.01)}
+    if estimator is None:
+        if result.method in FAST_METHODS and result.method in ESTIMATORS:
+            return get_estimator(result.method, **dict(result.parameters))
+        return get_estimator("nb", **common)
+    if not isinstance(estimator, str):
+        raise ParameterError(f"contributions={estimator!r}: give a method name or an "
+                             "Estimator")
+    return get_estimator(estimator, **common)
+
+
+def _quiet_fit(est: Estimator, table: CellTable, notes: list[str] | None) -> RiskResult:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = est.fit(table)
+    if notes is not None:
+        for w in caught:
+            notes.append(f"{est.name} on a reduced table: {w.message}")
+    return res
+
+
+def variable_contributions(result: RiskResult, *, estimator: Estimator | str | None = None,
+                           notes: list[str] | None = None) -> pd.DataFrame:
+    """Leave-one-key-out: the risk figures when each key variable is dropped.
+
+    Each key is removed in turn; cells that differ only in that key are merged (counts and
+    survey weights summed, which is what re-tabulating the file without the key gives) and
+    the estimator is fitted again.
+
+    Parameters
+    ----------
+    result : RiskResult
+        The fit on all keys.
+    estimator : Estimator, method name or None
+        The estimator re-fitted on each reduced table. Default: the result's own estimator
+        when it is one of :data:`FAST_METHODS`, otherwise ``nb`` (exact Benedetti-Franconi)
+        with the result's ``ci_level`` and ``max_global_risk``.
+
+    Returns
+    -------
+    DataFrame
+        One row for all keys (``dropped`` = None) and one per key: ``method``,
+        ``sample_uniques``, ``records_below_3`` (records in cells with f < 3),
+        ``expected_reidentifications``, ``tau2`` and the reductions against all keys
+        (``su_reduction``, ``er_reduction``, ``er_reduction_pct``).
+
+    Notes
+    -----
+    The reduction of expected re-identifications when a key is dropped measures how much of
+    the risk that key creates given the others (a "what would fix it" figure); the
+    reductions of different keys do not add up to the total.
+    """
+    est = _contribution_estimator(result, estimator)
+    table = result.table
+    if est.get_params() == dict(result.parameters) and est.name == result.method:
+        base = result
+    else:
+        base = _quiet_fit(est, table, notes)
+    rows = [_contribution_row(None, base)]
+    if len(table.keys) >= 2:
+        for j, key in enumerate(table.keys):
+            rows.append(_contribution_row(key, _quiet_fit(est, _reduce_table(table, j), notes)))
+    df = pd.DataFrame(rows)
+    df.insert(1, "method", est.name)
+    df["su_reduction"] = df["sample_uniques"].iloc[0] - df["sample_uniques"]
+    er0 = df["expected_reidentifications"].iloc[0]
+    df["er_reduction"] = er0 - df["expected_reidentifications"]
+    df["er_reduction_pct"] = 100 * df["er_reduction"] / er0 if er0 and er0 > 0 else np.nan
+    return df
+
+
+def _contribution_row(key: str | None, res: RiskResult) -> dict:
+    def est(name):
+        m = res.measures.get(name)
+        return np.nan if m is None or m.estimate is None else float(m.estimate)
+
+    counts = res.table.counts
+    return {"dropped": key, "sample_uniques": res.sample_uniques,
+            "records_below_3": int(counts[counts < 3].sum()),
+            "expected_reidentifications": est("expected_reidentifications"),
+            "tau2": est("tau2")}
+
+
+def category_contributions(result: RiskResult, *, min_count: int = 1,
+                           kind: str = "reidentification", threshold: float | None = None,
+                           ) -> tuple[pd.DataFrame, dict]:
+    """Share of the risk per category of each key, against its share of the file.
+
+    Parameters
+    ----------
+    result : RiskResult
+    min_count : int
+        Categories with fewer records are not listed by value; they are summed into the
+        second return value (a non-disclosive report uses its threshold here).
+    kind : str
+        Which cell risk measures the risk share (default ``"reidentification"``); without
+        record risk only the sample-unique shares are given.
+    threshold : float, optional
+        Also count the records with risk above it (``above``, ``above_share``: the
+        category's share of all such records).
+
+    Returns
+    -------
+    rows : DataFrame
+        ``key``, ``category`` (the label), ``records``, ``file_share``, ``sample_uniques``
+        (records in cells with f = 1 having the category), ``su_share``, ``risk`` (sum of
+        record risks, i.e. expected re-identifications among those records), ``risk_share``
+        and ``risk_ratio`` = risk_share / file_share (> 1: the category is over-represented
+        among the risky records), sorted by ``risk_ratio`` (or ``su_share``).
+    hidden : dict
+        ``categories``, ``records``, ``sample_uniques``, ``risk`` (and ``above``) of the
+        categories with fewer than ``min_count`` records (never listed by value).
+    """
+    table = result.table
+    f = table.counts
+    n = table.n
+    su = f == 1
+    n1 = int(su.sum())
+    risk = (result.cell_risk(kind) * f if kind in result.cell_risk_values else None)
+    total_risk = float(risk.sum()) if risk is not None else None
+    above = None
+    if threshold is not None and risk is not None:
+        above = np.where(result.cell_risk(kind) > threshold, f, 0)
+    frames = []
+    hidden = {"categories": 0, "records": 0, "sample_uniques": 0, "risk": 0.0}
+    if above is not None:
+        hidden["above"] = 0
+    for j, key in enumerate(table.keys):
+        codes = table.cell_codes[:, j]
+        d = len(table.levels[j])
+        records = np.bincount(codes, weights=f, minlength=d)
+        su_rec = np.bincount(codes[su], minlength=d)
+        rk = np.bincount(codes, weights=risk, minlength=d) if risk is not None else None
+        present = records > 0
+        small = present & (records < min_count)
+        hidden["categories"] += int(small.sum())
+        hidden["records"] += int(records[small].sum())
+        hidden["sample_uniques"] += int(su_rec[small].sum())
+        if rk is not None:
+            hidden["risk"] += float(rk[small].sum())
+        show = np.flatnonzero(present & ~small)
+        part = {
+            "key": key,
+            "category": [table.levels[j][c] for c in show],
+            "records": records[show].astype(np.int64),
+            "sample_uniques": su_rec[show].astype(np.int64),
+            "risk": rk[show] if rk is not None else np.nan,
+        }
+        if above is not None:
+            ab = np.bincount(codes, weights=above, minlength=d)
+            hidden["above"] += int(ab[small].sum())
+            part["above"] = ab[show].astype(np.int64)
+        frames.append(pd.DataFrame(part))
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    df["file_share"] = df["records"] / n
+    df["su_share"] = df["sample_uniques"] / n1 if n1 else np.nan
+    if total_risk:
+        df["risk_share"] = df["risk"] / total_risk
+        df["risk_ratio"] = df["risk_share"] / df["file_share"]
+        order = ["risk_ratio", "risk_share"]
+    else:
+        df["risk_share"] = np.nan
+        df["risk_ratio"] = df["su_share"] / df["file_share"]
+        order = ["risk_ratio", "su_share"]
+    df = df.sort_values(order, ascending=False, kind="stable").reset_index(drop=True)
+    cols = ["key", "category", "records", "file_share", "sample_uniques", "su_share", "risk",
+            "risk_share", "risk_ratio"]
+    if above is not None:
+        n_above = int(above.sum())
+        df["above_share"] = df["above"] / n_above if n_above else np.nan
+        cols += ["above", "above_share"]
+    return df[cols], hidden
+
+
+def riskiest_cells(result: RiskResult, *, top: int = 20, internal: bool = False,
+                   population_counts: np.ndarray | None = None) -> pd.DataFrame:
+    """The key combinations (cells) with the highest record risk.
+
+    Sorted by re-identification risk per record (ties: smaller f first). Key values are
+    only included with ``internal=True``; otherwise each cell is described by its counts.
+
+    Returns
+    -------
+    DataFrame
+        ``rank``, (the key columns when internal), ``f``, ``F_hat`` (sum of weights, when
+        weighted), ``F`` (true population count, when given), ``risk`` (per record),
+        ``p_unique`` (P(F = 1 | f), when the method gives it), ``expected_reidentifications``
+        (f x risk) and ``er_share``.
+    """
+    if top < 1:
+        raise ParameterError(f"top={top} must be >= 1")
+    table = result.table
+    risk = result.cell_risk("reidentification")
+    f = table.counts
+    order = np.lexsort((f, -risk))[:top]
+    data: dict[str, Any] = {"rank": np.arange(1, len(order) + 1)}
+    if internal:
+        labels = table.cell_labels(order)
+        for j, key in enumerate(table.keys):
+            data[key] = [lab[j] for lab in labels]
+    data["f"] = f[order]
+    if table.weight_sums is not None:
+        data["F_hat"] = table.weight_sums[order]
+    if population_counts is not None:
+        data["F"] = np.asarray(population_counts)[order]
+    data["risk"] = risk[order]
+    if "population_unique" in result.cell_risk_values:
+        data["p_unique"] = result.cell_risk("population_unique")[order]
+    er = f * risk
+    data["expected_reidentifications"] = er[order]
+    total = float(er.sum())
+    data["er_share"] = er[order] / total if total > 0 else np.nan
+    return pd.DataFrame(data)
+
+
+# --- against the truth -----------------------------------------------------------------------
+def roc_curve(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ROC curve points (false positive rate, true positive rate) over distinct thresholds.
+
+    Starts at (0, 0) and ends at (1, 1); tied scores move both rates at once, so the area by
+    the trapezoid rule equals :func:`sdcrisk.roc_auc` (ties counted one half).
+
+    Raises
+    ------
+    ParameterError
+        The labels hold only one class.
+
+    References
+    ----------
+    Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recogn. Lett. 27, 861-874.
+    """
+    scores = np.asarray(scores, float)
+    labels = np.asarray(labels, bool)
+    n_pos = int(labels.sum())
+    n_neg = len(labels) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise ParameterError("a ROC curve needs both classes among the labels")
+    order = np.argsort(-scores, kind="stable")
+    s, lab = scores[order], labels[order]
+    last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]
+    tp = np.cumsum(lab)[last]
+    fp = np.cumsum(~lab)[last]
+    return np.r_[0.0, fp / n_neg], np.r_[0.0, tp / n_pos]
+
+
+def calibration_table(predicted: np.ndarray, observed: np.ndarray, *,
+                      weights: np.ndarray | None = None, bins: int = 10) -> pd.DataFrame:
+    """Mean predicted against mean observed risk in groups of equal total weight.
+
+    Units (cells) are sorted by prediction and cut into ``bins`` groups holding about the
+    same total weight (e.g. records: weight f per cell); a unit is never split.
+
+    Returns
+    -------
+    DataFrame
+        ``bin``, ``units``, ``weight``, ``predicted`` and ``observed`` (weighted means),
+        ``predicted_sum`` and ``observed_sum`` (weighted sums).
+
+    Notes
+    -----
+    The reliability diagram: a calibrated risk lies on predicted = observed in every group;
+    the report uses it with E[1/F | f] against the true 1/F per record and with
+    P(F = 1 | f = 1) against the indicator F = 1 per sample unique.
+    """
+    p = np.asarray(predicted, float)
+    o = np.asarray(observed, float)
+    w = np.ones_like(p) if weights is None else np.asarray(weights, float)
+    if not (p.shape == o.shape == w.shape):
+        raise ParameterError("predicted, observed and weights must have the same length")
+    if bins < 1:
+        raise ParameterError(f"bins={bins} must be >= 1")
+    columns = ["bin", "units", "weight", "predicted", "observed", "predicted_sum",
+               "observed_sum"]
+    if p.size == 0 or not np.all(w > 0):
+        if p.size:
+            raise ParameterError("calibration weights must be positive")
+        return pd.DataFrame(columns=columns)
+    order = np.argsort(p, kind="stable")
+    p, o, w = p[order], o[order], w[order]
+    cum = np.cumsum(w)
+    # a unit goes to the group holding the middle of its weight
+    group = np.minimum((bins * (cum - w / 2) / cum[-1]).astype(int), bins - 1)
+    rows = []
+    for b in np.unique(group):
+        sel = group == b
+        ws = float(w[sel].sum())
+        rows.append({"bin": int(b) + 1, "units": int(sel.sum()), "weight": ws,
+                     "predicted": float(np.dot(w[sel], p[sel]) / ws),
+                     "observed": float(np.dot(w[sel], o[sel]) / ws),
+                     "predicted_sum": float(np.dot(w[sel], p[sel])),
+                     "observed_sum": float(np.dot(w[sel], o[sel]))})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _population_of(table: CellTable, population: Microdata | None):
+    if table.population is not None:
+        return table.population
+    if population is None:
+        return None
+    if not isinstance(population, Microdata):
+        raise ParameterError(f"truth must be the population as a Microdata, not "
+                             f"{type(population).__name__}")
+    return population_counts(SimpleNamespace(keys=table.keys, levels=table.levels),
+                              population, table.cell_codes)
+
+
+def _truth_section(results: Mapping[str, RiskResult], pop, bins: int = 10) -> dict:
+    table = next(iter(results.values())).table
+    f = table.counts
+    big_f = pop.counts
+    truth = truth_measures(f, big_f, population_size=pop.size,
+                           population_uniques=pop.n_unique)
+    truth["expected_reidentifications"] = float(np.sum(f / big_f))
+    truth["global_risk"] = truth["expected_reidentifications"] / table.n
+    su = f == 1
+    is_pu = big_f[su] == 1
+    methods = {}
+    for label, res in results.items():
+        entry: dict[str, Any] = {"auc": None, "roc": None, "calibration": None,
+                                 "calibration_pu": None}
+        if "population_unique" in res.cell_risk_values and 0 < is_pu.sum() < su.sum():
+            scores = res.cell_risk("population_unique")[su]
+            entry["auc"] = roc_auc(scores, is_pu)
+            entry["roc"] = roc_curve(scores, is_pu)
+            entry["calibration_pu"] = calibration_table(scores, is_pu.astype(float), bins=bins)
+        if "reidentification" in res.cell_risk_values:
+            entry["calibration"] = calibration_table(
+                res.cell_risk("reidentification"), 1.0 / big_f, weights=f, bins=bins)
+        methods[label] = entry
+    return {"measures": truth, "methods": methods, "population_size": pop.size,
+            "population_uniques": pop.n_unique, "counts": big_f,
+            "k_anonymity": dict(pop.k_anonymity_violations)}
+
+
+# --- SUDA and population-uniqueness estimators --------------------------------------------
+def _dis_fraction(table: CellTable) -> tuple[float, str]:
+    if table.population_size_source == "assumed_population":
+        return 0.01, "0.01 (sdcMicro's default DisFraction: the file's N is not known)"
+    f = table.n / table.population_size
+    return f, f"{f:.4g} (the file's sampling fraction n/N)"
+
+
+def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: int,
+                  top: int) -> dict | None:
+    from ..analyses.suda import suda2
+
+    frac, frac_text = _dis_fraction(table)
+    try:
+        res = suda2(table, dis_fraction=frac)
+    except SdcRiskError as exc:
+        notes.append(f"SUDA not computed: {exc}")
+        return None
+    levels = res.level_contributions()
+    f = table.counts
+    records = []
+    for j, _key in enumerate(table.keys):
+        counts = np.bincount(table.cell_codes[:, j], weights=f, minlength=len(table.levels[j]))
+        present = np.flatnonzero(counts > 0)
+        records.extend(int(counts[c]) for c in present)
+    levels["records"] = records
+    hidden = 0
+    if kind == "external":
+        small = levels["records"] < min_count
+        hidden = int(small.sum())
+        levels = levels[~small]
+    levels = levels.sort_values("contribution", ascending=False, kind="stable").head(top)
+    return {"result": res, "dis_fraction_text": frac_text, "levels": levels,
+            "levels_hidden": hidden, "combinations": res.msu_combinations(top=top)}
+
+
+def _uniqueness_section(table: CellTable, notes: list[str]) -> Any:
+    from ..analyses.uniqueness import population_uniqueness
+
+    try:
+        return population_uniqueness(table)
+    except (SdcRiskError, ArithmeticError) as exc:  # an auxiliary section: say, don't fail
+        notes.append(f"population-uniqueness estimators not computed: "
+                     f"{type(exc).__name__}: {exc}")
+        return None
+
+
+# --- the report --------------------------------------------------------------------------------
+def _as_results(results) -> dict[str, RiskResult]:
+    if isinstance(results, RiskResult):
+        items = [(results.method, results)]
+    elif isinstance(results, Mapping):
+        items = [(str(k), v) for k, v in results.items()]
+    elif isinstance(results, Sequence) and not isinstance(results, str):
+        items = [(r.method if isinstance(r, RiskResult) else "?", r) for r in results]
+    else:
+        raise ParameterError(f"results must be a RiskResult, a list or a dict of them, not "
+                             f"{type(results).__name__}")
+    if not items:
+        raise ParameterError("give at least one RiskResult")
+    out: dict[str, RiskResult] = {}
+    for label, r in items:
+        if not isinstance(r, RiskResult):
+            raise ParameterError(f"results: {type(r).__name__} is not a RiskResult")
+        name, i = label, 2
+        while name in out:
+            name, i = f"{label} ({i})", i + 1
+        out[name] = r
+    prints = {r.table.fingerprint() for r in out.values()}
+    if len(prints) > 1:
+        raise ParameterError(f"the results come from different data (input fingerprints "
+                             f"{', '.join(sorted(prints))}); a report describes one file: "
+                             "fit every method on the same table")
+    return out
+
+
+def _validate(kind, min_count, top, risk_threshold, bins):
+    if kind not in ("external", "internal"):
+        raise ParameterError(f"kind={kind!r}; use 'external' (non-disclosive, the default) "
+                             "or 'internal'")
+    if isinstance(min_count, bool) or not isinstance(min_count, int | np.integer) or \
+            min_count < 2:
+        raise ParameterError(f"min_count={min_count!r} must be an integer >= 2 (categories "
+                             "with fewer records are never listed by value)")
+    if not isinstance(top, int | np.integer) or top < 1:
+        raise ParameterError(f"top={top!r} must be an integer >= 1")
+    if risk_threshold is not None and not 0 < risk_threshold <= 1:
+        raise ParameterError(f"risk_threshold={risk_threshold} must lie in (0, 1]")
+    if not isinstance(bins, int | np.integer) or bins < 2:
+        raise ParameterError(f"bins={bins!r} must be an integer >= 2")
+
+
+def _risk_histogram(record_risk: np.ndarray, per_decade: int = 4) -> dict:
+    r = np.asarray(record_risk, float)
+    pos = r[r > 0]
+    lo = max(math.floor(math.log10(pos.min())) if pos.size else -1, -12)
+    lo = min(lo, -1)
+    edges = np.linspace(lo, 0, (0 - lo) * per_decade + 1)
+    logr = np.log10(np.clip(pos, 10.0**lo, 1.0))
+    counts, _ = np.histogram(logr, bins=edges)
+    return {"edges": edges, "counts": counts, "zeros": int((r <= 0).sum()),
+            "n": len(r)}
+
+
+def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_threshold, top,
+             contributions, suda, uniqueness, title, date, bins) -> dict:
+    notes: list[str] = []
+    labels = list(results)
+    primary_label = labels[0]
+    primary = results[primary_label]
+    table = primary.table
+    record_label = next((lab for lab in labels
+                         if "reidentification" in results[lab].cell_risk_values), None)
+    data: dict[str, Any] = {
+        "kind": kind, "min_count": min_count, "title": title, "version": __version__,
+        "date": date or datetime.date.today().isoformat(), "results": results,
+        "primary": primary_label, "record_method": record_label, "table": table,
+        "notes": notes, "top": top,
+    }
+    pop = _population_of(table, truth)
+    data["k_anonymity"] = table.k_anonymity_violations((2, 3, 5))
+    data["cells_below"] = {k: int(np.count_nonzero(table.counts < k)) for k in (2, 3, 5)}
+    if record_label is None:
+        notes.append("no method gives record-level risk, so the record-risk distribution, "
+                     "the riskiest key combinations and the risk shares are not shown")
+    else:
+        rec_res = results[record_label]
+        r = rec_res.record_risk()
+        data["histogram"] = _risk_histogram(r)
+        count, cut = sdcmicro_high_risk(r)
+        data["high_risk"] = {"count": count, "cut": cut}
+        thr = rec_res.thresholds.get("record_risk_threshold")
+        data["argus_threshold"] = thr
+        if risk_threshold is None and thr:
+            risk_threshold = float(thr)
+        data["risk_threshold"] = risk_threshold
+        data["above_threshold"] = (None if risk_threshold is None
+                                   else int(np.count_nonzero(r > risk_threshold)))
+        data["riskiest"] = riskiest_cells(rec_res, top=top, internal=kind == "internal",
+                                          population_counts=None if pop is None
+                                          else pop.counts)
+    data["truth"] = None if pop is None else _truth_section(results, pop, bins)
+    cat_res = results[record_label] if record_label else primary
+    cats, hidden = category_contributions(
+        cat_res, min_count=min_count if kind == "external" else 1,
+        threshold=data.get("risk_threshold") if record_label else None)
+    data["categories"] = cats
+    data["categories_hidden"] = hidden
+    data["categories_method"] = cat_res.method if record_label else None
+    if contributions is not False and len(table.keys) >= 2:
+        try:
+            data["variables"] = variable_contributions(
+                cat_res, estimator=None if contributions is True else contributions,
+                notes=notes)
+        except (SdcRiskError, MemoryError) as exc:
+            notes.append(f"leave-one-key-out contributions not computed: {exc}")
+            data["variables"] = None
+    else:
+        data["variables"] = None
+        if len(table.keys) < 2:
+            notes.append("leave-one-key-out contributions need at least two keys")
+    data["suda"] = (_suda_section(table, notes, kind=kind, min_count=min_count, top=top)
+                    if suda else None)
+    data["uniqueness"] = _uniqueness_section(table, notes) if uniqueness else None
+    data["bins"] = bins
+    return data
+
+
+def build_report(
+    results: RiskResult | Sequence[RiskResult] | Mapping[str, RiskResult],
+    *,
+    kind: ReportKind = "external",
+    min_count: int = 3,
+    truth: Microdata | None = None,
+    title: str | None = None,
+    risk_threshold: float | None = None,
+    top: int = 20,
+    contributions: bool | str | Estimator = True,
+    suda: bool = True,
+    uniqueness: bool = True,
+    bins: int = 10,
+    date: str | None = None,
+) -> str:
+    """The HTML risk report of one file, from the results of one or more methods.
+
+    Parameters
+    ----------
+    results : RiskResult, list of RiskResult or dict label -> RiskResult
+        Fits of the same table (same input fingerprint). The first is the headline method;
+        with several, a comparison table is added.
+    kind : {"external", "internal"}
+        ``external`` (default) lists no key combination with its values and no category
+        with fewer than ``min_count`` records; ``internal`` lists the riskiest key
+        combinations with their values (for the data owner only).
+    min_count : int
+        The non-disclosure threshold of the external report (default 3), stated on the page.
+    truth : Microdata, optional
+        The population the sample was drawn from (coded with the same levels), for the true
+        measures, ROC and calibration plots. Not needed when the table was tabulated with
+        its population.
+    title : str, optional
+        Page title (default: "Disclosure risk report: <source>").
+    risk_threshold : float, optional
+        Record risk above which a record counts as "high risk" in the report; default the
+        mu-Argus/sdcMicro threshold of the result when the target global risk is not met.
+    top : int
+        Number of riskiest key combinations listed (default 20).
+    contributions : bool, method name or Estimator
+        Leave-one-key-out contributions: ``True`` (default) re-fits the headline method when
+        it is one of :data:`FAST_METHODS` and ``nb`` otherwise; a name or estimator chooses;
+        ``False`` skips them.
+    suda : bool
+        Include SUDA2 scores and attribute contributions (:func:`sdcrisk.suda2`).
+    uniqueness : bool
+        Include the population-uniqueness estimators of ARX (Pitman, Zayatz, SNB and
+        Dankar's rule, :func:`sdcrisk.population_uniqueness`).
+    bins : int
+        Calibration groups when the truth is known (default 10).
+    date : str, optional
+        Date printed in the header (default today, ISO format).
+
+    Returns
+    -------
+    str
+        One self-contained HTML document (inline CSS and SVG; no scripts, no external
+        resources; a Content-Security-Policy forbids loading any).
+
+    Raises
+    ------
+    ParameterError
+        Bad options, results from different data, or a truth that is not a Microdata.
+    InputError
+        The population does not match the sample's keys or levels.
+
+    Notes
+    -----
+    Every figure is labelled with the method that produced it, its assumptions and the
+    thresholds used; the sdcMicro conventions (expected re-identifications = sum of record
+    risks, global risk = ER / n, the mu-Argus threshold for ``max_global_risk``, the
+    "higher risk than the main part" count: risk > median + 3 MAD and > 0.1) are named as
+    such. Charts are plain inline SVG, so the report is the same with or without matplotlib.
+
+    References
+    ----------
+    Templ, M., Kowarik, A. & Meindl, B. (2015). Statistical disclosure control for
+    micro-data using the R package sdcMicro. J. Stat. Softw. 67(4) (internal and external
+    reports). Hundepool, A. et al. (2012). Statistical Disclosure Control. Wiley, ch. 3.
+
+    Examples
+    --------
+    >>> import sdcrisk
+    >>> from sdcrisk.report.collect import build_report
+    >>> md = sdcrisk.Microdata.from_source("example:uk_census2011",
+    ...     keys="region,sex,age_band", population_size=56_075_912)
+    >>> html = build_report(sdcrisk.NegativeBinomialRisk().fit(sdcrisk.tabulate(md)))
+    >>> html.startswith("<!DOCTYPE html>")
+    True
+    """
+    from .html import render
+
+    _validate(kind, min_count, top, risk_threshold, bins)
+    res = _as_results(results)
+    data = _collect(res, kind=kind, min_count=int(min_count), truth=truth,
+                    risk_threshold=risk_threshold, top=int(top), contributions=contributions,
+                    suda=suda, uniqueness=uniqueness, title=title, date=date,
+                    bins=int(bins))
+    return render(data)
+
+
+def write_report(path: str | Path, results, **options) -> Path:
+    """Write :func:`build_report` to ``path`` (UTF-8) and return the path."""
+    path = Path(path)
+    path.write_text(build_report(results, **options), encoding="utf-8")
+    return path

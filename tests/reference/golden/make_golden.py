@@ -1,0 +1,76 @@
+"""Record the golden outputs that tests/test_golden_outputs.py compares against.
+
+Recorded on 2026-11-24 from main at 84d6d00 (the flat layout, before the move to layer
+subpackages of issue 16; ``sdcrisk.report`` was then a module with the same functions), as
+
+    PYTHONPATH=OLD/src python tests/reference/golden/make_golden.py tests/reference/golden
+
+Re-record only for a deliberate change of results, and say so in the commit message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+
+import sdcrisk
+from sdcrisk.cli import main
+from sdcrisk.report import (
+    category_contributions,
+    riskiest_cells,
+    sdcmicro_high_risk,
+    variable_contributions,
+)
+
+KEYS = "region,sex,age_band,marital_status,ethnic_group"
+_UK = ["example:uk_census2011", "--keys", KEYS]
+CASES = {
+    "assess_nb": ["assess", *_UK, "--population-size", "56075912", "--method", "nb",
+                  "--format", "json"],
+    "assess_nb_sdcmicro": ["assess", *_UK, "--population-size", "56075912", "--method", "nb",
+                           "--mode", "sdcmicro", "--format", "json"],
+    "assess_pg": ["assess", *_UK, "--population-size", "560759", "--method", "poisson-gamma",
+                  "--format", "json"],
+    "assess_loglinear": ["assess", *_UK, "--population-size", "560759", "--method",
+                         "loglinear", "--format", "json"],
+    "assess_graphical": ["assess", *_UK, "--population-size", "560759", "--method",
+                         "graphical", "--format", "json"],
+    "assess_auto": ["assess", *_UK, "--population-size", "560759", "--format", "json"],
+    "evaluate": ["evaluate", *_UK, "--fraction", "0.1", "--methods", "nb,poisson-gamma,loglinear",
+                 "--format", "json"],
+}
+
+
+def cli_output(name: str) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(CASES[name])
+    assert rc == 0, (name, rc)
+    return buf.getvalue()
+
+
+def report_tables() -> dict:
+    """The numbers of the report's tables (public functions of sdcrisk.report) for nb."""
+    md = sdcrisk.Microdata.from_source("example:uk_census2011", KEYS.split(","),
+                                       population_size=560759)
+    res = sdcrisk.get_estimator("nb").fit(sdcrisk.tabulate(md))
+    return {
+        "variable_contributions": variable_contributions(res).to_dict(orient="records"),
+        "category_contributions": [x.to_dict(orient="records") if hasattr(x, "to_dict") else x
+                                   for x in category_contributions(res, min_count=3)],
+        "riskiest_cells": riskiest_cells(res, top=10).to_dict(orient="records"),
+        "sdcmicro_high_risk": list(sdcmicro_high_risk(res.record_risk())),
+    }
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    for name in CASES:
+        text = cli_output(name)
+        with open(f"{out}/{name}.json", "w") as fh:
+            fh.write(text)
+        print(name, len(text))
+    with open(f"{out}/report_tables.json", "w") as fh:
+        fh.write(json.dumps(report_tables(), indent=1, default=float))
