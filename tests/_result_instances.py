@@ -16,7 +16,7 @@ import sdcrisk
 SCRIPT = "<script>alert(1)</script>"
 
 
-def _frame(n: int = 300, seed: int = 3, ages: int = 6) -> dict:
+def frame(n: int = 300, seed: int = 3, ages: int = 6) -> dict:
     rng = np.random.default_rng(seed)
     area = rng.choice(np.array(["north", "south", SCRIPT]), n, p=[0.45, 0.35, 0.2])
     return {
@@ -28,7 +28,7 @@ def _frame(n: int = 300, seed: int = 3, ages: int = 6) -> dict:
 
 
 def microdata(population_size: float = 6000) -> sdcrisk.Microdata:
-    return sdcrisk.Microdata.from_source(_frame(), ["area", "age", "sex", "job"],
+    return sdcrisk.Microdata.from_source(frame(), ["area", "age", "sex", "job"],
                                          population_size=population_size)
 
 
@@ -42,7 +42,7 @@ def build() -> dict[str, object]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out["RiskResult"] = sdcrisk.NegativeBinomialRisk().fit(table)
-        pop = sdcrisk.Microdata.from_source(_frame(3000, 7, ages=60), ["area", "age", "sex"],
+        pop = sdcrisk.Microdata.from_source(frame(3000, 7, ages=60), ["area", "age", "sex"],
                                             population_size=3000)
         ev = sdcrisk.evaluate(pop, ["nb", "poisson-gamma"], design=sdcrisk.Bernoulli(0.1), seed=1)
         out["Evaluation"] = ev
