@@ -155,6 +155,15 @@ class Microdata:
             f"N={self.population_size:g} [{self.population_size_source}])"
         )
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
+                       for k, m in zip(self.keys, self.n_levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
+
     @classmethod
     def from_source(
         cls,
@@ -459,6 +468,16 @@ class CellTable:
             f"CellTable(n={self.n}, cells={self.n_cells}, K={self.cell_space}, "
             f"sample_uniques={self.sample_uniques}, N={self.population_size:g})"
         )
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped (no cell's
+        key values: they can disclose)."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{len(lv)}</td></tr>"
+                       for k, lv in zip(self.keys, self.levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
     def fingerprint(self) -> str:
         """SHA-256 of keys, levels and cell counts: identifies the input without revealing it."""
