@@ -70,7 +70,9 @@ def register(sub) -> None:
 
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
-    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
+                         "the candidate that validates best on sub-samples of the file, chosen "
+                         "once and re-fitted; nb is much faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
