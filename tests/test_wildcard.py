@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared_data
 
+from conftest import shared_data
 from sdcrisk import Microdata, NegativeBinomialRisk, tabulate
 from sdcrisk.cli import main
 from sdcrisk.data.wildcard import wildcard_cell_counts, wildcard_record_counts

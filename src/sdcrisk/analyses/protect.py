@@ -237,18 +237,19 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         if unknown:
             raise ParameterError(f"--recode {key!r}: value {unknown[0]!r} does not occur in "
                                  "the column")
-        numeric = col.dtype.kind in "iuf"
-        hit = text.isin(list(table)) & ~miss
+        hit = (text.isin(list(table)) & ~miss).to_numpy()
         new = text[hit].map(table)
-        if numeric:
+        col = col.copy()
+        if col.dtype.kind in "iuf":
             try:
                 new = new.astype(float)
+                if col.dtype.kind in "iu" and (new == new.round()).all():
+                    new = new.astype(col.dtype)
             except (TypeError, ValueError):
                 col = col.astype(object)
-        elif col.dtype == object:
-            new = new.map(str)
-        col = col.copy()
-        col[hit] = new.to_numpy() if not numeric else new.to_numpy()
+        else:  # text (CSV cells, strings): the new label as text
+            new = new.map(_value_text)
+        col[hit] = new.to_numpy()
         frame[key] = col
         groups: dict[str, list[str]] = {}
         for old, nv in table.items():
