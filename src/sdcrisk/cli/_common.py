@@ -50,6 +50,26 @@ NO_POPULATION_SIZE = (
     "file is the whole population (every sample unique is then a population unique)")
 
 
+def _population_options(args) -> tuple[bool, list[str]]:
+    whole = getattr(args, "whole_population", False)
+    given = [flag for flag, attr in (("--population-size", "population_size"),
+                                     ("--sampling-fraction", "sampling_fraction"),
+                                     ("--weights", "weights"), ("--population", "population"))
+             if getattr(args, attr, None) is not None]
+    if whole and given:
+        raise ParameterError(f"--whole-population says N = n; {given[0]} gives another N: "
+                             "drop one of them")
+    return whole, given
+
+
+def require_population_size(args) -> None:
+    """Refuse (ParameterError) when nothing gives N and --whole-population is not set; the
+    bundled examples carry their N. For paths that do not call :func:`data_defaults`."""
+    whole, given = _population_options(args)
+    if not whole and not given and not str(args.data).startswith("example:"):
+        raise ParameterError(NO_POPULATION_SIZE)
+
+
 def data_defaults(args) -> None:
     """For ``example:NAME`` fill in the example's documented keys and N when not given; then
     refuse when nothing says how large the population is (unless --whole-population).
@@ -60,14 +80,7 @@ def data_defaults(args) -> None:
         No --keys; no N, sampling fraction, weights or population and no
         --whole-population; --whole-population together with one of them.
     """
-    whole = getattr(args, "whole_population", False)
-    given = [flag for flag, attr in (("--population-size", "population_size"),
-                                     ("--sampling-fraction", "sampling_fraction"),
-                                     ("--weights", "weights"), ("--population", "population"))
-             if getattr(args, attr, None) is not None]
-    if whole and given:
-        raise ParameterError(f"--whole-population says N = n; {given[0]} gives another N: "
-                             "drop one of them")
+    whole, given = _population_options(args)
     if args.data.startswith("example:"):
         spec = EXAMPLES.get(args.data.split(":", 1)[1])
         if spec is not None:
