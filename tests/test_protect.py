@@ -313,3 +313,28 @@ def test_warnings_are_one_line_without_source_paths(monkeypatch, capsys, tmp_pat
     assert out == "done\n"
     assert err == "sdcrisk: warning: the chain did not converge (ConvergenceWarning)\n"
     assert os.sep + "sdcrisk" not in err and warnings.showwarning is before
+
+
+def test_auto_is_validated_once_then_its_choice_refitted():
+    """recommend/protect with auto: the chosen candidate's estimator gives auto's estimate."""
+    from sdcrisk import tabulate
+    from sdcrisk.analyses.auto import AutoRisk
+    from sdcrisk.analyses.protect import concrete_estimator
+
+    rng = np.random.default_rng(4)
+    md = Microdata.from_source({"a": rng.integers(0, 8, 500), "b": rng.integers(0, 6, 500)},
+                               ["a", "b"], population_size=10_000)
+    table = tabulate(md)
+    auto = AutoRisk(candidates=("nb", "poisson-gamma:fit_method=moments"), replicates=2,
+                    combine=False)
+    est, res = concrete_estimator(auto, table)
+    choice = res.fitted["choice"]
+    assert est.name == choice["methods"][0] and est.name in ("nb", "poisson-gamma")
+    if est.name == "poisson-gamma":
+        assert est.fit_method == "moments"
+    assert est.fit(table).measures["tau2"].estimate == pytest.approx(
+        res.measures["tau2"].estimate, rel=1e-12)
+    from sdcrisk import NegativeBinomialRisk
+
+    same, none = concrete_estimator(NegativeBinomialRisk(), table)  # others pass through
+    assert none is None and same == NegativeBinomialRisk()
