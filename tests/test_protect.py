@@ -338,3 +338,23 @@ def test_auto_is_validated_once_then_its_choice_refitted():
 
     same, none = concrete_estimator(NegativeBinomialRisk(), table)  # others pass through
     assert none is None and same == NegativeBinomialRisk()
+
+
+def test_csv_bytes_of_other_columns_and_line_endings_kept(tmp_path, capsys):
+    text = ('id,age,sex,note\r\n'
+            + "".join(f'{i:03d},{30 + i % 3},{i % 2},"x, {i}.50"\r\n' for i in range(9))
+            + '009,99,1,"last, 0.1"\r\n')
+    path = tmp_path / "in.csv"
+    path.write_bytes(text.encode())
+    out = tmp_path / "out.csv.gz"
+    assert main(["protect", str(path), "--keys", "age,sex", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(out)]) == 0
+    import gzip
+
+    got = gzip.open(out, "rb").read().decode().split("\r\n")
+    want = text.split("\r\n")
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):  # id and note exactly as written, quotes too
+        assert g.split(",")[0] == w.split(",")[0] and g.split(",", 3)[3:] == w.split(",", 3)[3:]
+    blanks = sum(1 for g in got[1:-1] if ",," in g.split('"')[0])
+    assert blanks > 0 and f"values suppressed: {blanks} (" in capsys.readouterr().out

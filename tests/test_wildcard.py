@@ -117,6 +117,8 @@ def test_bad_alpha_and_policy():
         Microdata.from_source(df, KEYS, missing="wildcard", wildcard_alpha=1.5)
     with pytest.raises(ParameterError, match="'wildcard'"):
         Microdata.from_source(df, KEYS, missing="ignore")
+    with pytest.raises(ParameterError, match="applies to missing='wildcard' only"):
+        Microdata.from_source(df, KEYS, wildcard_alpha=0.5)
 
 
 def test_cli_missing_wildcard(tmp_path, capsys):

@@ -115,8 +115,13 @@ def read_frame(source: Any):
             return pd.read_parquet(path)
         if name.endswith(".dta"):
             return pd.read_stata(path, convert_categoricals=False)
-        return pd.read_csv(path, dtype=str, keep_default_na=False,
-                           compression="gzip" if _is_gzip(path) else "infer")
+        compression = "gzip" if _is_gzip(path) else "infer"
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, compression=compression)
+        opener = gzip.open if compression == "gzip" else open
+        with opener(path, "rb") as fh:
+            head = fh.read(1 << 16)
+        frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+        return frame
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: {exc})"
                          ) from exc
@@ -130,12 +135,13 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        if fmt == "csv":
+        if fmt == "csv":  # the input's line ending (CSV input), else "\n"
+            eol = frame.attrs.get("lineterminator", "\n")
             if path.name.lower().endswith(".gz"):
                 with gzip.open(tmp, "wt", encoding="utf-8", newline="") as fh:
-                    frame.to_csv(fh, index=False)
+                    frame.to_csv(fh, index=False, lineterminator=eol)
             else:
-                frame.to_csv(tmp, index=False)
+                frame.to_csv(tmp, index=False, lineterminator=eol)
         elif fmt == "parquet":
             frame.to_parquet(tmp, index=False)
         else:

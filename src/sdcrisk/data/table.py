@@ -228,6 +228,9 @@ class Microdata:
         if missing not in ("category", "error", "wildcard"):
             raise ParameterError(f"missing={missing!r}; use 'category', 'error' or 'wildcard'")
         wildcard_alpha = wildcard.check_alpha(wildcard_alpha)
+        if wildcard_alpha != 1.0 and missing != "wildcard":
+            raise ParameterError(f"wildcard_alpha={wildcard_alpha:g} applies to "
+                                 "missing='wildcard' only (--missing wildcard)")
         if max_levels is not None and max_levels < 1:
             raise ParameterError(f"max_levels={max_levels} must be >= 1")
         for opt in (weights, household):
