@@ -358,3 +358,17 @@ def test_csv_bytes_of_other_columns_and_line_endings_kept(tmp_path, capsys):
         assert g.split(",")[0] == w.split(",")[0] and g.split(",", 3)[3:] == w.split(",", 3)[3:]
     blanks = sum(1 for g in got[1:-1] if ",," in g.split('"')[0])
     assert blanks > 0 and f"values suppressed: {blanks} (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("keys,expected", [
+    # sdcMicro createSdcObj(testdata, keyVars, w = "sampling_weight")@risk: kAnon_violations
+    (["urbrur", "roof", "walls", "water", "electcon"], {2: 2, 3: 8, 5: 46}),
+    (["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"],
+     {2: 157, 3: 281, 5: 458}),
+])
+def test_k_anonymity_violations_match_sdcmicro(keys, expected):
+    from sdcrisk.analyses.protect import k_anonymity_violations
+
+    frame = pd.read_csv(shared_data("sdcmicro", "testdata.csv"))
+    md = microdata_of(frame, keys)
+    assert {k: k_anonymity_violations(md, k) for k in expected} == expected

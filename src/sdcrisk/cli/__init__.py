@@ -4,7 +4,14 @@
 (:mod:`.assess`); ``sdcrisk evaluate POPULATION --keys ...``  draw samples, compare estimators
 with the truth (:mod:`.evaluate`: one sample, or a grid of fractions x seeds);
 ``sdcrisk report DATA --keys ... --out report.html``  the HTML risk report (:mod:`.report`);
-``sdcrisk decide`` and ``sdcrisk recommend`` (:mod:`.decide`).
+``sdcrisk decide`` and ``sdcrisk recommend`` (:mod:`.decide`); ``sdcrisk protect DATA --keys ...
+--k-anonymity K --out FILE``  write the protected file (:mod:`.protect`).
+
+Every command that estimates risk defaults to ``auto`` and needs the population size
+(``--population-size``, ``--sampling-fraction``, ``--weights`` or ``--population``) or
+``--whole-population``. While a command runs, warnings print as one line
+(``sdcrisk: warning: ...``) and long steps show a progress bar on a terminal's stderr
+(``--quiet``: none).
 
 Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
 unexpected failure); ``--debug`` shows the traceback. ``--fail-above MEASURE=LIMIT`` (assess,
