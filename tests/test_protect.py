@@ -92,6 +92,11 @@ def test_importance_order_is_honoured():
                                 ["a", "b"], missing="wildcard")
     assert local_suppression(md2, 3, importance=["a", "b"]).tolist() == [[6, 1]]
     assert local_suppression(md2, 3, importance=["b", "a"]).tolist() == [[6, 0]]
+    # sdcMicro's numeric importance (key order a, b; 1 = most important)
+    assert local_suppression(md2, 3, importance=[1, 2]).tolist() == [[6, 1]]
+    assert local_suppression(md2, 3, importance=["2", "1"]).tolist() == [[6, 0]]
+    with pytest.raises(ParameterError, match="one per key in key order"):
+        local_suppression(md2, 3, importance=[1, 3])
     # nothing suffices alone: the least important goes first, then the next; records 1-2
     # then match the two blanked records and need nothing
     md3 = Microdata.from_source({"a": [1, 1, 2, 3], "b": [1, 1, 2, 3]}, ["a", "b"],

@@ -309,9 +309,11 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
         The records (missing key values, if any, already count as wildcards).
     k : int
         The k of k-anonymity (>= 2).
-    importance : sequence of str, optional
+    importance : sequence of str or int, optional
         The keys from most to least important; the least important is suppressed first
-        (default: :func:`default_importance`, sdcMicro's rule).
+        (default: :func:`default_importance`, sdcMicro's rule). Or, as sdcMicro's
+        ``importance`` vector, one number per key in key order, 1 = most important (ties
+        keep the key order).
 
     Returns
     -------
@@ -342,6 +344,13 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
     if k > md.n:
         raise ParameterError(f"k={k} is larger than the number of records n={md.n}")
     order = list(importance) if importance is not None else default_importance(md)
+    if order and all(str(v).strip().isdigit() for v in order):  # sdcMicro's numeric vector
+        ranks = [int(str(v).strip()) for v in order]
+        if len(ranks) != len(md.keys) or not all(1 <= r <= len(ranks) for r in ranks):
+            raise ParameterError(f"--importance {','.join(map(str, order))}: as numbers, give "
+                                 f"one per key in key order, 1 (most important) to "
+                                 f"{len(md.keys)}; keys: {', '.join(md.keys)}")
+        order = [md.keys[j] for j in sorted(range(len(ranks)), key=lambda j: (ranks[j], j))]
     unknown = [v for v in order if v not in md.keys]
     if unknown or len(set(order)) != len(order) or set(order) != set(md.keys):
         raise ParameterError(f"--importance {','.join(order)}: list every key once, most "
