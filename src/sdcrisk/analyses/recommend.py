@@ -31,6 +31,7 @@ from ..data import _cells
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
+from ..runtime.progress import progress
 from .methods import get_estimator
 
 if TYPE_CHECKING:
@@ -364,13 +365,19 @@ def recommend(
     ctx = _Context(est, target, base_table.record_cell)
     before = ctx.measures(base)
     plans = []
-    if "suppression" in actions:
-        plans.append(_suppression_plan(sample, ctx, [sample.keys.index(k) for k in keys],
-                                       max_pattern_size, max_steps))
-    if "recoding" in actions:
-        for k in keys:
-            plans.append(_recoding_plan(sample, ctx, sample.keys.index(k), pairs,
-                                        refit_candidates, max_steps))
+    total = ("suppression" in actions) + ("recoding" in actions) * len(keys)
+    with progress(total=total, desc="recommend", unit="plan") as bar:
+        if "suppression" in actions:
+            bar.set_postfix_str("local suppression")
+            plans.append(_suppression_plan(sample, ctx, [sample.keys.index(k) for k in keys],
+                                           max_pattern_size, max_steps))
+            bar.update(1)
+        if "recoding" in actions:
+            for k in keys:
+                bar.set_postfix_str(f"recode {k}")
+                plans.append(_recoding_plan(sample, ctx, sample.keys.index(k), pairs,
+                                            refit_candidates, max_steps))
+                bar.update(1)
     plans.sort(key=lambda p: (not p.reached, p.records_changed if p.reached else 0,
                               p.values_changed if p.reached else 0, p.objective_after))
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,

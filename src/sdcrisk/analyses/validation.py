@@ -33,6 +33,7 @@ from ..core.measures import roc_auc
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import MODELS, Estimator, options_of
 from ..exceptions import InputError, ParameterError
+from ..runtime.progress import progress
 from .sampling import Bernoulli, HouseholdBernoulli, draw_sample, truth_of
 
 if TYPE_CHECKING:
@@ -447,9 +448,12 @@ def validate(
                          f"(n={table.n}); give a larger fraction")
     shared = {"random_state": random_state, **dict(estimator_options or {})}
     rows_out = []
-    for cand in cands:
-        left = None if time_budget is None else time_budget - (time.perf_counter() - start)
-        rows_out.append(_run_candidate(cand, subs, shared, left))
+    with progress(total=len(cands), desc="validating candidates", unit="candidate") as bar:
+        for cand in cands:
+            bar.set_postfix_str(cand.label)
+            left = None if time_budget is None else time_budget - (time.perf_counter() - start)
+            rows_out.append(_run_candidate(cand, subs, shared, left))
+            bar.update(1)
     return ValidationTable(rows=tuple(rows_out), replicates=tuple(reps), fraction=frac,
                            fraction_rule=rule, design=des.describe(), n=table.n,
                            seconds=time.perf_counter() - start)

@@ -70,7 +70,9 @@ def register(sub) -> None:
 
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
-    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
+                         "the candidate that validates best on sub-samples of the file, chosen "
+                         "once and re-fitted; nb is much faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
@@ -275,7 +277,15 @@ def _recommend(args) -> str:
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
-    rec = recommend(md, target, estimator=get_estimator(args.method, **options_for(args)),
+    est = get_estimator(args.method, **options_for(args))
+    chose = ""
+    if args.method == "auto":  # validate once, then re-fit the chosen candidate
+        from ..analyses.protect import concrete_estimator
+        from ..data.table import tabulate
+
+        est, auto_res = concrete_estimator(est, tabulate(md))
+        chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
+    rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
@@ -284,7 +294,7 @@ def _recommend(args) -> str:
         rec.plot(args.plot)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
-    lines = [f"recommendations ({rec.method}): target {target.describe()}; before: "
+    lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "
              f"{rec.objective_before:.6g}",
              "", rec.summary().to_string(index=False)]
     for i, p in enumerate(rec.plans, 1):
