@@ -28,7 +28,7 @@ import pytest
 import sdcrisk
 from sdcrisk import ConvergenceWarning, Microdata, tabulate
 from sdcrisk.report.collect import write_report
-from sdcrisk.report.html import CSP
+from sdcrisk.report.render import CSP
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
