@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from .charts import plot_tradeoff
     from .collect import (
         FAST_METHODS,
         build_report,
@@ -18,11 +19,10 @@ if TYPE_CHECKING:
         variable_contributions,
         write_report,
     )
-    from .tradeoff_plot import plot_tradeoff
 
 __all__ = ["build_report", "write_report", "variable_contributions", "category_contributions",
            "riskiest_cells", "roc_curve", "calibration_table", "sdcmicro_high_risk",
            "FAST_METHODS", "plot_tradeoff"]
 
 __getattr__ = lazy_getattr(__name__, {**{name: "collect" for name in __all__},
-                                      "plot_tradeoff": "tradeoff_plot"})
+                                      "plot_tradeoff": "charts"})

@@ -17,7 +17,6 @@ import numpy as np
 from . import charts
 from .blocks import bullets, details, figure, h3, h4, kv, method, para, section, table
 from .formats import MEASURE_LABELS, Scrubber, fmt, label, method_line, method_title, pct
-from .verdict import verdict
 from .page_more import (
     diagnostics_section,
     protected_section,
@@ -25,6 +24,7 @@ from .page_more import (
     truth_section,
     uniqueness_section,
 )
+from .verdict import verdict
 
 __all__ = ["page_context"]
 
@@ -113,6 +113,8 @@ def _thresholds(res, scrub) -> list[tuple[str, str]]:
     for k, v in res.thresholds.items():
         if k == "record_risk_threshold" and v is None:
             v = "none needed (target already met)"
+        elif k == "record_risk_threshold" and not v:
+            v = "0: no threshold among the record risks reaches the target"
         elif isinstance(v, list | tuple):
             v = ", ".join(str(x) for x in v)
         elif k == "ci_level" and isinstance(v, float):
@@ -192,7 +194,8 @@ def _kanon_section(data: dict) -> dict:
             items.append((f"mu-Argus/sdcMicro record-risk threshold for max global risk "
                           f"{fmt(thr['max_global_risk'])}",
                           "none needed (target already met)" if value is None
-                          else fmt(value)))
+                          else "0: no threshold among the record risks reaches the target"
+                          if not value else fmt(value)))
         hr = data["high_risk"]
         items.append(("records with higher risk than the main part (sdcMicro: risk > median "
                       "+ 3 MAD and > 0.1)", fmt(hr["count"])))
@@ -216,8 +219,8 @@ def _distribution_section(data: dict) -> dict | None:
     argus = data.get("argus_threshold")
     if argus:
         markers.append(charts.Marker(argus, f"mu-Argus threshold {fmt(argus)}"))
-        drawn.append(f"the mu-Argus/sdcMicro threshold {fmt(argus)} that brings the global "
-                     "risk down to its target")
+        drawn.append(f"the mu-Argus/sdcMicro threshold {fmt(argus)}: capping the record risks "
+                     "at it brings the global risk down to its target")
     thr = data["risk_threshold"]
     if thr is not None and thr != argus:
         markers.append(charts.Marker(thr, f"high-risk threshold {fmt(thr)}",
@@ -226,17 +229,27 @@ def _distribution_section(data: dict) -> dict | None:
     cut = data["high_risk"]["cut"]
     markers.append(charts.Marker(cut, f"sdcMicro high-risk cut {fmt(cut)}", colour="#009E73"))
     drawn.append(f"sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = {fmt(cut)}")
+    target = res.thresholds.get("max_global_risk")
+    gr = res.measures.get("global_risk")
+    if target is not None and gr is not None and gr.estimate is not None:
+        markers.append(charts.Marker(float(target), f"max global risk {fmt(float(target))}",
+                                     colour="#555555"))
+        markers.append(charts.Marker(gr.estimate, f"mean risk {fmt(gr.estimate)}",
+                                     colour="#E69F00"))
+        drawn.append(f"the max global risk {fmt(float(target))}, the largest mean record risk "
+                     f"allowed, and the mean record risk {fmt(gr.estimate)} (the global risk)")
     svg = charts.histogram(h["edges"], h["counts"], title="Distribution of record risk",
                            xlabel="record re-identification risk (log scale)",
                            ylabel="records", log_x=True, markers=markers)
     cap = (f"Records by re-identification risk, method {res.method}; {fmt(h['n'])} records"
            + (f", {fmt(h['zeros'])} with risk 0 not drawn" if h["zeros"] else "")
            + ". Dashed lines: " + "; ".join(drawn) + ".")
-    if not argus:
-        target = res.thresholds.get("max_global_risk")
-        if target is not None:
-            cap += (f" No mu-Argus threshold is drawn: the global risk already meets max "
-                    f"global risk {fmt(float(target))}.")
+    if argus is not None and not argus and target is not None:
+        cap += (f" No mu-Argus threshold is drawn: no threshold among the record risks brings "
+                f"the global risk down to {fmt(float(target))} (sdcMicro reports 0).")
+    elif argus is None and target is not None:
+        cap += (f" No mu-Argus threshold is drawn: the global risk already meets max global "
+                f"risk {fmt(float(target))}.")
     return section("distribution", "Record-risk distribution", "Distribution",
                    [method(method_line(res)), figure(svg, cap)])
 

@@ -348,13 +348,12 @@ def suda_part(data: dict) -> list:
 
 
 _GUIDANCE = (
-    "Which estimate to trust: the ARX models (Pitman, Zayatz, SNB and Dankar's rule, which "
-    "picks one of them by the sampling fraction as ARX does) see only how many cells hold 1, "
-    "2, 3 ... records; they ignore which keys make a cell rare, and they are known to "
-    "overstate the number of population uniques at small sampling fractions. The headline "
-    "method's P(PU) × N (highlighted) models the keys{validated}; read it as the estimate "
-    "and the ARX rows as a cross-check. Where they disagree by a factor of two or more, the "
-    "number of population uniques is uncertain: report the range, not one figure.")
+    "Which estimate to trust: the ARX models (Pitman, Zayatz, SNB, and Dankar's rule, which "
+    "picks one of them by the sampling fraction as ARX does) see only how many key "
+    "combinations hold 1, 2, 3 ... records, not which keys make a combination rare. The "
+    "headline method's P(PU) × N (highlighted) models the keys{validated}: read it as the "
+    "estimate and the ARX rows as a cross-check. Where they disagree by a factor of two or "
+    "more, the number of population uniques is uncertain: report the range, not one figure.")
 
 
 def uniqueness_section(data: dict) -> dict | None:
@@ -429,7 +428,7 @@ def protected_section(data: dict, scrub) -> dict | None:
             continue
         add(label(name), None if ma is None else ma.estimate,
             None if mb is None else mb.estimate, "pct" if name == "global_risk" else "fmt")
-    for j, key in enumerate(ta.keys):
+    for key in ta.keys:
         miss = [_missing_count(t, key) for t in (ta, tb)]
         if any(miss):
             add(f"missing values of {key} (suppressed)", miss[0], miss[1])
@@ -437,9 +436,14 @@ def protected_section(data: dict, scrub) -> dict | None:
     for r in rows:
         f = pct if r["_fmt"] == "pct" else fmt
         change = r["change"]
+        if change is None:
+            text = "–"
+        elif r["_fmt"] == "pct":
+            text = f"{100 * change:+.3g} percentage points"
+        else:
+            text = ("+" if change > 0 else "") + f(change)
         shown.append({"figure": r["figure"], "before": f(r["before"]), "after": f(r["after"]),
-                      "change": "–" if change is None else
-                      (("+" if change > 0 else "") + f(change))})
+                      "change": text})
     body = [method(method_line(before, f"the same method, keys and population size N = "
                                        f"{fmt(float(ta.population_size))} on both files")),
             kv([("original", scrub(ta.source)), ("protected", scrub(prot["source"]))])]

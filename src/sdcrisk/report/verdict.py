@@ -49,11 +49,15 @@ def verdict(res, limits) -> dict | None:
     if target is not None and gr is not None and gr.estimate is not None:
         ok = gr.estimate <= target
         text = (f"{'passes' if ok else 'fails'} max global risk {fmt(float(target))}: global "
-                f"risk {pct(gr.estimate)} (expected re-identifications / records)")
+                f"risk {fmt(gr.estimate)} ({pct(gr.estimate)} of the records expected to be "
+                "re-identified)")
         if gr.upper is not None:
             text += f", upper {gr.level:.0%} bound {pct(gr.upper)}"
         checks.append({"passes": ok, "text": text})
     for name, bound, limit in limits:
+        if (name, bound) == ("global_risk", "estimate") and target is not None \
+                and limit == target:
+            continue  # the same check as the method's max global risk
         value = _figure(res, name, bound)
         if value is None:
             continue
