@@ -46,15 +46,24 @@ def table():
 
 
 @pytest.fixture(scope="module")
-def auto_blend(table):
-    """auto choosing between nb and poisson-gamma, forced to a blend when they tie."""
+def blend_table():
+    return tabulate(Microdata.from_source(_frame(), KEYS, population_size=3_000))
+
+
+@pytest.fixture(scope="module")
+def auto_blend(blend_table):
+    """auto between poisson-gamma and graphical: on this file it averages the two."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return sdcrisk.get_estimator("auto", candidates=("nb", "poisson-gamma")).fit(table)
+        res = sdcrisk.get_estimator("auto", candidates=("poisson-gamma", "graphical")).fit(
+            blend_table)
+    assert len(res.fitted["choice"]["candidates"]) == 2  # a blend
+    return res
 
 
 # --- one method throughout -------------------------------------------------------------------
-def test_drivers_use_the_headline_method_not_nb(table, auto_blend):
+def test_drivers_use_the_headline_method_not_nb(blend_table, auto_blend):
+    table = blend_table
     page = build_report(auto_blend, suda=False, uniqueness=False)
     drivers = page[page.index('id="drivers"'):page.index("</section>",
                                                          page.index('id="drivers"'))]
@@ -82,7 +91,8 @@ def test_mcmc_headline_falls_back_to_nb_and_says_so(table):
     assert "hdp is an MCMC method, too slow to fit once per key: nb is fitted instead" in page
 
 
-def test_auto_assumptions_are_grouped_by_model(table, auto_blend):
+def test_auto_assumptions_are_grouped_by_model(blend_table, auto_blend):
+    table = blend_table
     page = build_report(auto_blend, contributions=False, suda=False, uniqueness=False)
     choice = auto_blend.fitted["choice"]
     assert "Assumptions, by model" in page
@@ -97,9 +107,11 @@ def test_auto_assumptions_are_grouped_by_model(table, auto_blend):
     start = page.index("<h4>auto: the method choice</h4>")
     block = page[start:page.index("</ul>", start)]
     assert "pseudo-population validation" in block
-    if len(choice["candidates"]) > 1:  # a blend: each group carries its weights
-        w = choice["weights"]["tau1"][0]
-        assert f"weight {w:.0%} for tau1" in page
+    # a blend: each group carries its weights, and no assumption is left out or repeated
+    w = choice["weights"]["tau1"][0]
+    assert f"weight {w:.0%} for tau1" in page
+    listed = [a for group in own.values() for a in group]
+    assert set(listed) | {auto_blend.assumptions[-1]} == set(auto_blend.assumptions)
 
 
 # --- verdict ------------------------------------------------------------------------------------
@@ -192,8 +204,9 @@ def test_diagnostics_use_human_labels(auto_blend):
     assert f"{100 * row['median_abs_rel_err_tau1']:.3g}%" in page
 
 
-def test_uniqueness_guidance_and_headline_highlight(table, auto_blend):
-    page = build_report({"auto": auto_blend, "nb": sdcrisk.NegativeBinomialRisk().fit(table)},
+def test_uniqueness_guidance_and_headline_highlight(blend_table, auto_blend):
+    page = build_report({"auto": auto_blend,
+                         "nb": sdcrisk.NegativeBinomialRisk().fit(blend_table)},
                         contributions=False, suda=False)
     sec = page[page.index('id="uniqueness"'):page.index("</section>",
                                                          page.index('id="uniqueness"'))]
