@@ -1,6 +1,11 @@
-"""The risk report a release panel reads (:mod:`.collect` gathers the numbers, :mod:`.html`
-renders them) and the charts. Names are imported on first use, so that importing one piece
-does not load pandas or the decision model."""
+"""The risk report a release panel reads and the charts.
+
+:mod:`.collect` gathers the numbers, :mod:`.page` (with :mod:`.page_more` and :mod:`.verdict`)
+lays them out as sections of blocks (:mod:`.blocks`), :mod:`.render` renders them with the
+Jinja2 templates in ``templates/`` (autoescape on; number formats from :mod:`.formats`), and
+:mod:`.charts` draws every chart as SVG -- the report's and those of ``decide`` and
+``recommend`` (matplotlib only for PNG files). Names are imported on first use, so that
+importing one piece does not load pandas or the decision model."""
 
 from typing import TYPE_CHECKING
 
