@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..analyses.decision import TradeoffCurve
 from ..exceptions import ParameterError
@@ -49,8 +50,8 @@ class Series:
     """One line of a line chart."""
 
     label: str
-    x: Sequence[float]
-    y: Sequence[float]
+    x: ArrayLike
+    y: ArrayLike
     dashed: bool = False
     points: bool = False
     colour: str | None = None
@@ -183,7 +184,7 @@ def _legend(frame: _Frame, labels: Sequence[tuple[str, str, bool]]) -> list[str]
     return out
 
 
-def histogram(edges: Sequence[float], counts: Sequence[float], *, title: str, xlabel: str,
+def histogram(edges: ArrayLike, counts: ArrayLike, *, title: str, xlabel: str,
               ylabel: str, log_x: bool = False, markers: Sequence[Marker] = ()) -> str:
     """Bars over ``edges`` (len(counts) + 1); ``log_x``: edges are log10 values."""
     edges = np.asarray(edges, float)
@@ -213,7 +214,7 @@ def histogram(edges: Sequence[float], counts: Sequence[float], *, title: str, xl
     return frame.svg(parts, title)
 
 
-def hbars(labels: Sequence[str], values: Sequence[float], *, title: str, xlabel: str,
+def hbars(labels: Sequence[str], values: ArrayLike, *, title: str, xlabel: str,
           value_format: str = "{:.1f}") -> str:
     """Horizontal bars, one per label (values may be negative)."""
     values = np.asarray(values, float)

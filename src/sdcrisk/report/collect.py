@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 ReportKind = Literal["external", "internal"]
+RiskKind = Literal["reidentification", "population_unique"]
 
 #: methods cheap enough to re-fit once per key (kept for compatibility: every method but the
 #: MCMC ones of :data:`SLOW_METHODS` is now re-fitted for the leave-one-key-out contributions)
@@ -218,7 +219,7 @@ def _contribution_row(key: str | None, res: RiskResult) -> dict:
 
 
 def category_contributions(result: RiskResult, *, min_count: int = 1,
-                           kind: str = "reidentification", threshold: float | None = None,
+                           kind: RiskKind = "reidentification", threshold: float | None = None,
                            ) -> tuple[pd.DataFrame, dict]:
     """Share of the risk per category of each key, against its share of the file.
 
@@ -436,8 +437,8 @@ def _population_of(table: CellTable, population: Microdata | None):
     if not isinstance(population, Microdata):
         raise ParameterError(f"truth must be the population as a Microdata, not "
                              f"{type(population).__name__}")
-    return population_counts(SimpleNamespace(keys=table.keys, levels=table.levels),
-                              population, table.cell_codes)
+    sample = SimpleNamespace(keys=table.keys, levels=table.levels)  # what it reads of a sample
+    return population_counts(sample, population, table.cell_codes)  # type: ignore[arg-type]
 
 
 def _truth_section(results: Mapping[str, RiskResult], pop, bins: int = 10) -> dict:
@@ -488,7 +489,7 @@ def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: i
         return None
     levels = res.level_contributions()
     f = table.counts
-    records = []
+    records: list[int] = []
     for j, _key in enumerate(table.keys):
         counts = np.bincount(table.cell_codes[:, j], weights=f, minlength=len(table.levels[j]))
         present = np.flatnonzero(counts > 0)
