@@ -315,3 +315,19 @@ def test_recommendation_paths_svg(tmp_path):
     ns = "{http://www.w3.org/2000/svg}"
     assert len(root.findall(f".//{ns}polyline")) == len(rec.plans) + 1  # plans + target
     assert "target 20" in text and rec.plans[0].label() in html.unescape(text)
+
+
+def test_protected_section_of_the_external_report_leaks_nothing():
+    from test_report import KEYS as SECRET_KEYS
+    from test_report import _leaks, _secret_frame
+
+    frame = _secret_frame()
+    prot = frame.copy()
+    prot.loc[[17, 99], "region"] = None  # one secret suppressed, the others left
+    before = sdcrisk.NegativeBinomialRisk().fit(tabulate(Microdata.from_source(
+        frame, SECRET_KEYS, population_size=40_000)))
+    after = sdcrisk.NegativeBinomialRisk().fit(tabulate(Microdata.from_source(
+        prot, SECRET_KEYS, population_size=40_000)))
+    page = build_report(before, protected=after, top=1000)
+    assert "Before and after protection" in page and _leaks(page) == []
+    assert "<td>missing values of region (suppressed)</td>" in page

@@ -56,7 +56,8 @@ def register(sub) -> None:
                    "mu-Argus threshold for --max-global-risk when it is not met)")
     r.add_argument("--contributions", default="headline",
                    help="leave-one-key-out method: headline (the headline method again; nb "
-                   "for the MCMC methods hdp and mixed-membership), a method name, or none")
+                   "for the MCMC methods hdp and mixed-membership; 'auto' is read as "
+                   "headline, its former name), another method name, or none")
     r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
     r.add_argument("--no-uniqueness", action="store_true",
                    help="leave out the population-uniqueness estimators (ARX models)")
@@ -84,8 +85,8 @@ def _report(args) -> str:
     if not methods:
         raise ParameterError("--methods is empty")
     limits = parse_limits(args.fail_above)
-    contributions = {"headline": True, "none": False}.get(args.contributions,
-                                                          args.contributions)
+    contributions = {"headline": True, "auto": True, "none": False}.get(
+        args.contributions, args.contributions)
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "

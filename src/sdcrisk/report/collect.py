@@ -675,6 +675,10 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
     if contributions is True and cat_res.method in SLOW_METHODS:
         data["variables_note"] = (f"{cat_res.method} is an MCMC method, too slow to fit "
                                   "once per key: nb is fitted instead")
+    elif contributions is True and _chosen_candidates(cat_res):
+        data["variables_note"] = (
+            "on each reduced table auto chooses again among the candidates it chose on the "
+            f"whole file ({', '.join(cat_res.fitted['choice']['candidates'])})")
     cats, hidden = category_contributions(
         cat_res, min_count=min_count if kind == "external" else 1,
         threshold=data.get("risk_threshold") if record_label else None)

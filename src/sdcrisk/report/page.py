@@ -299,8 +299,8 @@ def _drivers_section(data: dict, scrub) -> dict | None:
                      ("risk_ratio", "risk ratio", "ratio")]
         else:
             cols += [("risk_ratio", "SU ratio", "ratio")]
-        for r in shown:
-            r["category"] = "missing" if r["category"] is None else r["category"]
+        for r in shown:  # a category is a label, even when it looks like a number
+            r["category"] = "missing" if r["category"] is None else str(r["category"])
         body.append(h3("Per category"))
         how = (f"Method: {method_title(meth)} · share of ER = expected re-identifications "
                "among the category's records / all" if meth else
@@ -343,7 +343,7 @@ def _cells_section(data: dict) -> dict | None:
     if internal:
         for r in rows:
             for k in t.keys:
-                r[k] = "missing" if r[k] is None else r[k]
+                r[k] = "missing" if r[k] is None else str(r[k])
         note = para("Internal report: the key values of these combinations are listed. Do "
                     "not release this page.", "warn")
     else:

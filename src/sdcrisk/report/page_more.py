@@ -333,7 +333,7 @@ def suda_part(data: dict) -> list:
     levels = suda["levels"]
     if len(levels):
         rows = [{"variable": r["variable"], "level": "missing" if r["level"] is None
-                 else r["level"], "records": int(r["records"]),
+                 else str(r["level"]), "records": int(r["records"]),
                  "contribution": r["contribution"]} for _, r in levels.iterrows()]
         cap = "Categories carrying each key's SUDA contribution (sdcMicro " \
               "attribute_level_contributions)"
