@@ -57,7 +57,8 @@ def register(sub) -> None:
     d.add_argument("--max-enumeration", type=int, default=None,
                    help="cut-off: enumerate Y fully when N - n is below this (default 1e6)")
     d.add_argument("--csv", help="write the per-domain decisions (or the table) as CSV")
-    d.add_argument("--plot", help="draw the trade-off curve to this .png/.svg file")
+    d.add_argument("--plot", help="draw the trade-off curve to this .svg file (or .png, which "
+                   "needs matplotlib)")
     d.add_argument("--internal", action="store_true",
                    help="include class counts and risks per domain (disclosive)")
     d.add_argument("--missing", choices=["category", "error"], default="category")
@@ -85,7 +86,8 @@ def register(sub) -> None:
                    help="recoding candidates (default auto: adjacent for numeric levels)")
     r.add_argument("--refit-candidates", type=int, default=1)
     r.add_argument("--max-pattern-size", type=int, default=2)
-    r.add_argument("--plot", help="draw the objective along each plan to a .png/.svg file")
+    r.add_argument("--plot", help="draw the objective along each plan to a .svg file (or .png, "
+                   "which needs matplotlib)")
     r.add_argument("--internal", action="store_true",
                    help="list the suppressed record indices (disclosive)")
     add_input_arguments(r)
@@ -120,7 +122,7 @@ def _cut_off(args, decision) -> dict:
 def _decide_types(args, decision) -> str:
     import pandas as pd
 
-    from ..report.tradeoff_plot import plot_tradeoff
+    from ..report.charts import plot_tradeoff
 
     for opt in ("domain", "class_definition", "population_size", "sampling_fraction",
                 "domain_sizes", "population", "weights", "ratio_threshold",
@@ -189,7 +191,7 @@ def _types_text(table, at) -> str:
 
 def _decide_microdata(args, decision) -> str:
     from ..data.table import Microdata
-    from ..report.tradeoff_plot import plot_tradeoff
+    from ..report.charts import plot_tradeoff
     from ._common import read_levels
 
     if not args.domain or not args.class_definition:
@@ -271,6 +273,7 @@ def _decision_text(result, *, internal: bool) -> str:
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
     from ..analyses.recommend import RiskTarget, recommend
+    from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
     md = sample_microdata(args)
@@ -291,7 +294,7 @@ def _recommend(args) -> str:
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
                     max_pattern_size=args.max_pattern_size)
     if args.plot:
-        rec.plot(args.plot)
+        plot_recommendations(rec, args.plot)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
     lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "
