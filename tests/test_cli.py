@@ -99,8 +99,8 @@ def test_assess_writes_out_file(capsys, small_csv, tmp_path):
         (["--keys", "a,zz"], "missing column 'zz'"),
         (["--keys", "a,b", "--population-size", "2"], "smaller than the sample size"),
         (["--keys", "a,b", "--weights", "bad"], "weights column 'bad'"),
-        (["--keys", "a,b", "--max-levels", "1"], "more than max_levels=1"),
-        (["--keys", "a,b", "--method", "nb", "--max-global-risk", "2"], "max_global_risk"),
+        (["--keys", "a,b", "--max-levels", "1"], "more than --max-levels 1"),
+        (["--keys", "a,b", "--method", "nb", "--max-global-risk", "2"], "--max-global-risk 2"),
     ],
 )
 def test_assess_bad_input_one_line_nonzero(capsys, tmp_path, argv, fragment):

@@ -62,6 +62,14 @@ def _flat_index(table: CellTable) -> np.ndarray:
     return idx
 
 
+def _saturated_note(fit: LogLinearFit, table: CellTable) -> tuple[str, ...]:
+    if not _ipf.is_saturated(fit.generators, len(table.keys)):
+        return ()
+    return ("note: the saturated model reproduces the sample counts (mu_k = f_k), so it does "
+            "not smooth across cells; tau1 then counts every sample unique as likely "
+            "population unique at the sampling fraction",)
+
+
 def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: float = 1e-3,
                   dtype=np.float64, weighted: bool = False, structural_zeros=None,
                   flat_index: np.ndarray | None = None,
@@ -230,7 +238,10 @@ class LogLinearRisk(Estimator):
         if self.terms == "search" and self.weighted:
             raise ParameterError("the search needs Z, which is not defined for weighted fits")
         if not isinstance(self.terms, str | list | tuple):
-            raise ParameterError("terms must be a string or a list of variable tuples")
+            raise ParameterError(f"terms={self.terms!r} must be a formula string or a list "
+                                 "of variable tuples")
+        if not (isinstance(self.terms, str) and self.terms.strip() == "search"):
+            _ipf.check_terms_syntax(self.terms)
         if self.partition is not None and self.bootstrap:
             raise ParameterError("bootstrap intervals are not available with partitioning")
 
@@ -303,7 +314,7 @@ class LogLinearRisk(Estimator):
         result = self._predictive_result(
             full, pred, fitted=fitted, diagnostics=diagnostics,
             assumptions=_ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
-                                        f"{fit.description}",),
+                                        f"{fit.description}",) + _saturated_note(fit, table),
             seed=self.random_state,
         )
         if self.bootstrap or self.mode == "sdcmicro":
