@@ -56,6 +56,9 @@ def check_outputs(args) -> None:
         if not isinstance(value, str) or not value.strip():
             raise ParameterError(f"{flag} is empty; give a file name")
         path = Path(value)
+        if attr == "plot" and path.suffix.lower() not in (".png", ".svg"):
+            raise ParameterError(f"{flag} {value!r}: the file must end in .png or .svg (the "
+                                 "suffix picks the format)")
         if path.is_dir():
             raise ParameterError(f"{flag} {value!r} is a directory; give a file name, e.g. "
                                  f"{str(path / ('result' + _suffix(attr)))!r}")
