@@ -22,7 +22,7 @@ from ..core.measures import (
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..estimators._base import Estimator, reidentification_measures
-from ..exceptions import ParameterError, SdcRiskError
+from ..exceptions import ParameterError, SdcRiskError, user_stacklevel
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
 __all__ = ["AutoRisk", "default_candidates", "widen_interval"]
@@ -237,7 +237,8 @@ class AutoRisk(Estimator):
             else:
                 break
         for label, w in caught:  # the chosen fits' warnings, pointing at the caller's code
-            warnings.warn(f"auto's choice {label}: {w.message}", w.category, stacklevel=3)
+            warnings.warn(f"auto's choice {label}: {w.message}", w.category,
+                          stacklevel=user_stacklevel())
         return self._result(table, vt, choice, fits, cands, failed)
 
     def _unvalidated(self, table: CellTable) -> RiskResult | None:

@@ -30,7 +30,8 @@ import numpy as np
 from ..data.table import CellTable, check_memory
 from ..exceptions import ParameterError
 
-__all__ = ["parse_terms", "check_terms_syntax", "is_saturated", "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
+__all__ = ["parse_terms", "check_terms_syntax", "is_saturated",
+           "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
 
 Generator = tuple[int, ...]
 

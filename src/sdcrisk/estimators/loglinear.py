@@ -22,7 +22,7 @@ from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _ipf
 from ._base import Estimator
@@ -298,7 +298,7 @@ class LogLinearRisk(Estimator):
         fit, path = self._fit_table(table, dtype)
         message = self._ipf_warning(fit)
         if message is not None:
-            warnings.warn(message, ConvergenceWarning, stacklevel=3)
+            warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
         pi = fit.pi
         m_obs = (1 - pi) * fit.observed_mu / pi
         pred = PoissonPredictive(
@@ -349,7 +349,8 @@ class LogLinearRisk(Estimator):
             unobserved += unobserved_band
             rows.append(row)
             if message is not None:
-                warnings.warn(f"{label}: {message}", ConvergenceWarning, stacklevel=4)
+                warnings.warn(f"{label}: {message}", ConvergenceWarning,
+                              stacklevel=user_stacklevel())
         pred = PoissonPredictive(
             table.counts, m_obs, unobserved_prob_one=unobserved,
             law_name=f"Poisson((1-pi) lambda_k), log-linear models per band of {var}")

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from . import diagnostics as dg
 from .executors import SerialExecutor, current_executor, describe_executor
 
@@ -601,11 +601,11 @@ def _warn(diag: Mapping[str, Any], stacklevel: int) -> None:
         warnings.warn(
             "MCMC draws sit in separate modes (" + " | ".join(parts) + "); the "
             "posterior is multimodal or the chains have not mixed: run longer or with more "
-            "chains and report each mode", ConvergenceWarning, stacklevel=stacklevel + 2)
+            "chains and report each mode", ConvergenceWarning, stacklevel=user_stacklevel())
     elif not diag["converged"]:
         warnings.warn(
             "MCMC convergence checks failed: " + "; ".join(diag["failures"]) + " (thresholds "
             f"R-hat <= {diag['thresholds']['rhat_max']}, ESS >= "
             f"{diag['thresholds']['ess_bulk_min']:.0f}); increase the iterations and burn-in "
             "(--iterations, --burn-in)",
-            ConvergenceWarning, stacklevel=stacklevel + 2)
+            ConvergenceWarning, stacklevel=user_stacklevel())
