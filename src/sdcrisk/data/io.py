@@ -130,7 +130,7 @@ def _format_of(path: Path) -> tuple[str, str | None]:
         return (kind if kind in _READSTAT else suffix), None
     if suffix == ".xpt" and kind in (None, ".xpt"):
         return ".xpt", None
-    if kind == "parquet" or (suffix in _PARQUET and kind is None):
+    if kind == "parquet":  # a Parquet file starts with PAR1; text named .parquet is CSV
         return "parquet", None
     if kind in ("gzip", "bz2", "zstd", "lz4"):
         return "csv", kind
@@ -316,6 +316,12 @@ def arrow_column(name: str, chunked) -> Column:
         nan = np.isnan(values)
         if nan.any():
             missing = nan if missing is None else (missing | nan)
+    elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
+        # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
+        # tabulates as it is -- the counts do not depend on how its labels are spelt
+        values = np.array(["" if v is None else _decode(v) for v in arr.to_pylist()],
+                          dtype=str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             import pyarrow.compute as pc  # ~0.1 s to import: only for non-text columns here
@@ -323,6 +329,13 @@ def arrow_column(name: str, chunked) -> Column:
             arr = pc.cast(arr, pa.string())
         values = arr.fill_null("").to_numpy(zero_copy_only=False).astype(str)
     return Column(name, values, missing)
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | None:
@@ -359,6 +372,9 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
         out = {}
         for name in columns:
             values = np.asarray(source[name])
+            if values.ndim != 1:
+                raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
+                                 f"values) but {_clean(repr(source[name]), 60)}")
             missing = None
             if values.dtype.kind == "f":
                 nan = np.isnan(values)
