@@ -17,7 +17,7 @@ import numpy as np
 from scipy import special
 
 from ..core.base import ResultBase
-from ..exceptions import ConvergenceWarning, InputError, ParameterError
+from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 
 __all__ = [
     "BetaBinomialPrior",
@@ -217,7 +217,7 @@ def fit_beta_binomial(y: Sequence[int], n: Sequence[int]) -> BetaBinomialFit:
     if boundary:
         warnings.warn(f"beta-binomial ML stopped at a bound (alpha={a:.4g}, beta={b:.4g}); the "
                       "domain counts show no over-dispersion: give alpha and beta instead",
-                      ConvergenceWarning, stacklevel=2)
+                      ConvergenceWarning, stacklevel=user_stacklevel())
     return BetaBinomialFit(alpha=a, beta=b, log_likelihood=float(-best.fun + const),
                            n_domains=int(len(y_arr)), converged=bool(best.success),
                            at_boundary=boundary)

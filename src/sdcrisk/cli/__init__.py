@@ -25,12 +25,12 @@ import contextlib
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 from .._version import __version__
 from ..exceptions import SdcRiskError
 from ..runtime.progress import progress_enabled
 from . import assess, decide, evaluate, protect, report
+from ._output import check_arguments, check_outputs, cli_message, write_text
 
 __all__ = ["main", "build_parser"]
 
@@ -74,15 +74,30 @@ def _cli_messages(quiet: bool):
         warnings.showwarning = saved
 
 
+def _api_flags() -> dict[str, str]:
+    """API option name -> the CLI flag that sets it (for error messages)."""
+    from ._common import METHOD_FLAGS
+
+    flags = {name: flag for flag, (_, names) in METHOD_FLAGS.items() for name in names}
+    flags.update({"random_state": "--seed", "population_size": "--population-size",
+                  "sampling_fraction": "--sampling-fraction", "max_levels": "--max-levels",
+                  "keys": "--keys", "weights": "--weights", "household": "--household",
+                  "levels": "--levels"})
+    return flags
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
+        check_arguments(args)
+        check_outputs(args)  # before any work: a run is not lost to an unwritable --out
         with _cli_messages(getattr(args, "quiet", False)):
             text = args.run(args)
         if args.out:
-            Path(args.out).write_text(text + "\n", encoding="utf-8")
+            write_text(args.out, text + "\n")
         else:
             sys.stdout.write(text + "\n")
         breaches = getattr(args, "breaches", None)
@@ -94,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SdcRiskError as exc:
         if args.debug:
             raise
-        print(f"sdcrisk: error: {exc}", file=sys.stderr)
+        print(f"sdcrisk: error: {cli_message(str(exc), argv, _api_flags())}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - one line unless --debug
         if args.debug:

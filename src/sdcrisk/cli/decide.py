@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from ..exceptions import InputError, ParameterError
+from ._output import atomic_path
 
 __all__ = ["register"]
 
@@ -142,9 +143,11 @@ def _decide_types(args, decision) -> str:
         decision_l1=args.decision_l1, decision_l0=args.decision_l0, **_cut_off(args, decision))
     curve = table.curve
     if args.csv:
-        table.summary().to_csv(args.csv, index=False)
+        with atomic_path(args.csv) as tmp:
+            table.summary().to_csv(tmp, index=False)
     if args.plot:
-        plot_tradeoff(curve, args.plot, risk_fraction=args.risk_fraction)
+        with atomic_path(args.plot) as tmp:
+            plot_tradeoff(curve, tmp, risk_fraction=args.risk_fraction)
     at = {"risk_fraction": args.risk_fraction,
           "loss_fraction": curve.loss_fraction_at(args.risk_fraction, "linear"),
           "loss_fraction_cutoff": curve.loss_fraction_at(args.risk_fraction, "cutoff")}
@@ -224,10 +227,12 @@ def _decide_microdata(args, decision) -> str:
         ratio_threshold=args.ratio_threshold, target_risk_fraction=args.target_risk_fraction,
         **_cut_off(args, decision))
     if args.csv:
-        result.to_csv(args.csv, internal=args.internal)
+        with atomic_path(args.csv) as tmp:
+            result.to_csv(tmp, internal=args.internal)
     if args.plot:
-        plot_tradeoff(result.curve, args.plot, risk_fraction=(
-            args.target_risk_fraction if args.target_risk_fraction is not None else None))
+        with atomic_path(args.plot) as tmp:
+            plot_tradeoff(result.curve, tmp, risk_fraction=(
+                args.target_risk_fraction if args.target_risk_fraction is not None else None))
     if args.format == "json":
         return result.to_json(internal=args.internal)
     return _decision_text(result, internal=args.internal)
@@ -294,7 +299,8 @@ def _recommend(args) -> str:
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
                     max_pattern_size=args.max_pattern_size)
     if args.plot:
-        plot_recommendations(rec, args.plot)
+        with atomic_path(args.plot) as tmp:
+            plot_recommendations(rec, tmp)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
     lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "

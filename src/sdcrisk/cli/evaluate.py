@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.result import jsonable
 from ..data.table import Microdata
-from ..exceptions import ParameterError
+from ..exceptions import InputError, ParameterError
 
 __all__ = ["register", "parse_seeds", "parse_fractions", "grid_summaries"]
 
@@ -187,9 +187,19 @@ def _evaluate_one(args) -> str:
     options = method_options(args, methods)
     estimators = [get_estimator(m, **options[m]) for m in methods]
     if args.sample is not None:
-        sample = Microdata.from_source(args.sample, read, household=args.household,
-                                       levels=dict(zip(pop.keys, pop.levels, strict=True)),
-                                       missing=args.missing, max_levels=None)
+        try:
+            sample = Microdata.from_source(args.sample, read, household=args.household,
+                                           levels=dict(zip(pop.keys, pop.levels, strict=True)),
+                                           missing=args.missing, max_levels=None)
+        except InputError as exc:
+            if "declared levels" not in str(exc):
+                raise
+            # the population's levels were declared for the user: say what it means here
+            detail = str(exc).split(" that is not among", 1)[0]
+            raise InputError(f"--sample {args.sample!r}: {detail} that does not occur in the "
+                             f"population {args.population!r}; the sample must be drawn from "
+                             "this population (same key variables, same category codes)"
+                             ) from None
     elif args.household_size is not None:
         # household-level keys: sample whole households, then one record per household
         if args.fraction is None:

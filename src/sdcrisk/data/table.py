@@ -229,6 +229,13 @@ class Microdata:
         """
         if isinstance(keys, str):
             keys = [k.strip() for k in keys.split(",") if k.strip()]
+        if not isinstance(keys, Sequence | set | frozenset) or isinstance(keys, bytes):
+            raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
+                                 "names or a comma-separated string")
+        bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
+        if bad_key is not None:
+            raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
+                                 "strings")
         keys = tuple(keys)
         if not keys:
             raise ParameterError("give at least one key variable")
@@ -240,15 +247,32 @@ class Microdata:
         if wildcard_alpha != 1.0 and missing != "wildcard":
             raise ParameterError(f"wildcard_alpha={wildcard_alpha:g} applies to "
                                  "missing='wildcard' only (--missing wildcard)")
-        if max_levels is not None and max_levels < 1:
-            raise ParameterError(f"max_levels={max_levels} must be >= 1")
+        if max_levels is not None and (isinstance(max_levels, bool)
+                                       or not isinstance(max_levels, int | np.integer)
+                                       or max_levels < 1):
+            raise ParameterError(f"max_levels={max_levels!r} must be an integer >= 1 (or None)")
+        for opt_name, opt in (("weights", weights), ("household", household)):
+            if opt is not None and not isinstance(opt, str):
+                raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
         for opt in (weights, household):
             if opt is not None and opt in keys:
                 raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
+        if levels is not None and not isinstance(levels, Mapping):
+            raise ParameterError(f"levels={_short(levels)} must map key names to lists of "
+                                 'categories, e.g. {"sex": ["F", "M"]}')
         if levels:
             unknown = [k for k in levels if k not in keys]
             if unknown:
                 raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+            for k, lv in levels.items():
+                if isinstance(lv, str | bytes | Mapping) or not isinstance(
+                        lv, Sequence | np.ndarray | set | frozenset):
+                    raise ParameterError(
+                        f"levels of {k!r} is {_short(lv)}, not a list; give every category "
+                        f'of {k!r} as a list, e.g. {{"{k}": [1, 2, 3]}}')
+                if len(lv) == 0:
+                    raise ParameterError(f"levels of {k!r} is an empty list; give its "
+                                         "categories or leave the key out of levels")
         wanted = list(keys) + [c for c in (weights, household) if c is not None]
         columns, n = read_columns(source, wanted)
         if n == 0:
@@ -335,6 +359,11 @@ class Microdata:
                             "population_size_source": how})
 
 
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _validate_weights(name: str, col) -> np.ndarray:
     if col.missing is not None:
         row = int(np.flatnonzero(col.missing)[0])
@@ -371,22 +400,49 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
     if population_size is not None and sampling_fraction is not None:
         raise ParameterError("give population_size or sampling_fraction, not both")
     if sampling_fraction is not None:
-        f = float(sampling_fraction)
+        f = _number("sampling_fraction", sampling_fraction)
         if not 0 < f <= 1:
             raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
         return n / f, "sampling_fraction"
     if population_size is not None:
-        big_n = float(population_size)
-        if not math.isfinite(big_n):
-            raise InputError(f"population size N={population_size} is not finite")
-        if big_n < n:
-            raise InputError(
-                f"population size N={population_size:g} is smaller than the sample size n={n}"
-            )
+        big_n = check_population_size(population_size, n)
         return big_n, "given"
     if weights is not None:
-        return float(weights.sum()), "weights"
+        total = float(weights.sum())
+        if total < n * (1 - 1e-9):
+            raise InputError(
+                f"the weights sum to N={total:.6g}, fewer than the n={n} records: survey "
+                "weights count the population members each record stands for (>= 1 on "
+                "average); check the weights column, or give the population size instead")
+        return max(total, float(n)), "weights"
     return float(n), "assumed_population"
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name}={_short(value)} must be a number")
+    return float(value)
+
+
+def check_population_size(population_size, n: int) -> float:
+    """N as a float: a finite number >= n.
+
+    Raises
+    ------
+    ParameterError
+        Not a number (a string, a bool), NaN or infinite.
+    InputError
+        N < n.
+    """
+    big_n = _number("population_size", population_size)
+    if not math.isfinite(big_n):
+        raise ParameterError(f"population_size={population_size} is not finite; give the "
+                             "number of people in the population (N >= n)")
+    if big_n < n:
+        raise InputError(
+            f"population size N={population_size:g} is smaller than the sample size n={n}"
+        )
+    return big_n
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -563,6 +619,13 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         Sample and population keys/levels differ, or a sample cell is missing from the
         population (the sample does not come from it).
     """
+    if not isinstance(microdata, Microdata):
+        raise ParameterError(
+            f"tabulate() takes a Microdata, not {type(microdata).__name__}; build it with "
+            "sdcrisk.Microdata.from_source(data, keys=[...], population_size=N)")
+    if population is not None and not isinstance(population, Microdata):
+        raise ParameterError(f"tabulate(population=...) takes a Microdata, not "
+                             f"{type(population).__name__}")
     md = microdata
     ids, bound = _cells.cell_ids(md.codes, md.n_levels)
     cells, counts, record_cell = _cells.observed_cells(ids, bound)

@@ -19,7 +19,7 @@ from ..core.measures import (
 )
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult, provenance
-from ..data.table import CellTable, check_memory, memory_limit_scope
+from ..data.table import CellTable, check_memory, check_population_size, memory_limit_scope
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
@@ -56,6 +56,21 @@ def reidentification_measures(table: CellTable, risk: np.ndarray, max_global_ris
     return measures, global_risk_threshold(record, max_global_risk)
 
 
+def check_seed(seed: Any, name: str = "random_state") -> None:
+    """A seed is None, an integer >= 0, a SeedSequence or a Generator.
+
+    Raises
+    ------
+    ParameterError
+        Anything else (a negative integer, a float, a string), naming ``name``.
+    """
+    if seed is None or isinstance(seed, np.random.SeedSequence | np.random.Generator):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ParameterError(f"{name}={seed!r} must be a non-negative integer (a seed such "
+                             "as 0 or 12345) or None")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Estimator(ABC):
     """Base of all estimators: keyword-only settings, no data.
@@ -74,10 +89,13 @@ class Estimator(ABC):
     max_global_risk: float = 0.01
 
     def __post_init__(self) -> None:
-        if not 0 < self.ci_level < 1:
-            raise ParameterError(f"ci_level={self.ci_level} must lie in (0, 1)")
-        if not 0 < self.max_global_risk < 1:
-            raise ParameterError(f"max_global_risk={self.max_global_risk} must lie in (0, 1)")
+        for name in ("ci_level", "max_global_risk"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
+                    or not 0 < value < 1):
+                raise ParameterError(f"{name}={value!r} must be a number in (0, 1)")
+        if hasattr(self, "random_state"):
+            check_seed(self.random_state)
         self._validate()
 
     def _validate(self) -> None:  # noqa: B027 - optional hook, subclasses extend
@@ -143,11 +161,16 @@ class Estimator(ABC):
                 "mode='sdcmicro' (sdcMicro's measure_risk on wildcard counts; --method nb "
                 "--mode sdcmicro), or missing='category' to make missing its own category")
         if population_size is not None:
-            if population_size < table.n:
-                raise InputError(f"population size N={population_size:g} is smaller than the "
-                                 f"sample size n={table.n}")
-            table = dataclasses.replace(table, population_size=float(population_size),
+            big_n = check_population_size(population_size, table.n)
+            table = dataclasses.replace(table, population_size=big_n,
                                         population_size_source="given")
+        if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(
+                memory_limit, int | np.integer) or memory_limit <= 0):
+            raise ParameterError(f"memory_limit={memory_limit!r} must be a positive number of "
+                                 "bytes, e.g. 8 * 1024**3")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(
+                workers, int | np.integer) or workers < 1):
+            raise ParameterError(f"workers={workers!r} must be an integer >= 1")
         check_memory(self.memory_estimate(table), limit=memory_limit,
                      what=f"method {self.name!r} on n={table.n:,} records, "
                      f"{table.n_cells:,} observed cells, K={table.cell_space:,}",

@@ -21,7 +21,7 @@ from ..core.measures import DESCRIPTIONS, Measure
 from ..core.predictive import NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ._base import Estimator
 
 __all__ = [
@@ -296,7 +296,7 @@ class PoissonGammaRisk(Estimator):
             warnings.warn(
                 f"Poisson-gamma ML estimate of alpha hit the search bound ({alpha:.3g}); the "
                 "counts look " + ("Poisson (no overdispersion)" if i else "extremely dispersed"),
-                ConvergenceWarning, stacklevel=4)
+                ConvergenceWarning, stacklevel=user_stacklevel())
         return alpha, diag
 
 
