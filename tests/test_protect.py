@@ -262,6 +262,13 @@ def test_whole_population_gives_the_old_assumed_population(tmp_path, capsys):
     assert d["measures"]["tau1"]["estimate"] == 1.0
     code = main(["recommend", str(path), "--keys", "a,b", "--target", "0", "--method", "nb"])
     assert code == 2 and "--sampling-fraction" in capsys.readouterr().err
+    code = main(["report", str(path), "--keys", "a,b", "--out", str(tmp_path / "r.html")])
+    assert code == 2 and "--whole-population" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+    sets = tmp_path / "sets.txt"
+    sets.write_text("ab: a,b\n")
+    code = main(["assess", str(path), "--key-sets", str(sets), "--method", "nb"])
+    assert code == 2 and "population size is unknown" in capsys.readouterr().err
 
 
 # --- progress and warnings (item 5) --------------------------------------------------------
