@@ -116,6 +116,11 @@ class Microdata:
         weights, or (when none is given) N = n: the file is taken to be the population.
     population_size_source : str
         Which of the above gave N.
+    missing : {"category", "error", "wildcard"}
+        How missing key values count; with ``"wildcard"`` :func:`tabulate` adds sdcMicro's
+        wildcard fk/Fk (:mod:`sdcrisk.data.wildcard`).
+    wildcard_alpha : float
+        sdcMicro's ``alpha``: the weight of a matching record with missing values.
     """
 
     keys: tuple[str, ...]
