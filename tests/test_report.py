@@ -634,7 +634,7 @@ def test_cli_fail_above(capsys, secret_csv):
 ])
 def test_cli_fail_above_bad_specs(capsys, secret_csv, spec, fragment):
     code, _, err = _run(capsys, "assess", str(secret_csv), "--keys", "region,job",
-                        "--fail-above", spec)
+                        "--population-size", "40000", "--fail-above", spec)
     assert code == 2 and fragment in err and err.count("\n") == 1
 
 

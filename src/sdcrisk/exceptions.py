@@ -7,7 +7,11 @@ offending value, and what to do instead.
 
 from __future__ import annotations
 
+import os
+import sys
+
 __all__ = [
+    "user_stacklevel",
     "SdcRiskError",
     "InputError",
     "ParameterError",
@@ -49,3 +53,23 @@ class ConvergenceWarning(SdcRiskWarning):
 
 class ApproximationWarning(SdcRiskWarning):
     """A numerical approximation was used where an exact value was not available."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first frame outside
+    sdcrisk: the user's line that called the public API, however deep inside the package the
+    warning is raised.
+
+    Use as ``warnings.warn(message, Category, stacklevel=user_stacklevel())`` directly in the
+    function that warns.
+    """
+    frame = sys._getframe(1)  # the function that calls warnings.warn: stacklevel 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE_DIR + os.sep):
+        frame = frame.f_back
+        level += 1
+    return level

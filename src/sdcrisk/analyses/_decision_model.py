@@ -16,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
-from ..exceptions import ConvergenceWarning, InputError, ParameterError
+from ..core.base import ResultBase
+from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 
 __all__ = [
     "BetaBinomialPrior",
@@ -119,8 +120,8 @@ def _log_betabinom(t, size, a, b):
     return log_choose + special.betaln(t + a, size - t + b) - special.betaln(a, b)
 
 
-@dataclass(frozen=True)
-class BetaBinomialFit:
+@dataclass(frozen=True, repr=False)
+class BetaBinomialFit(ResultBase):
     """Maximum-likelihood (alpha, beta) of the beta-binomial from many domains."""
 
     alpha: float
@@ -134,7 +135,7 @@ class BetaBinomialFit:
     def prior(self) -> BetaBinomialPrior:
         return BetaBinomialPrior(self.alpha, self.beta)
 
-    def to_dict(self) -> dict:
+    def _payload(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -216,7 +217,7 @@ def fit_beta_binomial(y: Sequence[int], n: Sequence[int]) -> BetaBinomialFit:
     if boundary:
         warnings.warn(f"beta-binomial ML stopped at a bound (alpha={a:.4g}, beta={b:.4g}); the "
                       "domain counts show no over-dispersion: give alpha and beta instead",
-                      ConvergenceWarning, stacklevel=2)
+                      ConvergenceWarning, stacklevel=user_stacklevel())
     return BetaBinomialFit(alpha=a, beta=b, log_likelihood=float(-best.fun + const),
                            n_domains=int(len(y_arr)), converged=bool(best.success),
                            at_boundary=boundary)

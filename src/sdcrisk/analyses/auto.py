@@ -22,7 +22,7 @@ from ..core.measures import (
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..estimators._base import Estimator, reidentification_measures
-from ..exceptions import ParameterError, SdcRiskError
+from ..exceptions import ParameterError, SdcRiskError, user_stacklevel
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
 __all__ = ["AutoRisk", "default_candidates", "widen_interval"]
@@ -30,6 +30,9 @@ __all__ = ["AutoRisk", "default_candidates", "widen_interval"]
 #: methods whose default candidates need the dense key space, and the largest key space (after
 #: dropping levels no record has) on which they are validated by default
 DENSE_DEFAULT_MAX_CELLS = 2_000_000
+#: auto validates only when a sub-sample holds at least this many records on average; a
+#: smaller file gets its first candidate (default nb) unvalidated, with a note
+MIN_VALIDATION_RECORDS = 10
 #: the log-linear forward search fits 10-100 models per fit: validated by default only up to
 SEARCH_DEFAULT_MAX_CELLS = 600_000
 
@@ -199,6 +202,9 @@ class AutoRisk(Estimator):
     def _fit(self, table: CellTable) -> RiskResult:
         from .validation import Candidate, validate
 
+        early = self._unvalidated(table)
+        if early is not None:
+            return early
         specs = self.candidates if self.candidates is not None else default_candidates(table)
         cands = {c.label: c for c in (Candidate.parse(s) for s in specs)}
         shared = {"ci_level": self.ci_level, "max_global_risk": self.max_global_risk}
@@ -231,8 +237,45 @@ class AutoRisk(Estimator):
             else:
                 break
         for label, w in caught:  # the chosen fits' warnings, pointing at the caller's code
-            warnings.warn(f"auto's choice {label}: {w.message}", w.category, stacklevel=3)
+            warnings.warn(f"auto's choice {label}: {w.message}", w.category,
+                          stacklevel=user_stacklevel())
         return self._result(table, vt, choice, fits, cands, failed)
+
+    def _unvalidated(self, table: CellTable) -> RiskResult | None:
+        """The answer for a file auto need not or cannot validate on, else None.
+
+        No sample uniques: tau1 = tau2 = 0 under every model, so there is no error to
+        validate. Sub-samples of fewer than ``MIN_VALIDATION_RECORDS`` records (a file of a
+        handful of records) cannot tell the candidates apart. Both fit the first candidate
+        given, or nb (sdcMicro's default), on the whole file and say so in the assumptions.
+        """
+        from .validation import Candidate, subsample_fraction
+
+        if table.sample_uniques == 0:
+            why = ("the file has no sample uniques, so tau1 = tau2 = 0 under every model and "
+                   "there is nothing to validate")
+        else:
+            frac, _ = subsample_fraction(table, self.fraction, self.min_records,
+                                         self.max_fraction)
+            if frac * table.n >= MIN_VALIDATION_RECORDS:
+                return None
+            why = (f"the file has n = {table.n} record(s): sub-samples of about "
+                   f"{frac * table.n:.1f} records cannot validate the candidates (at least "
+                   f"{MIN_VALIDATION_RECORDS} are needed)")
+        spec = self.candidates[0] if self.candidates else "nb"
+        cand = Candidate.parse(spec)
+        why += f"; {cand.label} fitted without validation"
+        est = cand.estimator(random_state=self.random_state, ci_level=self.ci_level,
+                             max_global_risk=self.max_global_risk)
+        res = est.fit(table)
+        fitted = {**res.fitted, "reason": why,
+                  "choice": {"candidates": [cand.label], "methods": [cand.method],
+                             "rule": "not validated", "description": why}}
+        return dataclasses.replace(
+            res, method=self.name, parameters=self.get_params(), fitted=fitted,
+            assumptions=res.assumptions + (f"note: {why}",),
+            diagnostics={**res.diagnostics, "validation": []},
+            provenance={**res.provenance, "seed": self.random_state})
 
     def _result(self, table: CellTable, vt, choice: Choice, fits: dict, cands: dict,
                 failed: dict) -> RiskResult:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from ..exceptions import InputError, ParameterError
+from ._output import atomic_path
 
 __all__ = ["register"]
 
@@ -71,7 +72,9 @@ def register(sub) -> None:
 
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
-    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
+                         "the candidate that validates best on sub-samples of the file, chosen "
+                         "once and re-fitted; nb is much faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
@@ -140,9 +143,11 @@ def _decide_types(args, decision) -> str:
         decision_l1=args.decision_l1, decision_l0=args.decision_l0, **_cut_off(args, decision))
     curve = table.curve
     if args.csv:
-        table.summary().to_csv(args.csv, index=False)
+        with atomic_path(args.csv) as tmp:
+            table.summary().to_csv(tmp, index=False)
     if args.plot:
-        plot_tradeoff(curve, args.plot, risk_fraction=args.risk_fraction)
+        with atomic_path(args.plot) as tmp:
+            plot_tradeoff(curve, tmp, risk_fraction=args.risk_fraction)
     at = {"risk_fraction": args.risk_fraction,
           "loss_fraction": curve.loss_fraction_at(args.risk_fraction, "linear"),
           "loss_fraction_cutoff": curve.loss_fraction_at(args.risk_fraction, "cutoff")}
@@ -222,10 +227,12 @@ def _decide_microdata(args, decision) -> str:
         ratio_threshold=args.ratio_threshold, target_risk_fraction=args.target_risk_fraction,
         **_cut_off(args, decision))
     if args.csv:
-        result.to_csv(args.csv, internal=args.internal)
+        with atomic_path(args.csv) as tmp:
+            result.to_csv(tmp, internal=args.internal)
     if args.plot:
-        plot_tradeoff(result.curve, args.plot, risk_fraction=(
-            args.target_risk_fraction if args.target_risk_fraction is not None else None))
+        with atomic_path(args.plot) as tmp:
+            plot_tradeoff(result.curve, tmp, risk_fraction=(
+                args.target_risk_fraction if args.target_risk_fraction is not None else None))
     if args.format == "json":
         return result.to_json(internal=args.internal)
     return _decision_text(result, internal=args.internal)
@@ -278,16 +285,25 @@ def _recommend(args) -> str:
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
-    rec = recommend(md, target, estimator=get_estimator(args.method, **options_for(args)),
+    est = get_estimator(args.method, **options_for(args))
+    chose = ""
+    if args.method == "auto":  # validate once, then re-fit the chosen candidate
+        from ..analyses.protect import concrete_estimator
+        from ..data.table import tabulate
+
+        est, auto_res = concrete_estimator(est, tabulate(md))
+        chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
+    rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
                     max_pattern_size=args.max_pattern_size)
     if args.plot:
-        plot_recommendations(rec, args.plot)
+        with atomic_path(args.plot) as tmp:
+            plot_recommendations(rec, tmp)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
-    lines = [f"recommendations ({rec.method}): target {target.describe()}; before: "
+    lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "
              f"{rec.objective_before:.6g}",
              "", rec.summary().to_string(index=False)]
     for i, p in enumerate(rec.plans, 1):

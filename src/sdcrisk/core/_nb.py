@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import ApproximationWarning
+from ..exceptions import ApproximationWarning, user_stacklevel
 
 __all__ = [
     "expected_inverse",
@@ -201,7 +201,8 @@ def _quadrature(f: float, r: float, p: float, power: int) -> float:
             worst = max(worst, err)
     if worst > 1e-8 * total:
         warnings.warn(f"E[1/(f+U)^{power}] for NB(r={r:g}, p={p:g}), f={f:g}: quadrature error "
-                      f"estimate {worst:.2g} of {total:.3g}", ApproximationWarning, stacklevel=4)
+                      f"estimate {worst:.2g} of {total:.3g}", ApproximationWarning,
+                      stacklevel=user_stacklevel())
     return total
 
 

@@ -2,12 +2,21 @@
 
 Sources accepted by :func:`read_columns`:
 
-* a path to a CSV file (``.csv``, ``.txt``, ``.tsv``; gzip/bz2/zstd compressed by extension) or a
-  Parquet file (``.parquet``, ``.pq``), read with pyarrow and only the needed columns;
+* a path to a CSV file (``.csv``, ``.txt``, ``.tsv``; gzip/bz2/zstd compression is detected from
+  the file's first bytes, not its name) or a Parquet file (``.parquet``, ``.pq``), read with
+  pyarrow and only the needed columns;
+* a Stata (``.dta``), SAS (``.sas7bdat``, ``.xpt``) or SPSS (``.sav``, ``.zsav``) file, read with
+  pyreadstat (``pip install 'sdcrisk[formats]'``); value labels become the category labels;
+* ``duckdb:FILE.db::TABLE`` (a table or view of a DuckDB database) or
+  ``duckdb:FILE.db::SELECT ...`` (the rows of a query; anything after ``::`` that starts with
+  ``SELECT``, ``WITH``, ``FROM`` or ``(`` is a query), read with duckdb
+  (``pip install 'sdcrisk[duckdb]'``) from a read-only connection;
 * ``example:NAME`` for a bundled dataset (see :mod:`sdcrisk.data.datasets`);
 * a pandas or polars DataFrame, a pyarrow Table, or a mapping of column name to array.
 
 Each column comes back as a NumPy array plus a boolean mask of missing values (or ``None``).
+A column the caller needs that appears twice in the source is an error naming it (a reader
+would otherwise silently use one of the two).
 """
 
 from __future__ import annotations
@@ -26,6 +35,26 @@ __all__ = ["Column", "read_columns", "source_name"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+#: extension -> pyreadstat reader
+_READSTAT = {".dta": "read_dta", ".sas7bdat": "read_sas7bdat", ".xpt": "read_xport",
+             ".sav": "read_sav", ".zsav": "read_sav"}
+_DUCKDB_PREFIX = "duckdb:"
+_QUERY_STARTS = ("select", "with", "from", "(", "values", "table ")
+#: first bytes -> (compression for pyarrow, or a format name)
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"PAR1", "parquet"),
+    (b"$FL2", ".sav"),
+    (b"$FL3", ".zsav"),
+    (b"<stata_dta>", ".dta"),
+    (b"HEADER RECORD*******LIB", ".xpt"),
+    (b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xc2\xea\x81\x60", ".sas7bdat"),
+    (b"SQLite format 3\x00", "sqlite"),
+    (b"PK\x03\x04", "zip"),
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +69,14 @@ class Column:
 def source_name(source: Any) -> str:
     """A short, non-identifying description of a source for provenance."""
     if isinstance(source, str | os.PathLike):
-        return Path(source).name if not str(source).startswith("example:") else str(source)
+        text = str(source)
+        if text.startswith("example:"):
+            return text
+        if text.startswith(_DUCKDB_PREFIX):
+            db, _, what = text[len(_DUCKDB_PREFIX):].partition("::")
+            what = "query" if _is_query(what) else what.strip()
+            return f"duckdb:{Path(db).name}::{what}"
+        return Path(source).name
     return type(source).__module__.split(".")[0] + "." + type(source).__name__
 
 
@@ -51,11 +87,60 @@ def _resolve_path(source: str | os.PathLike) -> Path:
 
         return example_path(text.split(":", 1)[1])
     path = Path(text)
+    if not text.strip():
+        raise InputError("the data path is empty; give a CSV, Parquet, Stata, SAS or SPSS file")
     if not path.exists():
         raise InputError(f"file not found: {text!r}")
     if path.is_dir():
         raise InputError(f"{text!r} is a directory; give a CSV or Parquet file")
     return path
+
+
+def sniff(path: Path) -> str | None:
+    """What the first bytes of ``path`` say it is: a compression (``gzip``, ``bz2``, ``zstd``,
+    ``lz4``), ``parquet``, a pyreadstat extension (``.dta``, ``.sav``...), ``sqlite``, ``zip``,
+    ``binary`` (NUL bytes in the first 4 KiB) or None (text, as far as can be told)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise InputError(f"{path.name}: could not be opened ({_clean(str(exc))})") from exc
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head[:1] in (b"\x71", b"\x72", b"\x73") and head[1:2] in (b"\x01", b"\x02"):
+        return ".dta"  # Stata 8-12: format byte, then byte order
+    if b"\x00" in head:
+        return "binary"
+    return None
+
+
+def _clean(text: str, limit: int = 160) -> str:
+    """A message fragment safe to print: printable characters only, one line, bounded."""
+    first = text.splitlines()[0] if text else ""
+    out = "".join(ch if ch.isprintable() else "?" for ch in first)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def _format_of(path: Path) -> tuple[str, str | None]:
+    """(format, compression) of a file: ``csv``, ``parquet`` or a pyreadstat extension."""
+    kind = sniff(path)
+    suffix = path.suffix.lower()
+    if kind in _READSTAT or (kind is None and suffix in _READSTAT and suffix != ".xpt"):
+        return (kind if kind in _READSTAT else suffix), None
+    if suffix == ".xpt" and kind in (None, ".xpt"):
+        return ".xpt", None
+    if kind == "parquet":  # a Parquet file starts with PAR1; text named .parquet is CSV
+        return "parquet", None
+    if kind in ("gzip", "bz2", "zstd", "lz4"):
+        return "csv", kind
+    if kind in ("sqlite", "zip", "binary"):
+        what = {"sqlite": "an SQLite database", "zip": "a zip archive (or an Excel file)",
+                "binary": "binary data"}[kind]
+        raise InputError(
+            f"{path.name}: the file holds {what}, not text; give a CSV (plain or gzip/bz2/zstd "
+            "compressed), Parquet, Stata (.dta), SAS (.sas7bdat, .xpt) or SPSS (.sav) file")
+    return "csv", None
 
 
 def _is_parquet(path: Path) -> bool:
@@ -67,8 +152,11 @@ def _read_arrow(path: Path, columns: Sequence[str]):
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name}: the file is empty")
+    kind, compression = _format_of(path)
     try:
-        if _is_parquet(path):
+        if kind == "parquet":
             schema_names = pq.read_schema(path).names
             check_present(columns, schema_names, path.name)
             if path.is_file():  # ParquetFile: no pyarrow.dataset (which imports pandas)
@@ -76,49 +164,134 @@ def _read_arrow(path: Path, columns: Sequence[str]):
             return pq.read_table(path, columns=list(columns))
         suffixes = [s.lower() for s in path.suffixes]
         delimiter = "\t" if ".tsv" in suffixes else ","
-        if path.stat().st_size == 0:
-            raise InputError(f"{path.name}: the file is empty")
-        header = _csv_header(path, delimiter)
+        header = _csv_header(path, delimiter, compression)
         check_present(columns, header, path.name)
         convert = pacsv.ConvertOptions(
             include_columns=list(columns),
             null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"],
             strings_can_be_null=True,
         )
-        return pacsv.read_csv(
-            path,
-            parse_options=pacsv.ParseOptions(delimiter=delimiter),
-            convert_options=convert,
-        )
+        with pa.input_stream(str(path), compression=compression) as stream:
+            return pacsv.read_csv(
+                stream,
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=convert,
+            )
     except InputError:
         raise
-    except (pa.ArrowInvalid, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{path.name}: could not be read ({first})") from exc
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+        first = _clean(str(exc)) if str(exc) else type(exc).__name__
+        raise InputError(f"{path.name}: could not be read ({first}); check that it is a "
+                         "well-formed CSV (or Parquet) file") from exc
 
 
-def _csv_header(path: Path, delimiter: str) -> list[str]:
+def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> list[str]:
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
     opts = pacsv.ReadOptions(block_size=1 << 16)
     try:
-        reader = pacsv.open_csv(
-            path, read_options=opts, parse_options=pacsv.ParseOptions(delimiter=delimiter)
-        )
+        with pa.input_stream(str(path), compression=compression) as stream:
+            reader = pacsv.open_csv(
+                stream, read_options=opts, parse_options=pacsv.ParseOptions(delimiter=delimiter)
+            )
+            return list(reader.schema.names)
     except Exception as exc:  # empty files and garbage end up here
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = _clean(str(exc)) if str(exc) else type(exc).__name__
         if "Empty CSV file" in msg or "empty" in msg.lower():
             raise InputError(f"{path.name}: the file is empty") from exc
         raise InputError(f"{path.name}: could not be read as CSV ({msg})") from exc
-    return list(reader.schema.names)
 
 
 def check_present(columns: Sequence[str], available: Sequence[str], what: str) -> None:
+    """Every name in ``columns`` occurs exactly once in ``available``.
+
+    Raises
+    ------
+    InputError
+        A missing column (listing those available) or one that appears more than once.
+    """
+    available = [str(a) for a in available]
     missing = [c for c in columns if c not in available]
     if missing:
         shown = ", ".join(map(repr, list(available)[:20]))
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
         raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}")
+    for c in columns:
+        where = [i + 1 for i, a in enumerate(available) if a == c]
+        if len(where) > 1:
+            raise InputError(
+                f"{what}: column {c!r} appears {len(where)} times (positions "
+                f"{', '.join(map(str, where))}); rename the duplicates so that each column "
+                "has one name")
+
+
+def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, Column]:
+    """Columns of a Stata, SAS or SPSS file via pyreadstat; value labels become the labels."""
+    try:
+        import pyreadstat
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise InputError(f"{path.name}: reading {kind} files needs pyreadstat; "
+                         "pip install 'sdcrisk[formats]'") from None
+    reader = getattr(pyreadstat, _READSTAT[kind])
+    try:
+        _, meta = reader(str(path), metadataonly=True)
+        check_present(columns, list(meta.column_names), path.name)
+        labels = {} if kind == ".xpt" else {"apply_value_formats": True,
+                                            "formats_as_category": False}
+        frame, _ = reader(str(path), usecols=list(columns), **labels)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
+        raise InputError(f"{path.name}: could not be read as a {kind} file "
+                         f"({_clean(str(exc)) or type(exc).__name__})") from exc
+    return _frame_columns(frame, columns)
+
+
+def _is_query(text: str) -> bool:
+    return text.strip().lower().startswith(_QUERY_STARTS)
+
+
+def _read_duckdb(source: str, columns: Sequence[str]):
+    """A table, view or query of a DuckDB database as a pyarrow Table of ``columns``."""
+    spec = source[len(_DUCKDB_PREFIX):]
+    db, sep, what = spec.partition("::")
+    what = what.strip()
+    if not sep or not db.strip() or not what:
+        raise InputError(f"{source!r}: write duckdb:FILE.db::TABLE or duckdb:FILE.db::SELECT ...")
+    path = Path(db)
+    if not path.exists():
+        raise InputError(f"DuckDB database not found: {db!r}")
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise InputError("reading a DuckDB database needs duckdb; "
+                         "pip install 'sdcrisk[duckdb]'") from None
+    inner = f"({what})" if _is_query(what) else '"' + what.replace('"', '""') + '"'
+    label = "the query" if _is_query(what) else f"table {what!r}"
+    with open(path, "rb") as fh:
+        if fh.read(12)[8:12] != b"DUCK":
+            raise InputError(f"{path.name}: not a DuckDB database file (for CSV or Parquet "
+                             "give the path itself, without duckdb:)")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except Exception as exc:  # noqa: BLE001 - duckdb's own errors
+        raise InputError(f"{path.name}: could not be opened as a DuckDB database "
+                         f"({_clean(str(exc))})") from exc
+    try:
+        try:
+            names = [d[0] for d in con.execute(f"SELECT * FROM {inner} AS q LIMIT 0")
+                     .description]
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"{path.name}: {label} could not be read "
+                             f"({_clean(str(exc))})") from exc
+        check_present(columns, names, f"{path.name}::{what if label != 'the query' else 'query'}")
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+        rel = con.sql(f"SELECT {cols} FROM {inner} AS q")
+        fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+        return fetch()
+    finally:
+        con.close()
 
 
 def arrow_column(name: str, chunked) -> Column:
@@ -143,6 +316,12 @@ def arrow_column(name: str, chunked) -> Column:
         nan = np.isnan(values)
         if nan.any():
             missing = nan if missing is None else (missing | nan)
+    elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
+        # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
+        # tabulates as it is -- the counts do not depend on how its labels are spelt
+        values = np.array(["" if v is None else _decode(v) for v in arr.to_pylist()],
+                          dtype=str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             import pyarrow.compute as pc  # ~0.1 s to import: only for non-text columns here
@@ -152,9 +331,18 @@ def arrow_column(name: str, chunked) -> Column:
     return Column(name, values, missing)
 
 
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
 def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | None:
     module = type(source).__module__.split(".")[0]
     if module == "pandas":
+        if not hasattr(source, "columns"):  # a Series, an Index...
+            return None
         check_present(columns, [str(c) for c in source.columns], "data frame")
         out = {}
         for name in columns:
@@ -184,6 +372,9 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
         out = {}
         for name in columns:
             values = np.asarray(source[name])
+            if values.ndim != 1:
+                raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
+                                 f"values) but {_clean(repr(source[name]), 60)}")
             missing = None
             if values.dtype.kind == "f":
                 nan = np.isnan(values)
@@ -222,8 +413,16 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         Missing file or column, unreadable or empty file.
     """
     columns = list(dict.fromkeys(columns))
+    if isinstance(source, str) and source.startswith(_DUCKDB_PREFIX):
+        table = _read_duckdb(source, columns)
+        out = {name: arrow_column(name, table.column(name)) for name in columns}
+        return out, table.num_rows
     if isinstance(source, str | os.PathLike):
         path = _resolve_path(source)
+        kind = _format_of(path)[0] if path.stat().st_size else "csv"
+        if kind in _READSTAT:
+            out = _read_readstat(path, kind, columns)
+            return out, (len(next(iter(out.values())).values) if out else 0)
         table = _read_arrow(path, columns)
         out = {name: arrow_column(name, table.column(name)) for name in columns}
         n_rows = table.num_rows
@@ -231,8 +430,9 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         out = _frame_columns(source, columns)
         if out is None:
             raise InputError(
-                f"unsupported data source of type {type(source).__name__}; give a CSV/Parquet "
-                "path, a pandas or polars DataFrame, a pyarrow Table or a dict of arrays"
+                f"unsupported data source of type {type(source).__name__}; give a path (CSV, "
+                "Parquet, Stata, SAS, SPSS), duckdb:FILE.db::TABLE, a pandas or polars "
+                "DataFrame, a pyarrow Table or a dict of arrays"
             )
         lengths = {len(c.values) for c in out.values()}
         if len(lengths) > 1:

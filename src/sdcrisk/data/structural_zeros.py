@@ -57,6 +57,45 @@ def _level_lookup(levels: Sequence) -> dict:
     return table
 
 
+_HOW = ("a structural-zeros file is a text CSV with a header row of key variable names and "
+        "one impossible combination per line, e.g. 'age,married' then 'child,yes' (* = any)")
+
+
+def _read_condition_rows(p: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Header and non-blank rows (with their line numbers) of a structural-zeros CSV.
+
+    Raises
+    ------
+    InputError
+        Binary or compressed content, text that is not UTF-8, a malformed CSV line, or an
+        empty file -- each naming the file and, where there is one, the line.
+    """
+    raw = p.read_bytes()
+    if raw[:2] == b"\x1f\x8b" or b"\x00" in raw[:4096]:
+        raise InputError(f"{p.name}: binary content where a CSV of structural zeros was "
+                         f"expected; {_HOW}")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(f"{p.name} line {line}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
+                         f"save the file as UTF-8; {_HOW}") from None
+    reader = csv.reader(text.splitlines(), strict=True)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise InputError(f"{p.name} line {reader.line_num}: malformed CSV ({exc}); "
+                         f"{_HOW}") from None
+    if not rows or not any(c.strip() for c in rows[0]):
+        raise InputError(f"{p.name}: the structural-zeros file is empty; {_HOW}")
+    header = [h.strip() for h in rows[0]]
+    if any(not h for h in header):
+        raise InputError(f"{p.name} line 1: the header has an empty column name; {_HOW}")
+    body = [(line, row) for line, row in enumerate(rows[1:], start=2)
+            if any(c.strip() for c in row)]
+    return header, body
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class StructuralZeros:
     """A list of marginal conditions over named key variables.
@@ -199,19 +238,16 @@ class StructuralZeros:
         p = Path(path)
         if not p.exists():
             raise InputError(f"structural-zeros file not found: {str(path)!r}")
-        with open(p, newline="") as fh:
-            reader = csv.reader(fh)
-            try:
-                header = [h.strip() for h in next(reader)]
-            except StopIteration:
-                raise InputError(f"{p.name}: the structural-zeros file is empty") from None
-            body = [row for row in reader if any(c.strip() for c in row)]
+        if p.is_dir():
+            raise InputError(f"structural-zeros file {str(path)!r} is a directory; give a CSV "
+                             "file with one column per key variable")
+        header, body = _read_condition_rows(p)
         keys = tuple(keys)
         dup = [h for h in header if header.count(h) > 1]
         if dup:
             raise InputError(f"{p.name}: column {dup[0]!r} appears twice")
         conditions = []
-        for line, row in enumerate(body, start=2):
+        for line, row in body:
             if len(row) != len(header):
                 raise InputError(f"{p.name} line {line}: {len(row)} fields, the header has "
                                  f"{len(header)}")
@@ -241,9 +277,14 @@ class StructuralZeros:
                     raise InputError(f"{p.name} line {line}: column {name!r} is not a key "
                                      f"variable (keys: {', '.join(keys)}) but is fixed")
                 cond[name] = [v.strip() for v in cell.split("|")] if "|" in cell else cell
+            try:  # a label that is not a level: name the line, not the condition's number
+                cls.from_tuples([cond], keys=keys, levels=levels)
+            except InputError as exc:
+                detail = str(exc).split(": ", 1)[-1]
+                raise InputError(f"{p.name} line {line}: {detail}") from None
             conditions.append(cond)
         if not conditions:
-            raise InputError(f"{p.name}: no conditions in the structural-zeros file")
+            raise InputError(f"{p.name}: no conditions in the structural-zeros file; {_HOW}")
         return cls.from_tuples(conditions, keys=keys, levels=levels)
 
     # --- basic facts -----------------------------------------------------------------------
@@ -448,9 +489,10 @@ def _code_of(key: str, value: Any, lookup: dict, number: int) -> int:
     text = str(value).strip()
     if text in lookup:
         return lookup[text]
-    shown = ", ".join(repr(v) for v in list(lookup)[:8])
+    labels = list(dict.fromkeys(str(v) for v in lookup))
+    shown = ", ".join(labels[:8]) + (f" (+{len(labels) - 8} more)" if len(labels) > 8 else "")
     raise InputError(f"structural-zero condition {number}: {value!r} is not a level of "
-                     f"{key!r} (levels: {shown}...); declare the level with levels= or fix "
+                     f"{key!r} (levels: {shown}); declare the level with levels= or fix "
                      "the condition")
 
 

@@ -20,12 +20,12 @@ from typing import Any, Literal
 import numpy as np
 
 from ..exceptions import InputError, MemoryLimitError, ParameterError
-from . import _cells
+from . import _cells, wildcard
 from .io import read_columns, source_name
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "memory_limit", "check_memory"]
 
-MissingPolicy = Literal["category", "error"]
+MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
 
 DEFAULT_MAX_LEVELS = 1000
@@ -128,6 +128,8 @@ class Microdata:
     source: str = "data"
     weights_column: str | None = None
     household_column: str | None = None
+    missing: MissingPolicy = "category"
+    wildcard_alpha: float = 1.0
 
     @property
     def n(self) -> int:
@@ -155,6 +157,15 @@ class Microdata:
             f"N={self.population_size:g} [{self.population_size_source}])"
         )
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
+                       for k, m in zip(self.keys, self.n_levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
+
     @classmethod
     def from_source(
         cls,
@@ -168,6 +179,7 @@ class Microdata:
         levels: Mapping[str, Sequence] | None = None,
         missing: MissingPolicy = "category",
         max_levels: int | None = DEFAULT_MAX_LEVELS,
+        wildcard_alpha: float = 1.0,
     ) -> Microdata:
         """Read and validate microdata.
 
@@ -188,11 +200,16 @@ class Microdata:
         levels : mapping, optional
             Declared category levels per key (may include levels with zero count). Values
             outside the declared levels are an error.
-        missing : {"category", "error"}
-            Missing key values become their own level (default) or an error. Nothing is
-            ever dropped silently.
+        missing : {"category", "error", "wildcard"}
+            Missing key values become their own level (default), an error, or wildcards
+            that match every category of their key (sdcMicro ``freqCalc``; the level is
+            still coded ``None`` and :func:`tabulate` adds the wildcard counts, see
+            :mod:`sdcrisk.data.wildcard`). Nothing is ever dropped silently.
         max_levels : int or None
             Refuse a key with more distinct values than this (default 1000).
+        wildcard_alpha : float
+            With ``missing="wildcard"``: how much a matching record with missing values
+            counts, in [0, 1] (sdcMicro's ``alpha``, default 1).
 
         Raises
         ------
@@ -212,22 +229,50 @@ class Microdata:
         """
         if isinstance(keys, str):
             keys = [k.strip() for k in keys.split(",") if k.strip()]
+        if not isinstance(keys, Sequence | set | frozenset) or isinstance(keys, bytes):
+            raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
+                                 "names or a comma-separated string")
+        bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
+        if bad_key is not None:
+            raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
+                                 "strings")
         keys = tuple(keys)
         if not keys:
             raise ParameterError("give at least one key variable")
         if len(set(keys)) != len(keys):
             raise ParameterError(f"key variables repeat: {list(keys)}")
-        if missing not in ("category", "error"):
-            raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
-        if max_levels is not None and max_levels < 1:
-            raise ParameterError(f"max_levels={max_levels} must be >= 1")
+        if missing not in ("category", "error", "wildcard"):
+            raise ParameterError(f"missing={missing!r}; use 'category', 'error' or 'wildcard'")
+        wildcard_alpha = wildcard.check_alpha(wildcard_alpha)
+        if wildcard_alpha != 1.0 and missing != "wildcard":
+            raise ParameterError(f"wildcard_alpha={wildcard_alpha:g} applies to "
+                                 "missing='wildcard' only (--missing wildcard)")
+        if max_levels is not None and (isinstance(max_levels, bool)
+                                       or not isinstance(max_levels, int | np.integer)
+                                       or max_levels < 1):
+            raise ParameterError(f"max_levels={max_levels!r} must be an integer >= 1 (or None)")
+        for opt_name, opt in (("weights", weights), ("household", household)):
+            if opt is not None and not isinstance(opt, str):
+                raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
         for opt in (weights, household):
             if opt is not None and opt in keys:
                 raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
+        if levels is not None and not isinstance(levels, Mapping):
+            raise ParameterError(f"levels={_short(levels)} must map key names to lists of "
+                                 'categories, e.g. {"sex": ["F", "M"]}')
         if levels:
             unknown = [k for k in levels if k not in keys]
             if unknown:
                 raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+            for k, lv in levels.items():
+                if isinstance(lv, str | bytes | Mapping) or not isinstance(
+                        lv, Sequence | np.ndarray | set | frozenset):
+                    raise ParameterError(
+                        f"levels of {k!r} is {_short(lv)}, not a list; give every category "
+                        f'of {k!r} as a list, e.g. {{"{k}": [1, 2, 3]}}')
+                if len(lv) == 0:
+                    raise ParameterError(f"levels of {k!r} is an empty list; give its "
+                                         "categories or leave the key out of levels")
         wanted = list(keys) + [c for c in (weights, household) if c is not None]
         columns, n = read_columns(source, wanted)
         if n == 0:
@@ -241,7 +286,7 @@ class Microdata:
                 col.values,
                 col.missing,
                 levels=None if not levels or name not in levels else levels[name],
-                missing_policy=missing,
+                missing_policy="category" if missing == "wildcard" else missing,
                 max_levels=max_levels,
             )
             codes.append(c)
@@ -273,6 +318,8 @@ class Microdata:
             source=source_name(source),
             weights_column=weights,
             household_column=household,
+            missing=missing,
+            wildcard_alpha=wildcard_alpha,
         )
 
     def subset(self, rows: np.ndarray, *, population_size: float | None = None,
@@ -301,6 +348,8 @@ class Microdata:
             source=self.source,
             weights_column=self.weights_column,
             household_column=self.household_column,
+            missing=self.missing,
+            wildcard_alpha=self.wildcard_alpha,
         )
 
     def with_population_size(self, population_size: float) -> Microdata:
@@ -308,6 +357,11 @@ class Microdata:
         big_n, how = resolve_population_size(self.n, self.weights, population_size, None)
         return Microdata(**{**self.__dict__, "population_size": big_n,
                             "population_size_source": how})
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _validate_weights(name: str, col) -> np.ndarray:
@@ -346,22 +400,49 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
     if population_size is not None and sampling_fraction is not None:
         raise ParameterError("give population_size or sampling_fraction, not both")
     if sampling_fraction is not None:
-        f = float(sampling_fraction)
+        f = _number("sampling_fraction", sampling_fraction)
         if not 0 < f <= 1:
             raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
         return n / f, "sampling_fraction"
     if population_size is not None:
-        big_n = float(population_size)
-        if not math.isfinite(big_n):
-            raise InputError(f"population size N={population_size} is not finite")
-        if big_n < n:
-            raise InputError(
-                f"population size N={population_size:g} is smaller than the sample size n={n}"
-            )
+        big_n = check_population_size(population_size, n)
         return big_n, "given"
     if weights is not None:
-        return float(weights.sum()), "weights"
+        total = float(weights.sum())
+        if total < n * (1 - 1e-9):
+            raise InputError(
+                f"the weights sum to N={total:.6g}, fewer than the n={n} records: survey "
+                "weights count the population members each record stands for (>= 1 on "
+                "average); check the weights column, or give the population size instead")
+        return max(total, float(n)), "weights"
     return float(n), "assumed_population"
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name}={_short(value)} must be a number")
+    return float(value)
+
+
+def check_population_size(population_size, n: int) -> float:
+    """N as a float: a finite number >= n.
+
+    Raises
+    ------
+    ParameterError
+        Not a number (a string, a bool), NaN or infinite.
+    InputError
+        N < n.
+    """
+    big_n = _number("population_size", population_size)
+    if not math.isfinite(big_n):
+        raise ParameterError(f"population_size={population_size} is not finite; give the "
+                             "number of people in the population (N >= n)")
+    if big_n < n:
+        raise InputError(
+            f"population size N={population_size:g} is smaller than the sample size n={n}"
+        )
+    return big_n
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -414,6 +495,10 @@ class CellTable:
     inclusion_sums : ndarray or None
         Sum of 1/weight in each cell (sdcMicro ``modRisk``'s ``inclProb``; for a sample unique
         the inclusion probability of its record).
+    wildcard : WildcardCounts or None
+        With ``missing="wildcard"``: fk and Fk where a missing key value matches every
+        category (:mod:`sdcrisk.data.wildcard`). Estimators that cannot use them refuse a
+        table whose cells have missing values.
     """
 
     keys: tuple[str, ...]
@@ -428,6 +513,7 @@ class CellTable:
     population: PopulationCounts | None = None
     source: str = "data"
     inclusion_sums: np.ndarray | None = None
+    wildcard: wildcard.WildcardCounts | None = None
 
     @property
     def n(self) -> int:
@@ -459,6 +545,16 @@ class CellTable:
             f"CellTable(n={self.n}, cells={self.n_cells}, K={self.cell_space}, "
             f"sample_uniques={self.sample_uniques}, N={self.population_size:g})"
         )
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped (no cell's
+        key values: they can disclose)."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{len(lv)}</td></tr>"
+                       for k, lv in zip(self.keys, self.levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
     def fingerprint(self) -> str:
         """SHA-256 of keys, levels and cell counts: identifies the input without revealing it."""
@@ -523,6 +619,13 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         Sample and population keys/levels differ, or a sample cell is missing from the
         population (the sample does not come from it).
     """
+    if not isinstance(microdata, Microdata):
+        raise ParameterError(
+            f"tabulate() takes a Microdata, not {type(microdata).__name__}; build it with "
+            "sdcrisk.Microdata.from_source(data, keys=[...], population_size=N)")
+    if population is not None and not isinstance(population, Microdata):
+        raise ParameterError(f"tabulate(population=...) takes a Microdata, not "
+                             f"{type(population).__name__}")
     md = microdata
     ids, bound = _cells.cell_ids(md.codes, md.n_levels)
     cells, counts, record_cell = _cells.observed_cells(ids, bound)
@@ -558,6 +661,8 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         population=pop,
         source=md.source,
         inclusion_sums=inclusion_sums,
+        wildcard=None if md.missing != "wildcard" else wildcard.wildcard_cell_counts(
+            cell_codes, md.n_levels, counts, weight_sums, md.levels, md.wildcard_alpha),
     )
 
 

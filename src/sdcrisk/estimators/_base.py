@@ -19,7 +19,7 @@ from ..core.measures import (
 )
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult, provenance
-from ..data.table import CellTable, check_memory, memory_limit_scope
+from ..data.table import CellTable, check_memory, check_population_size, memory_limit_scope
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
@@ -56,6 +56,21 @@ def reidentification_measures(table: CellTable, risk: np.ndarray, max_global_ris
     return measures, global_risk_threshold(record, max_global_risk)
 
 
+def check_seed(seed: Any, name: str = "random_state") -> None:
+    """A seed is None, an integer >= 0, a SeedSequence or a Generator.
+
+    Raises
+    ------
+    ParameterError
+        Anything else (a negative integer, a float, a string), naming ``name``.
+    """
+    if seed is None or isinstance(seed, np.random.SeedSequence | np.random.Generator):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ParameterError(f"{name}={seed!r} must be a non-negative integer (a seed such "
+                             "as 0 or 12345) or None")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Estimator(ABC):
     """Base of all estimators: keyword-only settings, no data.
@@ -74,14 +89,21 @@ class Estimator(ABC):
     max_global_risk: float = 0.01
 
     def __post_init__(self) -> None:
-        if not 0 < self.ci_level < 1:
-            raise ParameterError(f"ci_level={self.ci_level} must lie in (0, 1)")
-        if not 0 < self.max_global_risk < 1:
-            raise ParameterError(f"max_global_risk={self.max_global_risk} must lie in (0, 1)")
+        for name in ("ci_level", "max_global_risk"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
+                    or not 0 < value < 1):
+                raise ParameterError(f"{name}={value!r} must be a number in (0, 1)")
+        if hasattr(self, "random_state"):
+            check_seed(self.random_state)
         self._validate()
 
     def _validate(self) -> None:  # noqa: B027 - optional hook, subclasses extend
         """Check the settings; raise ParameterError."""
+
+    def supports_wildcards(self) -> bool:
+        """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
+        return False
 
     def get_params(self) -> dict[str, Any]:
         """The settings as a dict."""
@@ -130,12 +152,25 @@ class Estimator(ABC):
                                  f"not {type(table).__name__}")
         if table.n == 0:
             raise InputError("the sample is empty")
+        wc = table.wildcard
+        if wc is not None and wc.n_missing_cells and not self.supports_wildcards():
+            raise ParameterError(
+                f"method {self.name!r} cannot treat missing key values as wildcards "
+                f"(missing='wildcard'; {wc.n_missing_cells} observed cell(s) have missing "
+                "values): its model counts exact key combinations. Use method 'nb' with "
+                "mode='sdcmicro' (sdcMicro's measure_risk on wildcard counts; --method nb "
+                "--mode sdcmicro), or missing='category' to make missing its own category")
         if population_size is not None:
-            if population_size < table.n:
-                raise InputError(f"population size N={population_size:g} is smaller than the "
-                                 f"sample size n={table.n}")
-            table = dataclasses.replace(table, population_size=float(population_size),
+            big_n = check_population_size(population_size, table.n)
+            table = dataclasses.replace(table, population_size=big_n,
                                         population_size_source="given")
+        if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(
+                memory_limit, int | np.integer) or memory_limit <= 0):
+            raise ParameterError(f"memory_limit={memory_limit!r} must be a positive number of "
+                                 "bytes, e.g. 8 * 1024**3")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(
+                workers, int | np.integer) or workers < 1):
+            raise ParameterError(f"workers={workers!r} must be an integer >= 1")
         check_memory(self.memory_estimate(table), limit=memory_limit,
                      what=f"method {self.name!r} on n={table.n:,} records, "
                      f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
@@ -161,6 +196,7 @@ class Estimator(ABC):
         assumptions: tuple[str, ...] = (),
         diagnostics: dict | None = None,
         seed: int | None = None,
+        sample_unique: np.ndarray | None = None,
     ) -> RiskResult:
         """Measures, record risks and sdcMicro-style global figures from a predictive law.
 
@@ -171,7 +207,7 @@ class Estimator(ABC):
                                        level=self.ci_level)
         exact = pred.expected_inverse()
         risk = exact if reid_risk is None else np.asarray(reid_risk, float)
-        su = table.counts == 1
+        su = (table.counts == 1) if sample_unique is None else sample_unique
         if reid_risk is not None:
             tau2 = float(risk[su].sum())
             old = measures["tau2"]

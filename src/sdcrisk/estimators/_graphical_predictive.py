@@ -97,7 +97,11 @@ def moments_from_counts(params, family_counts, parent_counts) -> CellMoments:
         sig = a_b + np.asarray(fb, float)
         log_mean = log_mean + np.log(mu) - np.log(sig)
         log_ratio = log_ratio + np.log1p(1.0 / mu) - np.log1p(1.0 / sig)
-    log_ratio = np.maximum(np.asarray(log_ratio, float), 1e-300)
+    # CV^2 -> 0 (a cell whose probability the data fix, e.g. a key space of one cell): the
+    # gamma law tends to a point mass and U to Poisson(u E[pi]); a floor of 1e-6 keeps the
+    # NB parameters p = 1/(1 + u E[pi] CV^2) representable (1 - p rounds to 0 as CV^2 -> 0) and
+    # the NB mean u E[pi] exact; a CV of pi of 0.1% only adds u E[pi] CV^2 to its variance
+    log_ratio = np.maximum(np.asarray(log_ratio, float), 1e-6)
     return CellMoments(np.asarray(log_mean, float), _log_expm1(log_ratio))
 
 

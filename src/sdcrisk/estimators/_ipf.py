@@ -30,7 +30,8 @@ import numpy as np
 from ..data.table import CellTable, check_memory
 from ..exceptions import ParameterError
 
-__all__ = ["parse_terms", "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
+__all__ = ["parse_terms", "check_terms_syntax", "is_saturated",
+           "IPFResult", "ipf", "ipf_numpy", "margin_of_cells", "margins_of_cells"]
 
 Generator = tuple[int, ...]
 
@@ -41,50 +42,113 @@ def _reduce(terms: list[Generator]) -> tuple[Generator, ...]:
     return tuple(t for t in uniq if not any(set(t) < set(u) for u in uniq))
 
 
+_TERMS_HELP = ("use independence, all-2-way, all-3-way, saturated or var:var[:var], joined "
+               "by +, e.g. 'all-2-way + age:sex:region'")
+
+
+def check_terms_syntax(terms) -> None:
+    """Refuse a model formula that cannot be read, before any data are seen.
+
+    Raises
+    ------
+    ParameterError
+        An empty formula or term (``'+++'``), an empty variable name (``'a::b'``), an
+        ``all-K-way`` with K < 1, or a term that is not a name, a formula or a list.
+    """
+    if isinstance(terms, str):
+        text = terms.strip()
+        if not text:
+            raise ParameterError(f"terms={terms!r} is empty; {_TERMS_HELP}")
+        parts = [p.strip() for p in text.split("+")]
+        if any(not p for p in parts):
+            raise ParameterError(f"terms={terms!r} has an empty term (a '+' with nothing on "
+                                 f"one side); {_TERMS_HELP}")
+        for part in parts:
+            m = re.fullmatch(r"all-(\d+)-way", part)
+            if m and int(m.group(1)) < 1:
+                raise ParameterError(f"model term {part!r}: K in all-K-way must be >= 1")
+            if ":" in part:
+                names = [v.strip() for v in part.split(":")]
+                if any(not v for v in names):
+                    raise ParameterError(
+                        f"model term {part!r} has an empty variable name (write one ':' "
+                        f"between variables, e.g. {':'.join(v for v in names if v)!r})")
+        return
+    if not isinstance(terms, list | tuple):
+        raise ParameterError(f"terms={terms!r} must be a formula string or a list of "
+                             "variable tuples")
+    if not terms:
+        raise ParameterError("terms=[] is empty; give at least one term or 'independence'")
+    for t in terms:
+        if not isinstance(t, str | int | np.integer | list | tuple):
+            raise ParameterError(f"model term {t!r} is not a variable name, index or tuple")
+
+
 def parse_terms(terms, keys: Sequence[str]) -> tuple[Generator, ...]:
     """A generating class from a name, a formula or a list of variable tuples.
 
     ``"independence"``, ``"all-2-way"``, ``"all-3-way"``, ``"saturated"``; sums such as
     ``"all-2-way + age:sex:marital"``; or a sequence of tuples of key names or indices.
     Every key appears at least as a main effect.
+
+    Raises
+    ------
+    ParameterError
+        A formula that cannot be read (see :func:`check_terms_syntax`), a variable that is
+        not a key (naming the term), or ``all-K-way`` with K > 3 larger than the number of
+        keys (that model is the saturated one: say ``saturated`` if it is meant).
     """
+    check_terms_syntax(terms)
     keys = list(keys)
     j = len(keys)
 
-    def resolve(name) -> int:
+    def resolve(name, term) -> int:
         if isinstance(name, int | np.integer):
             if not 0 <= int(name) < j:
-                raise ParameterError(f"term index {name} out of range for {j} keys")
+                raise ParameterError(f"model term {term!r}: index {name} out of range for "
+                                     f"{j} keys")
             return int(name)
         name = str(name).strip()
         if name not in keys:
-            raise ParameterError(f"term variable {name!r} is not a key; keys: {keys}")
+            raise ParameterError(f"model term {term!r}: {name!r} is not a key variable; "
+                                 f"keys: {', '.join(keys)}")
         return keys.index(name)
 
     out: list[Generator] = [(i,) for i in range(j)]
     if isinstance(terms, str):
         for part in (p.strip() for p in terms.split("+")):
             m = re.fullmatch(r"all-(\d+)-way", part)
-            if part in ("independence", "main", ""):
+            if part in ("independence", "main"):
                 continue
             if part == "saturated":
                 out.append(tuple(range(j)))
             elif m:
                 k = int(m.group(1))
-                if k < 1:
-                    raise ParameterError(f"bad term {part!r}")
+                # all-2-way and all-3-way are the standard names (on fewer keys they are the
+                # saturated model, which the result notes); a larger K beyond the keys is a
+                # slip of the pen more often than a way of writing "saturated"
+                if k > j and k > 3:
+                    raise ParameterError(
+                        f"model term {part!r} asks for {k}-way terms but there are only {j} "
+                        f"keys; all-{j}-way is the saturated model (it reproduces the sample "
+                        "counts, so every sample unique is estimated population unique): write "
+                        f"'saturated' if that is meant, or all-2-way/all-3-way")
                 out.extend(itertools.combinations(range(j), min(k, j)))
             elif ":" in part or part in keys:
-                out.append(tuple(resolve(v) for v in part.split(":")))
+                out.append(tuple(resolve(v, part) for v in part.split(":")))
             else:
-                raise ParameterError(
-                    f"cannot read model term {part!r}; use independence, all-2-way, all-3-way, "
-                    "saturated or var:var[:var], joined by +")
+                raise ParameterError(f"cannot read model term {part!r}; {_TERMS_HELP} "
+                                     f"(keys: {', '.join(keys)})")
     else:
         for t in terms:
             t = (t,) if isinstance(t, str | int | np.integer) else tuple(t)
-            out.append(tuple(resolve(v) for v in t))
+            out.append(tuple(resolve(v, t) for v in t))
     return _reduce(out)
+
+
+def is_saturated(gens: Sequence[Generator], n_keys: int) -> bool:
+    """Whether a generating class is the saturated model (one term with every key)."""
+    return n_keys > 1 and any(len(g) == n_keys for g in gens)
 
 
 def describe_terms(gens: Sequence[Generator], keys: Sequence[str]) -> str:

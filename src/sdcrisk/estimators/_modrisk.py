@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from ..core.measures import Measure
-from ..exceptions import ApproximationWarning, ParameterError
+from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
 
 __all__ = ["modrisk_measures"]
 
@@ -77,7 +77,8 @@ def modrisk_measures(counts: np.ndarray, fitted_mu: np.ndarray, inclusion: np.nd
         warnings.warn(
             "sdcMicro-compatible gr1/gr2 are NaN, as in sdcMicro: a kept cell has inclusion sum "
             "p >= 1 and a fitted value large enough that exp(-(1-p) mu) overflows (0 * Inf); "
-            "use sdcmicro_bound=1 or the textbook tau1/tau2", ApproximationWarning, stacklevel=4)
+            "use sdcmicro_bound=1 or the textbook tau1/tau2", ApproximationWarning,
+            stacklevel=user_stacklevel())
     measures = {name: Measure(name, value, description=_DESCRIPTION[name])
                 for name, value in (("sdcmicro_gr1", gr1), ("sdcmicro_gr2", gr2))}
     return measures, k

@@ -22,7 +22,7 @@ from ..core.measures import DESCRIPTIONS, Measure, theta_expectation
 from ..core.predictive import MixturePredictive, NegativeBinomialPredictive
 from ..core.result import RiskResult
 from ..data.table import CellTable
-from ..exceptions import ApproximationWarning, ParameterError
+from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
 from ._base import Estimator
 from ._decomposable import DecomposableGraph, Margins, members, occam_window
 from ._graphical_mc import run_monte_carlo
@@ -194,7 +194,7 @@ class GraphicalRisk(Estimator):
             warnings.warn(
                 f"Occam's window holds {search.truncated + len(search.graphs)} models; only the "
                 f"best max_models={self.max_models} are averaged (raise max_models or lower "
-                "window)", ApproximationWarning, stacklevel=3)
+                "window)", ApproximationWarning, stacklevel=user_stacklevel())
 
         enumerate_k = table.cell_space * len(search.graphs) <= self.max_enumerated_cells
         f = table.counts.astype(float)

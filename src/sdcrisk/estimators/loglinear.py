@@ -22,7 +22,7 @@ from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _ipf
 from ._base import Estimator
@@ -60,6 +60,14 @@ def _flat_index(table: CellTable) -> np.ndarray:
     for j, d in enumerate(shape):
         idx = idx * d + table.cell_codes[:, j]
     return idx
+
+
+def _saturated_note(fit: LogLinearFit, table: CellTable) -> tuple[str, ...]:
+    if not _ipf.is_saturated(fit.generators, len(table.keys)):
+        return ()
+    return ("note: the saturated model reproduces the sample counts (mu_k = f_k), so it does "
+            "not smooth across cells; tau1 then counts every sample unique as likely "
+            "population unique at the sampling fraction",)
 
 
 def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: float = 1e-3,
@@ -230,7 +238,10 @@ class LogLinearRisk(Estimator):
         if self.terms == "search" and self.weighted:
             raise ParameterError("the search needs Z, which is not defined for weighted fits")
         if not isinstance(self.terms, str | list | tuple):
-            raise ParameterError("terms must be a string or a list of variable tuples")
+            raise ParameterError(f"terms={self.terms!r} must be a formula string or a list "
+                                 "of variable tuples")
+        if not (isinstance(self.terms, str) and self.terms.strip() == "search"):
+            _ipf.check_terms_syntax(self.terms)
         if self.partition is not None and self.bootstrap:
             raise ParameterError("bootstrap intervals are not available with partitioning")
 
@@ -287,7 +298,7 @@ class LogLinearRisk(Estimator):
         fit, path = self._fit_table(table, dtype)
         message = self._ipf_warning(fit)
         if message is not None:
-            warnings.warn(message, ConvergenceWarning, stacklevel=3)
+            warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
         pi = fit.pi
         m_obs = (1 - pi) * fit.observed_mu / pi
         pred = PoissonPredictive(
@@ -303,7 +314,7 @@ class LogLinearRisk(Estimator):
         result = self._predictive_result(
             full, pred, fitted=fitted, diagnostics=diagnostics,
             assumptions=_ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
-                                        f"{fit.description}",),
+                                        f"{fit.description}",) + _saturated_note(fit, table),
             seed=self.random_state,
         )
         if self.bootstrap or self.mode == "sdcmicro":
@@ -338,7 +349,8 @@ class LogLinearRisk(Estimator):
             unobserved += unobserved_band
             rows.append(row)
             if message is not None:
-                warnings.warn(f"{label}: {message}", ConvergenceWarning, stacklevel=4)
+                warnings.warn(f"{label}: {message}", ConvergenceWarning,
+                              stacklevel=user_stacklevel())
         pred = PoissonPredictive(
             table.counts, m_obs, unobserved_prob_one=unobserved,
             law_name=f"Poisson((1-pi) lambda_k), log-linear models per band of {var}")

@@ -21,7 +21,7 @@ from ..core.measures import DESCRIPTIONS, Measure
 from ..core.result import RiskResult
 from ..data.structural_zeros import StructuralZeros, resolve_structural_zeros
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, InputError, ParameterError
+from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 from ..runtime import diagnostics as dg
 from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
@@ -231,7 +231,7 @@ class _MixedMembershipBase(Estimator):
                     f"{table.n:,}): the model's mass on the structural zeros ran away "
                     "towards 1 and the tau estimates of these chains are not usable; treat "
                     "the result as unconverged (a known limitation of the augmentation, see "
-                    "HdpRisk Notes)", ConvergenceWarning, stacklevel=4)
+                    "HdpRisk Notes)", ConvergenceWarning, stacklevel=user_stacklevel())
         res = self._predictive_result(table, pred, fitted=fitted, assumptions=assumptions,
                                       diagnostics={"mcmc": mcmc}, seed=self.random_state)
         measures = dict(res.measures)

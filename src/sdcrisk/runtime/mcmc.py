@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from . import diagnostics as dg
 from .executors import SerialExecutor, current_executor, describe_executor
 
@@ -521,8 +521,8 @@ def split_modes(draws: np.ndarray, gap: float, min_share: float = 0.05
     within = np.sqrt((left[best] + right[best]) / max(n - 2, 1))
     if within <= 0 or (b.mean() - a.mean()) <= gap * within:
         return []
-    return [{"share": cut / n, "mean": float(a.mean()), "sd": float(a.std(ddof=1))},
-            {"share": (n - cut) / n, "mean": float(b.mean()), "sd": float(b.std(ddof=1))}]
+    return [{"share": len(g) / n, "mean": float(g.mean()),
+             "sd": float(g.std(ddof=1)) if len(g) > 1 else 0.0} for g in (a, b)]
 
 
 def assess(draws: Mapping[str, np.ndarray], *, monitor: Sequence[str],
@@ -555,12 +555,21 @@ def assess(draws: Mapping[str, np.ndarray], *, monitor: Sequence[str],
     for k in monitor:
         if k not in draws or k in settled:
             continue
+        n_chains, n_draws = draws[k].shape[:2]
+        if n_draws < 4 or not np.isfinite(rhat[k]):
+            # too few draws for split R-hat/ESS (nan): say so instead of "R-hat = nan > 1.01"
+            failures.append(f"R-hat and ESS of {k} cannot be computed from {n_draws} kept "
+                            f"draw(s) in each of {n_chains} chain(s) (at least 4 per chain "
+                            "are needed)")
+            continue
         if not rhat[k] <= limits["rhat_max"]:
             failures.append(f"R-hat({k}) = {rhat[k]:.3f} > {limits['rhat_max']}")
-        if not ess_b[k] >= limits["ess_bulk_min"]:
-            failures.append(f"bulk ESS({k}) = {ess_b[k]:.0f} < {limits['ess_bulk_min']:.0f}")
-        if not ess_t[k] >= limits["ess_tail_min"]:
-            failures.append(f"tail ESS({k}) = {ess_t[k]:.0f} < {limits['ess_tail_min']:.0f}")
+        for what, value, low in (("bulk", ess_b[k], limits["ess_bulk_min"]),
+                                  ("tail", ess_t[k], limits["ess_tail_min"])):
+            if not np.isfinite(value):
+                failures.append(f"{what} ESS({k}) cannot be computed from these draws")
+            elif not value >= low:
+                failures.append(f"{what} ESS({k}) = {value:.0f} < {low:.0f}")
     return {
         "rhat": rhat,
         "ess_bulk": ess_b,
@@ -592,10 +601,11 @@ def _warn(diag: Mapping[str, Any], stacklevel: int) -> None:
         warnings.warn(
             "MCMC draws sit in separate modes (" + " | ".join(parts) + "); the "
             "posterior is multimodal or the chains have not mixed: run longer or with more "
-            "chains and report each mode", ConvergenceWarning, stacklevel=stacklevel + 2)
+            "chains and report each mode", ConvergenceWarning, stacklevel=user_stacklevel())
     elif not diag["converged"]:
         warnings.warn(
             "MCMC convergence checks failed: " + "; ".join(diag["failures"]) + " (thresholds "
             f"R-hat <= {diag['thresholds']['rhat_max']}, ESS >= "
-            f"{diag['thresholds']['ess_bulk_min']:.0f}); increase iterations/burn_in",
-            ConvergenceWarning, stacklevel=stacklevel + 2)
+            f"{diag['thresholds']['ess_bulk_min']:.0f}); increase the iterations and burn-in "
+            "(--iterations, --burn-in)",
+            ConvergenceWarning, stacklevel=user_stacklevel())

@@ -1,0 +1,151 @@
+"""Where the CLI writes, checked before any work starts, and how: atomically.
+
+Every file a subcommand writes (``--out``, ``--csv``, ``--plot``) goes through this module:
+:func:`check_outputs` refuses a path that cannot be written (a missing or read-only folder, a
+directory, the input file itself) *before* the estimate is computed, so no work is lost;
+:func:`write_text` and :func:`atomic_path` write to a temporary file in the same folder and
+rename it over the target (``os.replace``), so a reader never sees half a file and an
+interrupted run leaves the previous file intact.
+
+:func:`cli_message` rewrites the option names of the Python API in an error message into the
+command-line flags the user typed (``max_iter=0`` -> ``--iterations 0``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..exceptions import ParameterError
+
+__all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",
+           "cli_message"]
+
+#: argparse attribute -> flag, for every option that names a file the CLI writes
+OUTPUT_OPTIONS = {"out": "--out", "csv": "--csv", "plot": "--plot"}
+#: argparse attributes that name files the CLI reads (an output must not replace them)
+_INPUT_OPTIONS = ("data", "population", "sample", "levels", "structural_zeros", "key_sets",
+                  "domain_types", "domain_sizes")
+
+
+def check_outputs(args) -> None:
+    """Refuse, before any work, an output path that cannot be written.
+
+    Raises
+    ------
+    ParameterError
+        The folder does not exist or is not writable, the path is a directory, two outputs
+        name the same file, or an output would overwrite an input file.
+    """
+    inputs = {}
+    for attr in _INPUT_OPTIONS:
+        value = getattr(args, attr, None)
+        if isinstance(value, str) and value and ":" not in value[:8]:
+            with contextlib.suppress(OSError):
+                inputs[Path(value).resolve()] = "--" + attr.replace("_", "-") \
+                    if attr != "data" else "the input file"
+    seen: dict[Path, str] = {}
+    for attr, flag in OUTPUT_OPTIONS.items():
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise ParameterError(f"{flag} is empty; give a file name")
+        path = Path(value)
+        if attr == "plot" and path.suffix.lower() not in (".png", ".svg"):
+            raise ParameterError(f"{flag} {value!r}: the file must end in .png or .svg (the "
+                                 "suffix picks the format)")
+        if path.is_dir():
+            raise ParameterError(f"{flag} {value!r} is a directory; give a file name, e.g. "
+                                 f"{str(path / ('result' + _suffix(attr)))!r}")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.exists():
+            raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} does not "
+                                 "exist; create it first or choose another path")
+        if not folder.is_dir():
+            raise ParameterError(f"{flag} {value!r}: {str(folder)!r} is not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} is not "
+                                 "writable; choose another path")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ParameterError(f"{flag} {value!r}: the file exists and is read-only")
+        resolved = path.resolve()
+        if resolved in inputs:
+            raise ParameterError(f"{flag} {value!r} is {inputs[resolved]}; writing there "
+                                 "would destroy it: choose another output path")
+        if resolved in seen:
+            raise ParameterError(f"{flag} and {seen[resolved]} both name {value!r}; give "
+                                 "each output its own file")
+        seen[resolved] = flag
+
+
+def _suffix(attr: str) -> str:
+    return {"out": ".json", "csv": ".csv", "plot": ".png"}[attr]
+
+
+def check_arguments(args) -> None:
+    """Checks of options every subcommand shares, before any work (today: ``--seed``).
+
+    Raises
+    ------
+    ParameterError
+        ``--seed`` negative.
+    """
+    seed = getattr(args, "seed", None)
+    if seed is not None and seed < 0:
+        raise ParameterError(f"--seed {seed} must be a non-negative integer (e.g. 0 or 12345)")
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[str]:
+    """A temporary path beside ``target`` (same suffix) that replaces it on success.
+
+    On an exception the temporary file is removed and ``target`` is left as it was.
+    """
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
+                               dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        _match_mode(tmp, target)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _match_mode(tmp: str, target: Path) -> None:
+    """Give the new file the mode a plain ``open(target, "w")`` would have given it."""
+    try:
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, mode)
+
+
+def write_text(target: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``target`` atomically."""
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def cli_message(message: str, argv: Sequence[str], flags: dict[str, str]) -> str:
+    """``message`` with the API option names of ``flags`` (name -> flag) that the user gave
+    on the command line written as those flags: ``"max_iter=0 must be >= 1"`` ->
+    ``"--iterations 0 must be >= 1"``."""
+    typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    for name, flag in flags.items():
+        if flag not in typed:
+            continue
+        message = re.sub(rf"(?<![\w.\-(]){re.escape(name)}=", f"{flag} ", message)
+    return message

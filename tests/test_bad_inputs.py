@@ -1,0 +1,981 @@
+"""Every bad input gets a clear answer (issue 19).
+
+Each case runs the CLI in-process (``sdcrisk.cli.main``) or calls the Python API with one bad
+file, frame, option or degenerate data set, and asserts the exit code (or the exception
+class), that no traceback and no "internal error" reaches the user, and the words that name
+the problem. The degenerate-data tests assert values: finite, correct, and the same from a
+closed form and its Monte Carlo.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import math
+import sqlite3
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sdcrisk
+from sdcrisk import (
+    AutoRisk,
+    GraphicalRisk,
+    HdpRisk,
+    InputError,
+    LogLinearRisk,
+    Microdata,
+    MixedMembershipRisk,
+    NegativeBinomialRisk,
+    ParameterError,
+    PoissonGammaRisk,
+    SdcRiskError,
+    get_estimator,
+    tabulate,
+)
+from sdcrisk.cli import main
+
+N_RECORDS = 200
+KEYS = "a,b,c"
+
+
+# --- files -----------------------------------------------------------------------------------
+
+def _frame(n=N_RECORDS, seed=0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n), "c": rng.integers(0, 5, n),
+        "d": rng.integers(0, 2, n), "e": rng.integers(0, 3, n),
+        "w": np.full(n, 40.0), "hid": np.arange(n) // 2,
+        "name": [f"p{i}" for i in range(n)],
+    })
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("bad_inputs")
+    df = _frame()
+    df.to_csv(d / "good.csv", index=False)
+    text = (d / "good.csv").read_bytes()
+    (d / "gzip_named.csv").write_bytes(gzip.compress(text))
+    (d / "bz2_named.csv").write_bytes(bz2.compress(text))
+    (d / "plain_named.csv.gz").write_bytes(text)
+    (d / "empty.csv").write_bytes(b"")
+    (d / "header_only.csv").write_text("a,b,c,w\n")
+    (d / "dup.csv").write_text("a,b,a,c\n1,2,3,0\n2,3,4,1\n1,2,5,2\n")
+    (d / "binary.csv").write_bytes(bytes(range(256)) * 8)
+    (d / "ragged.csv").write_text("a,b,c\n1,2,3\n1,2\n1,2,3,4\n")
+    (d / "latin1.csv").write_bytes("a,b,c\ncaf\xe9,1,2\nx,1,2\n".encode("latin-1"))
+    df.assign(w=0.5).to_csv(d / "small_weights.csv", index=False)
+    df.assign(w=0.0).to_csv(d / "zero_weights.csv", index=False)
+    df.assign(w=-3.0).to_csv(d / "negative_weights.csv", index=False)
+    df.assign(w="heavy").to_csv(d / "text_weights.csv", index=False)
+    df.assign(w=np.where(np.arange(N_RECORDS) == 5, np.nan, 40.0)).to_csv(
+        d / "missing_weights.csv", index=False)
+    df.assign(a=np.arange(N_RECORDS) * 1.5).to_csv(d / "continuous.csv", index=False)
+    df.iloc[:1].to_csv(d / "one.csv", index=False)
+    pd.DataFrame({"a": [1] * 40, "b": [2] * 40, "c": [0] * 40}).to_csv(
+        d / "identical.csv", index=False)
+    other = df.iloc[:50].copy()
+    other.loc[0, "a"] = 9
+    other.to_csv(d / "other_population.csv", index=False)
+    df.to_csv(d / "csv_named.dta", index=False)
+    df.to_csv(d / "csv_named.parquet", index=False)
+    with zipfile.ZipFile(d / "archive.csv", "w") as z:
+        z.writestr("x.csv", text)
+    con = sqlite3.connect(d / "sqlite.csv")
+    con.execute("create table t (a int)")
+    con.commit()
+    con.close()
+    (d / "folder").mkdir()
+    (d / "lev_scalar.json").write_text('{"a": 3}')
+    (d / "lev_string.json").write_text('{"a": "0123"}')
+    (d / "lev_list.json").write_text("[1, 2, 3]")
+    (d / "lev_bad.json").write_text("{a: [1, 2")
+    (d / "lev_empty.json").write_text('{"a": []}')
+    (d / "lev_unknown_key.json").write_text('{"zz": [1, 2]}')
+    (d / "lev_missing_value.json").write_text('{"a": [0, 1]}')
+    (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
+    (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
+    (d / "sz_not_key.csv").write_text("a,zz\n1,2\n")
+    (d / "sz_label.csv").write_text("a,b\n1,99\n")
+    (d / "sz_quote.csv").write_text('a,b\n1,"x\n')
+    (d / "sz_latin1.csv").write_bytes(b"a,b\n\xe9,1\n")
+    (d / "sz_empty.csv").write_text("")
+    (d / "sz_header_only.csv").write_text("a,b\n")
+    (d / "sz_fields.csv").write_text("a,b\n1,2,3\n")
+    (d / "sz_ok.csv").write_text("a,b\n1,2\n")
+    (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
+    (d / "key_sets_bad.json").write_text("{not json")
+    return d
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """The CLI in-process: (exit code, stdout, stderr); argparse's exits count as codes."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse: usage errors exit 2
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_clear(code: int, err: str, expected_code: int, words: tuple[str, ...]) -> None:
+    assert code == expected_code, err
+    assert "Traceback" not in err
+    assert "internal error" not in err
+    low = err.lower()
+    for w in words:
+        assert w.lower() in low, f"{w!r} not in {err!r}"
+    if expected_code == 2:
+        # one line of error (argparse adds its usage line above its message)
+        assert "error:" in low
+
+
+# --- CLI: files --------------------------------------------------------------------------------
+
+FILE_CASES = [
+    ("missing.csv", (), ("file not found", "missing.csv")),
+    ("folder", (), ("is a directory",)),
+    ("empty.csv", (), ("empty",)),
+    ("header_only.csv", (), ("no records",)),
+    ("dup.csv", ("--keys", "a,b"), ("'a' appears 2 times", "rename")),
+    ("binary.csv", (), ("binary data", "not text")),
+    ("archive.csv", (), ("zip archive",)),
+    ("sqlite.csv", (), ("sqlite database",)),
+    ("ragged.csv", (), ("could not be read",)),
+    ("small_weights.csv", ("--weights", "w"), ("weights sum to", "fewer than the n=200")),
+    ("zero_weights.csv", ("--weights", "w"), ("weights column 'w'", "must be > 0")),
+    ("negative_weights.csv", ("--weights", "w"), ("non-positive", "row 1")),
+    ("text_weights.csv", ("--weights", "w"), ("not numeric", "'heavy'")),
+    ("missing_weights.csv", ("--weights", "w"), ("missing at row 6",)),
+    ("good.csv", ("--weights", "nope"), ("missing column 'nope'",)),
+    ("good.csv", ("--keys", "a,zz"), ("missing column 'zz'", "available columns")),
+    ("good.csv", ("--keys", "a,name", "--max-levels", "50"),
+     ("'name' has 200 distinct values", "--max-levels 50")),
+    ("continuous.csv", (), ("not categorical", "band it")),
+    ("good.csv", ("--household", "nope"), ("missing column 'nope'",)),
+    ("good.csv", ("--weights", "a"), ("both a key and weights",)),
+    ("csv_named.dta", (), ("could not be read as a .dta file",)),
+    ("good.csv", ("--keys", "a,a"), ("repeat",)),
+]
+
+
+@pytest.mark.parametrize(("name", "extra", "words"), FILE_CASES,
+                         ids=[f"{c[0]}-{'-'.join(c[1]) or 'default'}" for c in FILE_CASES])
+def test_cli_bad_file(capsys, files, name, extra, words):
+    keys = () if "--keys" in extra else ("--keys", KEYS)
+    size = () if "--weights" in extra else ("--population-size", "10000")
+    code, _, err = run(capsys, "assess", files / name, *keys, *size, "--method", "nb", *extra)
+    assert_clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize("name", ["gzip_named.csv", "bz2_named.csv", "plain_named.csv.gz",
+                                  "csv_named.parquet"])
+def test_cli_compression_and_format_are_detected_by_content(capsys, files, name):
+    """gzip/bz2 content named .csv, plain text named .gz, a CSV named .parquet: read by
+    their bytes, to the same result as the plain CSV."""
+    args = ("--keys", KEYS, "--population-size", "10000", "--method", "nb", "--format", "json")
+    code, out, err = run(capsys, "assess", files / name, *args)
+    assert_clear(code, err, 0, ())
+    code, ref, _ = run(capsys, "assess", files / "good.csv", *args)
+    assert json.loads(out)["measures"] == json.loads(ref)["measures"]
+
+
+def test_cli_latin1_text_is_read_or_named(capsys, files):
+    code, _, err = run(capsys, "assess", files / "latin1.csv", "--keys", "a,b",
+                       "--population-size", "100", "--method", "nb")
+    assert code in (0, 2)
+    assert "Traceback" not in err and "internal error" not in err
+    assert not any(ord(ch) > 127 and not ch.isprintable() for ch in err)
+
+
+def test_cli_gzip_error_message_has_no_binary_bytes(capsys, files):
+    code, _, err = run(capsys, "assess", files / "binary.csv", "--keys", KEYS,
+                       "--population-size", "1000")
+    assert code == 2
+    assert all(ch.isprintable() or ch == "\n" for ch in err)
+
+
+# --- CLI: options -------------------------------------------------------------------------
+
+OPTION_CASES = [
+    # (argv after DATA --keys a,b,c, expected exit code, words)
+    (("--population-size", "nan"), 2, ("--population-size nan", "not finite")),
+    (("--population-size", "inf"), 2, ("--population-size inf", "not finite")),
+    (("--population-size", "-5"), 2, ("smaller than the sample size",)),
+    (("--population-size", "10"), 2, ("N=10", "n=200")),
+    (("--population-size", "abc"), 2, ("--population-size", "invalid float")),
+    (("--sampling-fraction", "0"), 2, ("--sampling-fraction 0", "(0, 1]")),
+    (("--sampling-fraction", "1.5"), 2, ("(0, 1]",)),
+    (("--sampling-fraction", "nan"), 2, ("(0, 1]",)),
+    (("--population-size", "1000", "--sampling-fraction", "0.1"), 2, ("not allowed with",)),
+    (("--population-size", "1e4", "--seed", "-1"), 2, ("--seed -1", "non-negative")),
+    (("--population-size", "1e4", "--seed", "-1", "--method", "graphical", "--monte-carlo",
+      "50"), 2, ("--seed -1",)),
+    (("--population-size", "1e4", "--seed", "x"), 2, ("--seed", "invalid int")),
+    (("--population-size", "1e4", "--max-levels", "0"), 2, ("--max-levels 0", ">= 1")),
+    (("--population-size", "1e4", "--ci-level", "0"), 2, ("--ci-level 0.0", "(0, 1)")),
+    (("--population-size", "1e4", "--ci-level", "1"), 2, ("--ci-level 1.0",)),
+    (("--population-size", "1e4", "--ci-level", "nan"), 2, ("--ci-level nan",)),
+    (("--population-size", "1e4", "--max-global-risk", "0"), 2, ("--max-global-risk 0.0",)),
+    (("--population-size", "1e4", "--method", "nope"), 2, ("invalid choice",)),
+    (("--population-size", "1e4", "--mode", "fast"), 2, ("invalid choice",)),
+    (("--population-size", "1e4", "--method", "nb", "--terms", "all-2-way"), 2,
+     ("--terms is not an option of --method nb", "loglinear")),
+    (("--population-size", "1e4", "--method", "nb", "--structural-zeros", "sz_ok.csv"), 2,
+     ("--structural-zeros is not an option of --method nb", "hdp")),
+    (("--population-size", "1e4", "--method", "loglinear", "--structural-zeros",
+      "sz_ok.csv"), 2, ("--structural-zeros is not an option of --method loglinear",)),
+    (("--population-size", "1e4", "--method", "nb", "--monte-carlo", "10"), 2,
+     ("--monte-carlo is not an option",)),
+    # log-linear formulas
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "+++"), 2,
+     ("--terms '+++'", "empty term")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "a::b"), 2,
+     ("'a::b'", "empty variable name")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "a:"), 2,
+     ("'a:'", "empty variable name")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", ":a"), 2,
+     ("':a'", "empty variable name")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "a:zz"), 2,
+     ("'a:zz'", "'zz' is not a key variable")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "foo"), 2,
+     ("cannot read model term 'foo'",)),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-9-way"), 2,
+     ("all-9-way", "only 3 keys", "saturated")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-0-way"), 2,
+     ("all-0-way", ">= 1")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", ""), 2,
+     ("--terms ''", "empty")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-2-way + "), 2,
+     ("empty term",)),
+    (("--population-size", "1e4", "--method", "loglinear", "--iterations", "0"), 2,
+     ("--iterations 0", ">= 1")),
+    (("--population-size", "1e4", "--method", "loglinear", "--bootstrap", "-1"), 2,
+     ("--bootstrap -1", ">= 0")),
+    (("--population-size", "1e4", "--method", "loglinear", "--partition", "zz:2"), 2,
+     ("'zz' is not a key",)),
+    (("--population-size", "1e4", "--method", "loglinear", "--partition", "a"), 2,
+     ("VAR:BANDS",)),
+    (("--population-size", "1e4", "--method", "loglinear", "--partition", "a:x"), 2,
+     ("not an integer",)),
+    (("--population-size", "1e4", "--method", "graphical", "--prior-weight", "0"), 2,
+     ("--prior-weight 0", "positive")),
+    (("--population-size", "1e4", "--method", "graphical", "--prior-weight", "nan"), 2,
+     ("--prior-weight nan",)),
+    (("--population-size", "1e4", "--method", "graphical", "--window", "0.5"), 2,
+     ("--window 0.5", ">= 1")),
+    (("--population-size", "1e4", "--method", "graphical", "--monte-carlo", "0"), 2,
+     ("--monte-carlo 0",)),
+    (("--population-size", "1e4", "--method", "hdp", "--chains", "0"), 2, ("--chains 0",)),
+    (("--population-size", "1e4", "--method", "hdp", "--burn-in", "-1"), 2, ("--burn-in -1",)),
+    (("--population-size", "1e4", "--method", "mixed-membership", "--profiles", "0"), 2,
+     ("--profiles 0",)),
+    # fail-above
+    (("--population-size", "1e4", "--fail-above", "tau2"), 2, ("MEASURE=LIMIT",)),
+    (("--population-size", "1e4", "--method", "nb", "--fail-above", "tau2=abc"), 2,
+     ("'abc' is not a number",)),
+    (("--population-size", "1e4", "--fail-above", "tau2.middle=1"), 2, ("not a bound",)),
+    (("--population-size", "1e4", "--method", "nb", "--fail-above", "nope=1"), 2,
+     ("no result gives 'nope'",)),
+    (("--population-size", "1e4", "--method", "nb", "--fail-above", "tau2=0"), 3,
+     ("fail-above", "tau2")),
+    # keys
+    (("--population-size", "1e4", "--keys", ""), 2, ("--keys is empty",)),
+    (("--population-size", "1e4", "--keys", ",,"), 2, ("--keys is empty",)),
+    # households
+    (("--population-size", "1e4", "--household-size", "2"), 2, ("needs --household",)),
+    (("--population-size", "1e4", "--household-keys", "d"), 2, ("needs --household-size",)),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "words"), OPTION_CASES,
+                         ids=[" ".join(c[0]) or "none" for c in OPTION_CASES])
+def test_cli_bad_option(capsys, files, monkeypatch, argv, code, words):
+    monkeypatch.chdir(files)
+    keys = () if "--keys" in argv else ("--keys", KEYS)
+    got, _, err = run(capsys, "assess", "good.csv", *keys, *argv)
+    assert_clear(got, err, code, words)
+
+
+LEVEL_CASES = [
+    ("nope.json", ("--levels 'nope.json'", "not a readable json")),
+    ("lev_bad.json", ("not a readable json",)),
+    ("lev_list.json", ("must be a json object",)),
+    ("lev_scalar.json", ("levels of 'a' is 3, not a list",)),
+    ("lev_string.json", ("levels of 'a' is '0123', not a list",)),
+    ("lev_empty.json", ("levels of 'a' is an empty list",)),
+    ("lev_unknown_key.json", ("'zz', which is not a key",)),
+    ("lev_missing_value.json", ("not among its declared levels",)),
+]
+
+
+@pytest.mark.parametrize(("name", "words"), LEVEL_CASES, ids=[c[0] for c in LEVEL_CASES])
+def test_cli_bad_levels(capsys, files, monkeypatch, name, words):
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "assess", "good.csv", "--keys", KEYS, "--population-size",
+                       "1e4", "--method", "nb", "--levels", name)
+    assert_clear(code, err, 2, words)
+
+
+SZ_CASES = [
+    ("missing_sz.csv", ("not found",)),
+    ("folder", ("is a directory",)),
+    ("sz_binary.csv", ("sz_binary.csv", "binary content")),
+    ("sz_gzip.csv", ("binary content",)),
+    ("sz_not_key.csv", ("line 2", "'zz' is not a key variable")),
+    ("sz_label.csv", ("line 2", "'99' is not a level of 'b'")),
+    ("sz_quote.csv", ("line 2", "malformed csv")),
+    ("sz_latin1.csv", ("line 2", "not utf-8")),
+    ("sz_empty.csv", ("is empty",)),
+    ("sz_header_only.csv", ("no conditions",)),
+    ("sz_fields.csv", ("line 2", "3 fields")),
+]
+
+
+@pytest.mark.parametrize(("name", "words"), SZ_CASES, ids=[c[0] for c in SZ_CASES])
+@pytest.mark.parametrize("method", ["hdp", "mixed-membership"])
+def test_cli_bad_structural_zeros(capsys, files, monkeypatch, name, words, method):
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "assess", "good.csv", "--keys", KEYS, "--population-size",
+                       "1e4", "--method", method, "--structural-zeros", name,
+                       "--iterations", "20", "--burn-in", "2", "--chains", "1")
+    assert_clear(code, err, 2, words)
+
+
+# --- CLI: outputs (checked before any work; written atomically) ------------------------------
+
+OUT_CASES = [
+    (("--out", "no/such/folder/r.json"), ("--out", "does not exist")),
+    (("--out", "folder"), ("--out 'folder' is a directory",)),
+    (("--out", "good.csv"), ("is the input file",)),
+    (("--out", ""), ("--out is empty",)),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), OUT_CASES, ids=[c[0][1] or "empty" for c in OUT_CASES])
+def test_cli_bad_out_is_refused_before_any_work(capsys, files, monkeypatch, argv, words):
+    monkeypatch.chdir(files)
+    calls = []
+    monkeypatch.setattr(NegativeBinomialRisk, "fit",
+                        lambda *a, **k: calls.append(1) or pytest.fail("fitted"))
+    before = (files / "good.csv").read_bytes()
+    code, _, err = run(capsys, "assess", "good.csv", "--keys", KEYS, "--population-size",
+                       "1e4", "--method", "nb", *argv)
+    assert_clear(code, err, 2, words)
+    assert calls == []
+    assert (files / "good.csv").read_bytes() == before
+
+
+def test_cli_out_is_written_atomically(capsys, files, monkeypatch, tmp_path):
+    monkeypatch.chdir(files)
+    target = tmp_path / "r.json"
+    target.write_text("previous")
+    code, out, err = run(capsys, "assess", "good.csv", "--keys", KEYS, "--population-size",
+                         "1e4", "--method", "nb", "--format", "json", "--out", target)
+    assert code == 0, err
+    assert json.loads(target.read_text())["method"] == "nb"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary left
+
+
+def test_cli_failed_run_keeps_the_previous_out_file(capsys, files, monkeypatch, tmp_path):
+    monkeypatch.chdir(files)
+    target = tmp_path / "r.json"
+    target.write_text("previous")
+    code, _, err = run(capsys, "assess", "good.csv", "--keys", "a,zz", "--population-size",
+                       "1e4", "--method", "nb", "--out", target)
+    assert code == 2
+    assert target.read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (("--plot", "curve.pdf"), ("--plot 'curve.pdf'", ".png or .svg")),
+    (("--plot", "no/such/curve.png"), ("--plot", "does not exist")),
+    (("--csv", "no/such/table.csv"), ("--csv", "does not exist")),
+    (("--csv", "x.csv", "--out", "x.csv"), ("both name",)),
+])
+def test_cli_decide_outputs_checked_first(capsys, files, monkeypatch, argv, words):
+    monkeypatch.chdir(files)
+    pd.DataFrame({"n": [5, 10], "N": [100, 200], "share": [0.5, 0.5]}).to_csv(
+        "types.csv", index=False)
+    code, _, err = run(capsys, "decide", "--domain-types", "types.csv", "--alpha", "1",
+                       "--beta", "2", "--l1", "exp:1", *argv)
+    assert_clear(code, err, 2, words)
+
+
+def test_cli_decide_csv_written_atomically(capsys, files, monkeypatch, tmp_path):
+    monkeypatch.chdir(files)
+    pd.DataFrame({"n": [5, 10], "N": [100, 200], "share": [0.5, 0.5]}).to_csv(
+        tmp_path / "types.csv", index=False)
+    code, _, err = run(capsys, "decide", "--domain-types", tmp_path / "types.csv", "--alpha",
+                       "1", "--beta", "2", "--l1", "exp:1", "--csv", tmp_path / "t.csv")
+    assert code == 0, err
+    assert pd.read_csv(tmp_path / "t.csv").shape[0] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "types.csv"]
+
+
+# --- CLI: evaluate, report, decide, recommend ------------------------------------------------
+
+EVALUATE_CASES = [
+    (("--sample", "other_population.csv"),
+     ("--sample 'other_population.csv'", "value 9", "does not occur in the population")),
+    (("--sample", "missing.csv"), ("file not found",)),
+    (("--fraction", "0"), ("fraction",)),
+    (("--fraction", "1.5"), ("fraction",)),
+    (("--fraction", "nan"), ("fraction",)),
+    (("--n", "0"), ("n=0", ">= 1")),
+    (("--n", "100000"), ("n=100000", "exceeds the population size")),
+    (("--fraction", "0.1", "--methods", "nb,nope"), ("unknown method 'nope'",)),
+    (("--fractions", "0.1,,0.2"), ("--fractions",)),
+    (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
+    ((), ("--fraction",)),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), EVALUATE_CASES,
+                         ids=[" ".join(c[0]) or "no-sample" for c in EVALUATE_CASES])
+def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "evaluate", "good.csv", "--keys", KEYS, *argv)
+    assert_clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (("--out", "no/such/r.html"), ("does not exist",)),
+    (("--methods", "nope", "--out", "r.html"), ("nope",)),
+    (("--population-size", "nan", "--out", "r.html"), ("not finite",)),
+])
+def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
+    monkeypatch.chdir(files)
+    argv = tuple(str(tmp_path / a) if a == "r.html" else a for a in argv)
+    size = () if "--population-size" in argv else ("--population-size", "1e4")
+    code, _, err = run(capsys, "report", "good.csv", "--keys", KEYS, *size, *argv)
+    assert_clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (("--domain-types", "missing.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
+     ("file not found",)),
+    (("--domain-types", "domain_types_bad.csv", "--alpha", "1", "--beta", "1", "--l1",
+      "exp:1"), ("domain_types_bad.csv",)),
+    (("--l1", "exp:1"), ("give either data",)),
+    (("--domain-types", "good.csv", "--alpha", "1", "--l1", "exp:1"),
+     ("both --alpha and --beta",)),
+])
+def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "decide", *argv)
+    assert_clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (("--target", "1", "--actions", "teleport"), ("teleport",)),
+    (("--target", "1", "--plot", "p.pdf"), (".png or .svg",)),
+    (("--target", "1", "--change-keys", "zz"), ("zz",)),
+])
+def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "recommend", "good.csv", "--keys", KEYS, "--population-size",
+                       "1e4", *argv)
+    assert_clear(code, err, 2, words)
+
+
+# --- readers: agency formats and DuckDB ------------------------------------------------------
+
+def _result_of(source, **kw):
+    md = Microdata.from_source(source, keys=["a", "b", "c"], population_size=10_000, **kw)
+    return md, NegativeBinomialRisk().fit(tabulate(md))
+
+
+def _same_counts(md1, md2):
+    t1, t2 = tabulate(md1), tabulate(md2)
+    return sorted(t1.counts.tolist()) == sorted(t2.counts.tolist())
+
+
+def test_stata_reads_to_the_same_result_as_its_csv(files):
+    df = _frame()
+    df.drop(columns=["name"]).to_stata(files / "s.dta", write_index=False)
+    md_csv, r_csv = _result_of(files / "good.csv")
+    md_dta, r_dta = _result_of(files / "s.dta")
+    assert _same_counts(md_csv, md_dta)
+    assert md_dta.levels == md_csv.levels
+    for m in ("tau1", "tau2", "expected_reidentifications"):
+        assert r_dta.measures[m].estimate == pytest.approx(r_csv.measures[m].estimate, rel=1e-12)
+
+
+def test_spss_value_labels_become_category_labels(files):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    df = _frame().drop(columns=["name"])
+    labels = {0: "north", 1: "south", 2: "east", 3: "west"}
+    pyreadstat.write_sav(df, str(files / "s.sav"), variable_value_labels={"a": labels})
+    md_csv, r_csv = _result_of(files / "good.csv")
+    md_sav, r_sav = _result_of(files / "s.sav")
+    assert set(md_sav.levels[0]) == set(labels.values())
+    assert _same_counts(md_csv, md_sav)
+    assert r_sav.measures["tau1"].estimate == pytest.approx(r_csv.measures["tau1"].estimate,
+                                                            rel=1e-12)
+    # the same file read as .zsav (compressed SPSS)
+    pyreadstat.write_sav(df, str(files / "s.zsav"), compress=True,
+                         variable_value_labels={"a": labels})
+    md_z, r_z = _result_of(files / "s.zsav")
+    assert r_z.measures["tau2"].estimate == pytest.approx(r_sav.measures["tau2"].estimate)
+
+
+def test_sas_transport_reads_to_the_same_result_as_its_csv(files):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    pyreadstat.write_xport(_frame().drop(columns=["name"]), str(files / "s.xpt"))
+    md_csv, r_csv = _result_of(files / "good.csv")
+    md_xpt, r_xpt = _result_of(files / "s.xpt")
+    assert _same_counts(md_csv, md_xpt)
+    assert r_xpt.measures["tau2"].estimate == pytest.approx(r_csv.measures["tau2"].estimate,
+                                                            rel=1e-12)
+
+
+def test_stata_through_the_cli(capsys, files):
+    _frame().drop(columns=["name"]).to_stata(files / "cli.dta", write_index=False)
+    args = ("--keys", KEYS, "--population-size", "1e4", "--method", "nb", "--format", "json")
+    code, out, err = run(capsys, "assess", files / "cli.dta", *args)
+    assert code == 0, err
+    _, ref, _ = run(capsys, "assess", files / "good.csv", *args)
+    assert json.loads(out)["measures"] == json.loads(ref)["measures"]
+
+
+def test_duckdb_table_and_query(files):
+    duckdb = pytest.importorskip("duckdb")
+    frame = _frame()
+    con = duckdb.connect(str(files / "s.db"))
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    con.close()
+    _, r_csv = _result_of(files / "good.csv")
+    md_t, r_t = _result_of(f"duckdb:{files / 's.db'}::people")
+    md_q, r_q = _result_of(f"duckdb:{files / 's.db'}::SELECT * FROM people WHERE a >= 0")
+    assert r_t.measures["tau1"].estimate == pytest.approx(r_csv.measures["tau1"].estimate)
+    assert r_q.measures["tau2"].estimate == pytest.approx(r_csv.measures["tau2"].estimate)
+    assert md_t.source == "duckdb:s.db::people"
+    assert md_q.source == "duckdb:s.db::query"  # provenance does not carry the query text
+    sub = Microdata.from_source(f"duckdb:{files / 's.db'}::SELECT * FROM people WHERE a = 0",
+                                keys=["a", "b"], population_size=1000)
+    assert sub.n == int((frame.a == 0).sum())
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ("duckdb:{d}/s_missing.db::t", ("database not found",)),
+    ("duckdb:{d}/good.csv::t", ("not a duckdb database",)),
+    ("duckdb:{d}/dbfile.db::nope", ("table 'nope' could not be read",)),
+    ("duckdb:{d}/dbfile.db::SELECT nonsense", ("the query could not be read",)),
+    ("duckdb:{d}/dbfile.db", ("duckdb:file.db::table",)),
+    ("duckdb:{d}/dbfile.db::t2", ("missing column 'c'",)),
+])
+def test_duckdb_bad_sources(files, spec, words):
+    duckdb = pytest.importorskip("duckdb")
+    if not (files / "dbfile.db").exists():
+        con = duckdb.connect(str(files / "dbfile.db"))
+        con.execute("CREATE TABLE t AS SELECT 1 AS a, 2 AS b, 3 AS c")
+        con.execute("CREATE TABLE t2 AS SELECT 1 AS a, 2 AS b")
+        con.close()
+    with pytest.raises(InputError) as info:
+        Microdata.from_source(spec.format(d=files), keys=["a", "b", "c"])
+    for w in words:
+        assert w.lower() in str(info.value).lower()
+
+
+# --- API: Microdata, tabulate, frames ------------------------------------------------------
+
+def _df():
+    return _frame(60)
+
+
+API_MICRODATA_CASES = [
+    (dict(keys=5), ParameterError, "keys=5"),
+    (dict(keys=[1, 2]), ParameterError, "not a column name"),
+    (dict(keys=[]), ParameterError, "at least one key"),
+    (dict(keys="a,a"), ParameterError, "repeat"),
+    (dict(keys=["a"], weights=3), ParameterError, "weights=3"),
+    (dict(keys=["a"], household=["hid"]), ParameterError, "household="),
+    (dict(keys=["a"], levels=3), ParameterError, "levels=3"),
+    (dict(keys=["a"], levels={"a": 3}), ParameterError, "levels of 'a' is 3"),
+    (dict(keys=["a"], levels={"a": "0123"}), ParameterError, "not a list"),
+    (dict(keys=["a"], levels={"a": {0: 1}}), ParameterError, "not a list"),
+    (dict(keys=["a"], levels={"a": []}), ParameterError, "empty list"),
+    (dict(keys=["a"], levels={"b": [0, 1]}), ParameterError, "not a key"),
+    (dict(keys=["a"], levels={"a": [0, 1]}), InputError, "not among its declared levels"),
+    (dict(keys=["a"], population_size="abc"), ParameterError, "must be a number"),
+    (dict(keys=["a"], population_size=True), ParameterError, "must be a number"),
+    (dict(keys=["a"], population_size=float("nan")), ParameterError, "not finite"),
+    (dict(keys=["a"], population_size=float("inf")), ParameterError, "not finite"),
+    (dict(keys=["a"], population_size=-1), InputError, "smaller than the sample size"),
+    (dict(keys=["a"], population_size=59), InputError, "n=60"),
+    (dict(keys=["a"], sampling_fraction=float("nan")), ParameterError, "(0, 1]"),
+    (dict(keys=["a"], sampling_fraction=0), ParameterError, "(0, 1]"),
+    (dict(keys=["a"], sampling_fraction="0.1"), ParameterError, "must be a number"),
+    (dict(keys=["a"], population_size=100, sampling_fraction=0.1), ParameterError, "not both"),
+    (dict(keys=["a"], max_levels=0), ParameterError, "max_levels=0"),
+    (dict(keys=["a"], max_levels=2.5), ParameterError, "integer"),
+    (dict(keys=["a"], max_levels=True), ParameterError, "integer"),
+    (dict(keys=["a"], missing="drop"), ParameterError, "missing='drop'"),
+    (dict(keys=["a", "name"], max_levels=20), InputError, "60 distinct values"),
+    (dict(keys=["zz"]), InputError, "missing column 'zz'"),
+    (dict(keys=["a"], weights="zz"), InputError, "missing column 'zz'"),
+    (dict(keys=["a"], weights="a"), ParameterError, "both a key and weights"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), API_MICRODATA_CASES,
+                         ids=[repr(c[0])[:60] for c in API_MICRODATA_CASES])
+def test_api_microdata_bad_arguments(kwargs, error, words):
+    df = _df()
+    before = df.copy()
+    with pytest.raises(error) as info:
+        Microdata.from_source(df, **kwargs)
+    assert words.lower() in str(info.value).lower()
+    pd.testing.assert_frame_equal(df, before)  # never mutated
+
+
+def test_api_weights_summing_below_n_refused():
+    df = _df().assign(w=0.5)
+    with pytest.raises(InputError, match="weights sum to N=30, fewer than the n=60"):
+        Microdata.from_source(df, keys=["a"], weights="w")
+
+
+def test_api_weights_summing_to_n_accepted():
+    md = Microdata.from_source(_df().assign(w=1.0), keys=["a"], weights="w")
+    assert md.population_size == 60
+
+
+BAD_SOURCES = [
+    (123, "unsupported data source of type int"),
+    (None, "unsupported data source of type NoneType"),
+    ([1, 2, 3], "unsupported data source of type list"),
+    (pd.Series([1, 2, 3], name="a"), "unsupported data source of type Series"),
+    ({"a": 5}, "not a column"),
+    ({"a": [1, 2, 3], "b": [1, 2]}, "different lengths"),
+    ("", "empty"),
+]
+
+
+@pytest.mark.parametrize(("source", "words"), BAD_SOURCES, ids=[repr(s)[:30] for s, _ in
+                                                                BAD_SOURCES])
+def test_api_bad_sources(source, words):
+    keys = ["a", "b"] if isinstance(source, dict) and "b" in source else ["a"]
+    with pytest.raises(SdcRiskError) as info:
+        Microdata.from_source(source, keys=keys)
+    assert words.lower() in str(info.value).lower()
+
+
+def test_api_dataframe_with_duplicated_columns_is_refused():
+    df = _df()
+    df.columns = ["a", "a", "c", "d", "e", "w", "hid", "name"]
+    with pytest.raises(InputError, match=r"column 'a' appears 2 times \(positions 1, 2\)"):
+        Microdata.from_source(df, keys=["a", "c"])
+    # a duplicated column that is not needed does not matter
+    assert Microdata.from_source(df, keys=["c", "d"]).n == 60
+
+
+def test_api_arrow_table_with_duplicated_columns_is_refused():
+    pa = pytest.importorskip("pyarrow")
+    t = pa.table([[1, 2], [3, 4]], names=["a", "a"])
+    with pytest.raises(InputError, match="'a' appears 2 times"):
+        Microdata.from_source(t, keys=["a"])
+
+
+def test_csv_with_duplicated_columns_is_refused_by_name(files):
+    with pytest.raises(InputError, match="dup.csv: column 'a' appears 2 times"):
+        Microdata.from_source(files / "dup.csv", keys=["a", "b"])
+    # the CSV reader used to take the first 'a' silently; 'c' alone is fine
+    assert Microdata.from_source(files / "dup.csv", keys=["b", "c"]).n == 3
+
+
+def test_empty_dataframe_is_refused():
+    with pytest.raises(InputError, match="no records"):
+        Microdata.from_source(_df().iloc[:0], keys=["a"])
+
+
+@pytest.mark.parametrize("thing", [_frame(5), "good.csv", None, 3, np.zeros(3)],
+                         ids=["DataFrame", "str", "None", "int", "ndarray"])
+def test_api_tabulate_takes_microdata(thing):
+    with pytest.raises(ParameterError, match="tabulate\\(\\) takes a Microdata"):
+        tabulate(thing)
+
+
+def test_api_tabulate_population_must_be_microdata():
+    md = Microdata.from_source(_df(), keys=["a"])
+    with pytest.raises(ParameterError, match="population"):
+        tabulate(md, population=_df())
+
+
+# --- API: estimators and fit ---------------------------------------------------------------
+
+ESTIMATOR_CASES = [
+    (lambda: NegativeBinomialRisk(mode="fast"), "mode='fast'"),
+    (lambda: NegativeBinomialRisk(ci_level=2), "ci_level=2"),
+    (lambda: NegativeBinomialRisk(ci_level="0.9"), "ci_level='0.9'"),
+    (lambda: NegativeBinomialRisk(ci_level=float("nan")), "ci_level=nan"),
+    (lambda: NegativeBinomialRisk(max_global_risk=0), "max_global_risk=0"),
+    (lambda: GraphicalRisk(random_state=-1), "random_state=-1"),
+    (lambda: GraphicalRisk(random_state=1.5), "random_state=1.5"),
+    (lambda: GraphicalRisk(random_state="0"), "random_state='0'"),
+    (lambda: GraphicalRisk(prior_weight=0), "prior_weight=0"),
+    (lambda: GraphicalRisk(window=0.5), "window=0.5"),
+    (lambda: GraphicalRisk(monte_carlo=-1), "monte_carlo=-1"),
+    (lambda: LogLinearRisk(terms="+++"), "empty term"),
+    (lambda: LogLinearRisk(terms="a::b"), "'a::b'"),
+    (lambda: LogLinearRisk(terms=""), "empty"),
+    (lambda: LogLinearRisk(terms=5), "terms=5"),
+    (lambda: LogLinearRisk(terms=[]), "empty"),
+    (lambda: LogLinearRisk(terms=[{"a"}]), "not a variable name"),
+    (lambda: LogLinearRisk(max_iter=0), "max_iter=0"),
+    (lambda: LogLinearRisk(random_state=-3), "random_state=-3"),
+    (lambda: HdpRisk(chains=0), "chains=0"),
+    (lambda: HdpRisk(random_state=-1), "random_state=-1"),
+    (lambda: MixedMembershipRisk(profiles=0), "profiles=0"),
+    (lambda: AutoRisk(replicates=0), "replicates=0"),
+    (lambda: AutoRisk(candidates="nb"), "non-empty list"),
+    (lambda: AutoRisk(fraction=2), "fraction=2"),
+    (lambda: AutoRisk(random_state=-1), "random_state=-1"),
+    (lambda: get_estimator("nope"), "unknown method 'nope'"),
+    (lambda: get_estimator("nb", terms="all-2-way"), "does not take the option 'terms'"),
+]
+
+
+@pytest.mark.parametrize(("make", "words"), ESTIMATOR_CASES,
+                         ids=[c[1][:40] for c in ESTIMATOR_CASES])
+def test_api_bad_estimator_settings(make, words):
+    with pytest.raises(ParameterError) as info:
+        make()
+    assert words.lower() in str(info.value).lower()
+
+
+@pytest.fixture(scope="module")
+def table():
+    return tabulate(Microdata.from_source(_frame(), keys=["a", "b", "c"],
+                                          population_size=10_000))
+
+
+FIT_CASES = [
+    (dict(population_size=float("nan")), ParameterError, "not finite"),
+    (dict(population_size=float("inf")), ParameterError, "not finite"),
+    (dict(population_size="1e4"), ParameterError, "must be a number"),
+    (dict(population_size=True), ParameterError, "must be a number"),
+    (dict(population_size=-5), InputError, "smaller than the sample size"),
+    (dict(population_size=199), InputError, "n=200"),
+    (dict(memory_limit=-1), ParameterError, "memory_limit=-1"),
+    (dict(memory_limit=1), SdcRiskError, "memory limit"),
+    (dict(workers=0), ParameterError, "workers=0"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), FIT_CASES,
+                         ids=[repr(c[0]) for c in FIT_CASES])
+@pytest.mark.parametrize("estimator", [NegativeBinomialRisk(), PoissonGammaRisk(),
+                                       LogLinearRisk()], ids=["nb", "pg", "loglinear"])
+def test_api_bad_fit_arguments(table, estimator, kwargs, error, words):
+    with pytest.raises(error) as info:
+        estimator.fit(table, **kwargs)
+    assert words.lower() in str(info.value).lower()
+
+
+@pytest.mark.parametrize("thing", [_frame(5), "good.csv", None],
+                         ids=["DataFrame", "str", "None"])
+def test_api_fit_takes_a_table(thing):
+    with pytest.raises(ParameterError, match="fit\\(\\) takes a CellTable"):
+        NegativeBinomialRisk().fit(thing)
+
+
+def test_api_fit_of_microdata_says_tabulate():
+    md = Microdata.from_source(_df(), keys=["a"])
+    with pytest.raises(ParameterError, match="sdcrisk.tabulate"):
+        NegativeBinomialRisk().fit(md)
+
+
+def test_loglinear_unknown_variable_names_the_term(table):
+    with pytest.raises(ParameterError, match="model term 'a:zz': 'zz' is not a key variable"):
+        LogLinearRisk(terms="all-2-way + a:zz").fit(table)
+
+
+def test_loglinear_saturated_is_noted(table):
+    res = LogLinearRisk(terms="saturated").fit(table)
+    assert any("saturated model reproduces the sample counts" in a for a in res.assumptions)
+    plain = LogLinearRisk(terms="all-2-way").fit(table)
+    assert not any("saturated" in a for a in plain.assumptions)
+
+
+def test_api_warnings_point_at_the_callers_line(table):
+    # Poisson-gamma on near-Poisson counts warns that alpha hit its bound
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        PoissonGammaRisk().fit(table)
+    ours = [w for w in got if issubclass(w.category, sdcrisk.SdcRiskWarning)]
+    assert ours, "expected a ConvergenceWarning from this table"
+    assert all(Path(w.filename).resolve() == Path(__file__).resolve() for w in ours)
+
+
+def test_short_mcmc_run_explains_missing_rhat(table):
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        HdpRisk(chains=2, iterations=10, burn_in=2).fit(table)
+    text = " ".join(str(w.message) for w in got)
+    assert "cannot be computed from 1 kept draw(s)" in text
+    assert "= nan" not in text
+    assert not [w for w in got if issubclass(w.category, RuntimeWarning)]
+    assert all(Path(w.filename).resolve() == Path(__file__).resolve() for w in got
+               if issubclass(w.category, sdcrisk.SdcRiskWarning))
+
+
+# --- degenerate data ----------------------------------------------------------------------------
+
+FAST_ESTIMATORS = {
+    "nb": NegativeBinomialRisk(),
+    "poisson-gamma": PoissonGammaRisk(),
+    "loglinear": LogLinearRisk(),
+    "graphical": GraphicalRisk(),
+    "graphical-mc": GraphicalRisk(monte_carlo=4000, random_state=1),
+}
+
+
+def _quiet_fit(est, table):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sdcrisk.SdcRiskWarning)
+        return est.fit(table)
+
+
+def _table(frame, keys, population_size):
+    return tabulate(Microdata.from_source(frame, keys=keys, population_size=population_size))
+
+
+def _check_finite_and_ordered(res, n1):
+    for name, m in res.measures.items():
+        for v in (m.estimate, m.lower, m.upper):
+            assert v is None or math.isfinite(v), (name, v)
+    t1, t2 = res.measures["tau1"].estimate, res.measures["tau2"].estimate
+    assert -1e-12 <= t1 <= t2 + 1e-9 <= n1 + 2e-9
+    risk = res.record_risk()
+    assert np.all(np.isfinite(risk)) and np.all((risk >= 0) & (risk <= 1 + 1e-12))
+
+
+ONE_RECORD = pd.DataFrame({"a": [1], "b": [2], "c": [0]})
+
+
+@pytest.mark.parametrize("name", list(FAST_ESTIMATORS))
+def test_one_record(name):
+    """One record, one cell (K = 1): the whole population shares its key, so it is not
+    population unique: tau1 = 0 where the model knows K = 1 (graphical), small otherwise;
+    every value finite."""
+    table = _table(ONE_RECORD, ["a", "b", "c"], 10_000)
+    res = _quiet_fit(FAST_ESTIMATORS[name], table)
+    _check_finite_and_ordered(res, 1)
+    if name.startswith("graphical"):
+        # pi = 1 for the only cell: F = N, tau1 = P(F = 1) = 0, tau2 = E[1/F] = 1/N
+        assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
+        assert res.measures["tau2"].estimate == pytest.approx(1e-4, rel=1e-3)
+    if name == "nb":
+        # NB(f = 1, p = n/N): P(U = 0) = p
+        assert res.measures["tau1"].estimate == pytest.approx(1e-4)
+
+
+def test_one_record_graphical_closed_form_agrees_with_its_monte_carlo():
+    table = _table(ONE_RECORD, ["a", "b", "c"], 10_000)
+    closed = _quiet_fit(GraphicalRisk(), table)
+    mc = _quiet_fit(GraphicalRisk(monte_carlo=4000, random_state=3), table)
+    for m in ("tau1", "tau2", "theta", "expected_reidentifications"):
+        assert closed.measures[m].estimate == pytest.approx(mc.measures[m].estimate,
+                                                            rel=1e-3, abs=1e-9), m
+
+
+@pytest.mark.parametrize("name", list(FAST_ESTIMATORS))
+def test_no_sample_uniques(name):
+    frame = pd.DataFrame({"a": [0, 0, 1, 1, 2, 2] * 5, "b": [1, 1, 0, 0, 1, 1] * 5})
+    res = _quiet_fit(FAST_ESTIMATORS[name], _table(frame, ["a", "b"], 3000))
+    assert res.measures["tau1"].estimate == 0
+    assert res.measures["tau2"].estimate == 0
+    _check_finite_and_ordered(res, 0)
+
+
+@pytest.mark.parametrize("name", list(FAST_ESTIMATORS))
+def test_all_records_unique(name):
+    frame = pd.DataFrame({"a": np.arange(12) % 4, "b": np.arange(12) // 4})
+    table = _table(frame, ["a", "b"], 12_000)
+    assert table.sample_uniques == 12
+    res = _quiet_fit(FAST_ESTIMATORS[name], table)
+    _check_finite_and_ordered(res, 12)
+
+
+@pytest.mark.parametrize("name", list(FAST_ESTIMATORS))
+def test_population_equals_sample(name):
+    """N = n: nothing is unseen, so every sample unique is population unique."""
+    frame = _frame(80)
+    table = _table(frame, ["a", "b", "c"], 80)
+    res = _quiet_fit(FAST_ESTIMATORS[name], table)
+    n1 = table.sample_uniques
+    assert res.measures["tau1"].estimate == pytest.approx(n1, rel=1e-9)
+    assert res.measures["tau2"].estimate == pytest.approx(n1, rel=1e-9)
+    _check_finite_and_ordered(res, n1)
+
+
+@pytest.mark.parametrize("name", list(FAST_ESTIMATORS))
+def test_population_one_more_than_sample(name):
+    """N = n + 1: one unseen person can spoil at most one sample unique."""
+    frame = _frame(80)
+    table = _table(frame, ["a", "b", "c"], 81)
+    res = _quiet_fit(FAST_ESTIMATORS[name], table)
+    n1 = table.sample_uniques
+    _check_finite_and_ordered(res, n1)
+    assert res.measures["tau1"].estimate >= n1 - 1 - 1e-9
+
+
+def test_graphical_closed_form_and_monte_carlo_agree_on_degenerate_tables():
+    cases = [
+        (pd.DataFrame({"a": [0, 0, 1, 1, 2, 2] * 5, "b": [1, 1, 0, 0, 1, 1] * 5}), 3000),
+        (pd.DataFrame({"a": np.arange(12) % 4, "b": np.arange(12) // 4}), 12_000),
+        (_frame(80), 80),
+    ]
+    for frame, big_n in cases:
+        keys = [k for k in ("a", "b", "c") if k in frame]
+        table = _table(frame, keys, big_n)
+        closed = _quiet_fit(GraphicalRisk(), table)
+        mc = _quiet_fit(GraphicalRisk(monte_carlo=4000, random_state=5), table)
+        for m in ("tau1", "tau2"):
+            a, b = closed.measures[m].estimate, mc.measures[m].estimate
+            assert a == pytest.approx(b, rel=0.05, abs=0.05 + 0.02 * table.sample_uniques), m
+
+
+def test_auto_on_identical_records_answers_zero_with_a_note(capsys, files):
+    code, out, err = run(capsys, "assess", files / "identical.csv", "--keys", KEYS,
+                         "--population-size", "1e4", "--format", "json")
+    assert_clear(code, err, 0, ())
+    d = json.loads(out)
+    assert d["measures"]["tau1"]["estimate"] == 0
+    assert d["measures"]["tau2"]["estimate"] == 0
+    assert any("no sample uniques" in a for a in d["assumptions"])
+
+
+def test_auto_does_not_validate_on_one_record_subsamples(files):
+    table = tabulate(Microdata.from_source(files / "one.csv", keys=["a", "b", "c"],
+                                           population_size=10_000))
+    res = AutoRisk().fit(table)
+    assert res.diagnostics["validation"] == []
+    assert any("cannot validate the candidates" in a for a in res.assumptions)
+    assert res.fitted["choice"]["rule"] == "not validated"
+    _check_finite_and_ordered(res, 1)
+
+
+def test_auto_small_file_uses_the_first_given_candidate(files):
+    table = tabulate(Microdata.from_source(files / "one.csv", keys=["a", "b", "c"],
+                                           population_size=10_000))
+    res = AutoRisk(candidates=["graphical", "nb"]).fit(table)
+    assert res.fitted["choice"]["candidates"] == ["graphical"]
+    assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
+
+
+def test_cli_one_record_file(capsys, files):
+    code, out, err = run(capsys, "assess", files / "one.csv", "--keys", KEYS,
+                         "--population-size", "1e4", "--format", "json")
+    assert_clear(code, err, 0, ())
+    d = json.loads(out)
+    assert any("n = 1 record" in a for a in d["assumptions"])
