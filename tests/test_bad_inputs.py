@@ -979,3 +979,47 @@ def test_cli_one_record_file(capsys, files):
     assert_clear(code, err, 0, ())
     d = json.loads(out)
     assert any("n = 1 record" in a for a in d["assumptions"])
+
+
+# --- out-of-core, key-set files ------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("gzip_named.csv", ("gzip-compressed data", "rename it to gzip_named.csv.gz")),
+    ("dup.csv", ("multiple columns named a",)),
+    ("binary.csv", ("binary data",)),
+    ("csv_named.dta", ("streams csv and parquet",)),
+])
+def test_cli_out_of_core_bad_files(capsys, files, name, words):
+    keys = "a,b" if name == "dup.csv" else KEYS
+    code, _, err = run(capsys, "assess", files / name, "--keys", keys, "--population-size",
+                       "1e4", "--method", "nb", "--out-of-core")
+    assert_clear(code, err, 2, words)
+    assert all(ch.isprintable() or ch == "\n" for ch in err)
+
+
+def test_cli_out_of_core_refuses_agency_formats(capsys, files):
+    _frame().drop(columns=["name"]).to_stata(files / "ooc.dta", write_index=False)
+    code, _, err = run(capsys, "assess", files / "ooc.dta", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--out-of-core")
+    assert_clear(code, err, 2, ("streams csv and parquet", "without --out-of-core"))
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("{not json", ("not valid json",)),
+    ("5", ("must be a list of key sets",)),
+    ("[5]", ("key set 5 is not a list",)),
+    ('[["a", "zz"]]', ("missing column 'zz'",)),
+    ("[]", ("no key set found",)),
+])
+def test_cli_bad_key_set_files(capsys, tmp_path, files, content, words):
+    path = tmp_path / "sets.json"
+    path.write_text(content)
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--key-sets", path)
+    assert_clear(code, err, 2, words)
+
+
+def test_cli_workers_zero_names_the_flag(capsys, files):
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--workers", "0")
+    assert_clear(code, err, 2, ("--workers 0",))
