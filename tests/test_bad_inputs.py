@@ -1023,3 +1023,62 @@ def test_cli_workers_zero_names_the_flag(capsys, files):
     code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
                        "--population-size", "1e4", "--method", "nb", "--workers", "0")
     assert_clear(code, err, 2, ("--workers 0",))
+
+
+# --- other public entry points -------------------------------------------------------------
+
+def _md():
+    return Microdata.from_source(_frame(), keys=["a", "b", "c"], population_size=10_000)
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: sdcrisk.evaluate(_frame(), [NegativeBinomialRisk()],
+                              design=sdcrisk.Bernoulli(0.1)),
+     ParameterError, "evaluate() takes the population as a Microdata"),
+    (lambda: sdcrisk.evaluate(_md(), [NegativeBinomialRisk()], sample=_frame()),
+     ParameterError, "evaluate(sample=...) takes a Microdata"),
+    (lambda: sdcrisk.evaluate(_md(), [NegativeBinomialRisk()]), ParameterError,
+     "exactly one of design= or sample="),
+    (lambda: sdcrisk.validate(_frame(), ["nb"]), ParameterError,
+     "validate() takes a CellTable"),
+    (lambda: sdcrisk.validate(tabulate(_md()), ["nb"], replicates=0), ParameterError,
+     "replicates=0"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.Bernoulli(0.1), seed=-1), ParameterError,
+     "seed=-1"),
+    (lambda: sdcrisk.draw_sample(_frame(), sdcrisk.Bernoulli(0.1)), ParameterError,
+     "takes a Microdata"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.Bernoulli(2)), ParameterError, "fraction=2"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.SimpleRandomSample(10**6)), InputError,
+     "exceeds the population size"),
+    (lambda: sdcrisk.suda2(_frame()), SdcRiskError, "needs a CellTable or Microdata"),
+    (lambda: sdcrisk.population_uniqueness(_frame()), SdcRiskError,
+     "needs a CellTable, Microdata or FrequencyProfile"),
+    (lambda: NegativeBinomialRisk().fit(tabulate(_md())).record_risk("x"), ParameterError,
+     "gives no 'x' risk"),
+    (lambda: sdcrisk.tabulate_file("nope.csv", keys=["a"]), InputError, "file not found"),
+    (lambda: sdcrisk.BetaBinomialPrior(-1, 2), ParameterError, "alpha=-1"),
+])
+def test_api_entry_points_check_their_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words.lower() in str(info.value).lower()
+
+
+def test_tabulate_file_refuses_gzip_under_a_csv_name(files):
+    with pytest.raises(InputError, match="gzip-compressed data"):
+        sdcrisk.tabulate_file(files / "gzip_named.csv", keys=["a"], population_size=1e4)
+
+
+def test_tabulate_file_population_size_nan(files):
+    with pytest.raises(ParameterError, match="not finite"):
+        sdcrisk.tabulate_file(files / "good.csv", keys=["a"], population_size=float("nan"))
+
+
+def test_loglinear_bootstrap_on_one_record():
+    """A bootstrap replicate of a one-record table is often empty: no error (it was a
+    ZeroDivisionError), tau1 = 0 (K = 1: the population shares the record's key)."""
+    table = _table(ONE_RECORD, ["a", "b", "c"], 10_000)
+    res = _quiet_fit(LogLinearRisk(bootstrap=30), table)
+    _check_finite_and_ordered(res, 1)
+    assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
+    assert res.measures["tau2"].estimate == pytest.approx(1e-4, rel=1e-3)
