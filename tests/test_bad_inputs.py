@@ -211,6 +211,9 @@ OPTION_CASES = [
     (("--population-size", "-5"), 2, ("smaller than the sample size",)),
     (("--population-size", "10"), 2, ("N=10", "n=200")),
     (("--population-size", "abc"), 2, ("--population-size", "invalid float")),
+    (("--population-size", "1e300"), 2, ("--population-size 1e+300", "more than any population")),
+    (("--sampling-fraction", "1e-300"), 2, ("--sampling-fraction 1e-300", "N = 2e+302")),
+    (("--population-size", "2e12", "--method", "graphical"), 2, ("more than any population",)),
     (("--sampling-fraction", "0"), 2, ("--sampling-fraction 0", "(0, 1]")),
     (("--sampling-fraction", "1.5"), 2, ("(0, 1]",)),
     (("--sampling-fraction", "nan"), 2, ("(0, 1]",)),
@@ -612,6 +615,8 @@ API_MICRODATA_CASES = [
     (dict(keys=["a"], population_size=float("inf")), ParameterError, "not finite"),
     (dict(keys=["a"], population_size=-1), InputError, "smaller than the sample size"),
     (dict(keys=["a"], population_size=59), InputError, "n=60"),
+    (dict(keys=["a"], population_size=1e13), ParameterError, "more than any population"),
+    (dict(keys=["a"], sampling_fraction=1e-15), ParameterError, "more than any population"),
     (dict(keys=["a"], sampling_fraction=float("nan")), ParameterError, "(0, 1]"),
     (dict(keys=["a"], sampling_fraction=0), ParameterError, "(0, 1]"),
     (dict(keys=["a"], sampling_fraction="0.1"), ParameterError, "must be a number"),
@@ -642,6 +647,11 @@ def test_api_weights_summing_below_n_refused():
     df = _df().assign(w=0.5)
     with pytest.raises(InputError, match="weights sum to N=30, fewer than the n=60"):
         Microdata.from_source(df, keys=["a"], weights="w")
+
+
+def test_api_weights_summing_to_more_than_any_population_refused():
+    with pytest.raises(ParameterError, match="the sum of the weights makes N = 6e"):
+        Microdata.from_source(_df().assign(w=1e13), keys=["a"], weights="w")
 
 
 def test_api_weights_summing_to_n_accepted():
@@ -765,6 +775,7 @@ FIT_CASES = [
     (dict(population_size=True), ParameterError, "must be a number"),
     (dict(population_size=-5), InputError, "smaller than the sample size"),
     (dict(population_size=199), InputError, "n=200"),
+    (dict(population_size=1e300), ParameterError, "more than any population"),
     (dict(memory_limit=-1), ParameterError, "memory_limit=-1"),
     (dict(memory_limit=1), SdcRiskError, "memory limit"),
     (dict(workers=0), ParameterError, "workers=0"),
