@@ -211,6 +211,9 @@ OPTION_CASES = [
     (("--population-size", "-5"), 2, ("smaller than the sample size",)),
     (("--population-size", "10"), 2, ("N=10", "n=200")),
     (("--population-size", "abc"), 2, ("--population-size", "invalid float")),
+    (("--population-size", "1e300"), 2, ("--population-size 1e+300", "more than any population")),
+    (("--sampling-fraction", "1e-300"), 2, ("--sampling-fraction 1e-300", "N = 2e+302")),
+    (("--population-size", "2e12", "--method", "graphical"), 2, ("more than any population",)),
     (("--sampling-fraction", "0"), 2, ("--sampling-fraction 0", "(0, 1]")),
     (("--sampling-fraction", "1.5"), 2, ("(0, 1]",)),
     (("--sampling-fraction", "nan"), 2, ("(0, 1]",)),
@@ -612,6 +615,8 @@ API_MICRODATA_CASES = [
     (dict(keys=["a"], population_size=float("inf")), ParameterError, "not finite"),
     (dict(keys=["a"], population_size=-1), InputError, "smaller than the sample size"),
     (dict(keys=["a"], population_size=59), InputError, "n=60"),
+    (dict(keys=["a"], population_size=1e13), ParameterError, "more than any population"),
+    (dict(keys=["a"], sampling_fraction=1e-15), ParameterError, "more than any population"),
     (dict(keys=["a"], sampling_fraction=float("nan")), ParameterError, "(0, 1]"),
     (dict(keys=["a"], sampling_fraction=0), ParameterError, "(0, 1]"),
     (dict(keys=["a"], sampling_fraction="0.1"), ParameterError, "must be a number"),
@@ -642,6 +647,11 @@ def test_api_weights_summing_below_n_refused():
     df = _df().assign(w=0.5)
     with pytest.raises(InputError, match="weights sum to N=30, fewer than the n=60"):
         Microdata.from_source(df, keys=["a"], weights="w")
+
+
+def test_api_weights_summing_to_more_than_any_population_refused():
+    with pytest.raises(ParameterError, match="the sum of the weights makes N = 6e"):
+        Microdata.from_source(_df().assign(w=1e13), keys=["a"], weights="w")
 
 
 def test_api_weights_summing_to_n_accepted():
@@ -765,6 +775,7 @@ FIT_CASES = [
     (dict(population_size=True), ParameterError, "must be a number"),
     (dict(population_size=-5), InputError, "smaller than the sample size"),
     (dict(population_size=199), InputError, "n=200"),
+    (dict(population_size=1e300), ParameterError, "more than any population"),
     (dict(memory_limit=-1), ParameterError, "memory_limit=-1"),
     (dict(memory_limit=1), SdcRiskError, "memory limit"),
     (dict(workers=0), ParameterError, "workers=0"),
@@ -979,3 +990,106 @@ def test_cli_one_record_file(capsys, files):
     assert_clear(code, err, 0, ())
     d = json.loads(out)
     assert any("n = 1 record" in a for a in d["assumptions"])
+
+
+# --- out-of-core, key-set files ------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("gzip_named.csv", ("gzip-compressed data", "rename it to gzip_named.csv.gz")),
+    ("dup.csv", ("multiple columns named a",)),
+    ("binary.csv", ("binary data",)),
+    ("csv_named.dta", ("streams csv and parquet",)),
+])
+def test_cli_out_of_core_bad_files(capsys, files, name, words):
+    keys = "a,b" if name == "dup.csv" else KEYS
+    code, _, err = run(capsys, "assess", files / name, "--keys", keys, "--population-size",
+                       "1e4", "--method", "nb", "--out-of-core")
+    assert_clear(code, err, 2, words)
+    assert all(ch.isprintable() or ch == "\n" for ch in err)
+
+
+def test_cli_out_of_core_refuses_agency_formats(capsys, files):
+    _frame().drop(columns=["name"]).to_stata(files / "ooc.dta", write_index=False)
+    code, _, err = run(capsys, "assess", files / "ooc.dta", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--out-of-core")
+    assert_clear(code, err, 2, ("streams csv and parquet", "without --out-of-core"))
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("{not json", ("not valid json",)),
+    ("5", ("must be a list of key sets",)),
+    ("[5]", ("key set 5 is not a list",)),
+    ('[["a", "zz"]]', ("missing column 'zz'",)),
+    ("[]", ("no key set found",)),
+])
+def test_cli_bad_key_set_files(capsys, tmp_path, files, content, words):
+    path = tmp_path / "sets.json"
+    path.write_text(content)
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--key-sets", path)
+    assert_clear(code, err, 2, words)
+
+
+def test_cli_workers_zero_names_the_flag(capsys, files):
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", "nb", "--workers", "0")
+    assert_clear(code, err, 2, ("--workers 0",))
+
+
+# --- other public entry points -------------------------------------------------------------
+
+def _md():
+    return Microdata.from_source(_frame(), keys=["a", "b", "c"], population_size=10_000)
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: sdcrisk.evaluate(_frame(), [NegativeBinomialRisk()],
+                              design=sdcrisk.Bernoulli(0.1)),
+     ParameterError, "evaluate() takes the population as a Microdata"),
+    (lambda: sdcrisk.evaluate(_md(), [NegativeBinomialRisk()], sample=_frame()),
+     ParameterError, "evaluate(sample=...) takes a Microdata"),
+    (lambda: sdcrisk.evaluate(_md(), [NegativeBinomialRisk()]), ParameterError,
+     "exactly one of design= or sample="),
+    (lambda: sdcrisk.validate(_frame(), ["nb"]), ParameterError,
+     "validate() takes a CellTable"),
+    (lambda: sdcrisk.validate(tabulate(_md()), ["nb"], replicates=0), ParameterError,
+     "replicates=0"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.Bernoulli(0.1), seed=-1), ParameterError,
+     "seed=-1"),
+    (lambda: sdcrisk.draw_sample(_frame(), sdcrisk.Bernoulli(0.1)), ParameterError,
+     "takes a Microdata"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.Bernoulli(2)), ParameterError, "fraction=2"),
+    (lambda: sdcrisk.draw_sample(_md(), sdcrisk.SimpleRandomSample(10**6)), InputError,
+     "exceeds the population size"),
+    (lambda: sdcrisk.suda2(_frame()), SdcRiskError, "needs a CellTable or Microdata"),
+    (lambda: sdcrisk.population_uniqueness(_frame()), SdcRiskError,
+     "needs a CellTable, Microdata or FrequencyProfile"),
+    (lambda: NegativeBinomialRisk().fit(tabulate(_md())).record_risk("x"), ParameterError,
+     "gives no 'x' risk"),
+    (lambda: sdcrisk.tabulate_file("nope.csv", keys=["a"]), InputError, "file not found"),
+    (lambda: sdcrisk.BetaBinomialPrior(-1, 2), ParameterError, "alpha=-1"),
+])
+def test_api_entry_points_check_their_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words.lower() in str(info.value).lower()
+
+
+def test_tabulate_file_refuses_gzip_under_a_csv_name(files):
+    with pytest.raises(InputError, match="gzip-compressed data"):
+        sdcrisk.tabulate_file(files / "gzip_named.csv", keys=["a"], population_size=1e4)
+
+
+def test_tabulate_file_population_size_nan(files):
+    with pytest.raises(ParameterError, match="not finite"):
+        sdcrisk.tabulate_file(files / "good.csv", keys=["a"], population_size=float("nan"))
+
+
+def test_loglinear_bootstrap_on_one_record():
+    """A bootstrap replicate of a one-record table is often empty: no error (it was a
+    ZeroDivisionError), tau1 = 0 (K = 1: the population shares the record's key)."""
+    table = _table(ONE_RECORD, ["a", "b", "c"], 10_000)
+    res = _quiet_fit(LogLinearRisk(bootstrap=30), table)
+    _check_finite_and_ordered(res, 1)
+    assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
+    assert res.measures["tau2"].estimate == pytest.approx(1e-4, rel=1e-3)

@@ -262,6 +262,13 @@ def test_whole_population_gives_the_old_assumed_population(tmp_path, capsys):
     assert d["measures"]["tau1"]["estimate"] == 1.0
     code = main(["recommend", str(path), "--keys", "a,b", "--target", "0", "--method", "nb"])
     assert code == 2 and "--sampling-fraction" in capsys.readouterr().err
+    code = main(["report", str(path), "--keys", "a,b", "--out", str(tmp_path / "r.html")])
+    assert code == 2 and "--whole-population" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+    sets = tmp_path / "sets.txt"
+    sets.write_text("ab: a,b\n")
+    code = main(["assess", str(path), "--key-sets", str(sets), "--method", "nb"])
+    assert code == 2 and "population size is unknown" in capsys.readouterr().err
 
 
 # --- progress and warnings (item 5) --------------------------------------------------------
@@ -377,3 +384,22 @@ def test_k_anonymity_violations_match_sdcmicro(keys, expected):
     frame = pd.read_csv(shared_data("sdcmicro", "testdata.csv"))
     md = microdata_of(frame, keys)
     assert {k: k_anonymity_violations(md, k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".dta"])
+def test_csv_in_typed_format_out_keeps_values_and_writes_missing(tmp_path, suffix, capsys):
+    src = shared_data("sdcmicro", "testdata.csv")
+    out = tmp_path / f"p{suffix}"
+    assert main(["protect", str(src), "--keys", ",".join(KEYS5), "--k-anonymity", "3",
+                 "--weights", "sampling_weight", "--method", "nb", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    got = pd.read_parquet(out) if suffix == ".parquet" else pd.read_stata(out)
+    orig = pd.read_csv(src)
+    other = [c for c in orig.columns if c not in KEYS5]
+    np.testing.assert_array_equal(got[other].to_numpy(float), orig[other].to_numpy(float))
+    n_missing = int(got[KEYS5].isna().to_numpy().sum())
+    assert n_missing > 0 and f"values suppressed: {n_missing} (" in text
+    # read back, the protected file is 3-anonymous with missing values as wildcards
+    from sdcrisk.analyses.protect import k_anonymity_violations
+
+    assert k_anonymity_violations(microdata_of(got, KEYS5), 3) == 0

@@ -283,7 +283,9 @@ def test_templates_are_package_data_and_autoescape(table):
 
 # --- decide / recommend charts -------------------------------------------------------------------
 def test_tradeoff_svg_without_matplotlib(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    # every import of matplotlib fails, even when an earlier test loaded it
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)
     t = sdcrisk.decision_table([(3, 8, 1), (5, 20, 3)], sdcrisk.BetaBinomialPrior(1, 10),
                                l1="exp:10")
     curve = t.curve

@@ -154,9 +154,11 @@ class AutoRisk(Estimator):
     Examples
     --------
     >>> from sdcrisk import Microdata, tabulate, AutoRisk
-    >>> md = Microdata.from_source("example:uk_census2011", keys="region,sex,age_band",
+    >>> md = Microdata.from_source("example:uk_census2011",
+    ...                            keys="region,sex,age_band,marital_status",
     ...                            population_size=56_075_912)
-    >>> res = AutoRisk(replicates=3).fit(tabulate(md))
+    >>> res = AutoRisk(replicates=3, candidates=["nb", "poisson-gamma", "graphical"]).fit(
+    ...     tabulate(md))
     >>> res.fitted["choice"]["candidates"][0] in {r["candidate"] for r in
     ...     res.diagnostics["validation"]}
     True
@@ -270,7 +272,8 @@ class AutoRisk(Estimator):
         res = est.fit(table)
         fitted = {**res.fitted, "reason": why,
                   "choice": {"candidates": [cand.label], "methods": [cand.method],
-                             "rule": "not validated", "description": why}}
+                             "settings": [cand.setting], "rule": "not validated",
+                             "description": why}}
         return dataclasses.replace(
             res, method=self.name, parameters=self.get_params(), fitted=fitted,
             assumptions=res.assumptions + (f"note: {why}",),

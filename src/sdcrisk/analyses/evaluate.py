@@ -184,6 +184,13 @@ def evaluate(
         relative errors and the ROC AUC of P(F=1|f) for detecting population uniques among
         the sample uniques (where the method gives record-level risk).
     """
+    if not isinstance(population, Microdata):
+        raise ParameterError(f"evaluate() takes the population as a Microdata, not "
+                             f"{type(population).__name__}; build it with "
+                             "Microdata.from_source(data, keys=[...])")
+    if sample is not None and not isinstance(sample, Microdata):
+        raise ParameterError(f"evaluate(sample=...) takes a Microdata, not "
+                             f"{type(sample).__name__}")
     if (design is None) == (sample is None):
         raise ParameterError("give exactly one of design= or sample=")
     if sample is None:

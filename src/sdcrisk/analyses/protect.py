@@ -142,18 +142,30 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                     frame.to_csv(fh, index=False, lineterminator=eol)
             else:
                 frame.to_csv(tmp, index=False, lineterminator=eol)
-        elif fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
         else:
-            frame.to_stata(tmp, write_index=False)
+            if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
+                frame = _typed(frame)             # types pandas reads the CSV with
+            if fmt == "parquet":
+                frame.to_parquet(tmp, index=False)
+            else:
+                frame.to_stata(tmp, write_index=False)
         os.replace(tmp, path)
     except BaseException:
-        with_suppress_unlink(tmp)
+        _unlink_quietly(tmp)
         raise
     return path
 
 
-def with_suppress_unlink(tmp: str) -> None:
+def _typed(frame):
+    """A frame of CSV text with the column types pandas reads that CSV with (blank = NA)."""
+    import io
+
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
+def _unlink_quietly(tmp: str) -> None:
     try:
         os.unlink(tmp)
     except OSError:
@@ -510,13 +522,16 @@ def _parse_target(spec: str):
 
 
 def _frame_suppress(frame, key: str, rows: np.ndarray):
-    col = frame[key]
-    if col.dtype == object or str(col.dtype).startswith("string"):
-        text_input = col.map(lambda v: isinstance(v, str)).all()
-        col = col.copy()
-        col.iloc[rows] = "" if text_input else None
+    """Blank ``rows`` of a key column: "" in a text column (CSV cells, Stata strings), a
+    missing value otherwise (integer columns become float to hold it)."""
+    import pandas as pd
+
+    col = frame[key].copy()
+    if col.dtype.kind in "iub":
+        col = col.astype(float)
+    if pd.api.types.is_string_dtype(col) or col.dtype == object:
+        col.iloc[rows] = "" if col.map(lambda v: isinstance(v, str)).all() else None
     else:
-        col = col.astype(float) if col.dtype.kind in "iub" else col.copy()
         col.iloc[rows] = np.nan
     frame[key] = col
 

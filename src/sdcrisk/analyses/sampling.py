@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.measures import truth_measures
 from ..data.table import CellTable, Microdata
+from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
 
 __all__ = ["Bernoulli", "SimpleRandomSample", "HouseholdBernoulli", "Design", "draw_sample",
@@ -67,6 +68,10 @@ Design = Bernoulli | SimpleRandomSample | HouseholdBernoulli
 
 def draw_sample(population: Microdata, design: Design, *, seed: int = 0) -> np.ndarray:
     """Indices (sorted) of the records a design draws from ``population``."""
+    if not isinstance(population, Microdata):
+        raise ParameterError(f"draw_sample() takes a Microdata population, not "
+                             f"{type(population).__name__}")
+    check_seed(seed, "seed")
     rng = np.random.default_rng(seed)
     big_n = population.n
     if isinstance(design, Bernoulli):

@@ -111,10 +111,16 @@ def read_key_sets(path: str | Path) -> list[KeySet]:
         except json.JSONDecodeError as exc:
             raise InputError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})"
                              ) from exc
+        if not isinstance(data, Mapping | list):
+            raise InputError(f"{path.name}: the JSON must be a list of key sets or an object "
+                             '{"name": ["key", ...]}, not ' + type(data).__name__)
         items = data.items() if isinstance(data, Mapping) else (("", v) for v in data)
         for name, keys in items:
             if isinstance(keys, str):
                 keys = keys.split(",")
+            if not isinstance(keys, list | tuple):
+                raise InputError(f"{path.name}: key set {name or keys!r} is not a list of "
+                                 "key names")
             out.append(KeySet(tuple(str(k).strip() for k in keys if str(k).strip()),
                               str(name)))
     else:

@@ -416,6 +416,9 @@ def validate(
     Booth, Butler & Hall 1994, JASA 89, 1282-1289); here it is used, as in cross-validation,
     to measure the error of each estimator rather than the variance of one.
     """
+    if not isinstance(table, CellTable):
+        raise ParameterError(f"validate() takes a CellTable (see sdcrisk.tabulate), not "
+                             f"{type(table).__name__}")
     if replicates < 1:
         raise ParameterError(f"replicates={replicates} must be >= 1")
     if time_budget is not None and not time_budget > 0:

@@ -82,7 +82,7 @@ def _api_flags() -> dict[str, str]:
     flags.update({"random_state": "--seed", "population_size": "--population-size",
                   "sampling_fraction": "--sampling-fraction", "max_levels": "--max-levels",
                   "keys": "--keys", "weights": "--weights", "household": "--household",
-                  "levels": "--levels"})
+                  "levels": "--levels", "workers": "--workers"})
     return flags
 
 

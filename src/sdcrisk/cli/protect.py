@@ -39,7 +39,8 @@ def register(sub) -> None:
                       help="apply the recommended change that brings MEASURE (tau2) to VALUE")
     p.add_argument("--importance", metavar="A,B,C",
                    help="keys from most to least important; the least important is "
-                   "suppressed first (default: keys with more categories first, as sdcMicro); "
+                   "suppressed first (default: a key with more categories is less important, as in "
+                   "sdcMicro); "
                    "or sdcMicro's numbers, one per key in --keys order, 1 = most important")
     p.add_argument("--recode", metavar="FILE.json",
                    help="your own category merges, {key: {old: new}}, applied first")

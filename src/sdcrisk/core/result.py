@@ -11,6 +11,7 @@ import numpy as np
 
 from .._version import __version__
 from ..data.table import CellTable
+from ..exceptions import ParameterError
 from .base import ResultBase, jsonable
 from .measures import Measure, household_risk
 
@@ -105,7 +106,7 @@ class RiskResult(ResultBase):
         asked to reproduce); ``"population_unique"``: P(F_k = 1 | f), zero unless f_k = 1.
         """
         if kind not in self.cell_risk_values:
-            raise KeyError(
+            raise ParameterError(
                 f"{self.method} gives no {kind!r} risk; available: {sorted(self.cell_risk_values)}"
             )
         return self.cell_risk_values[kind]

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..exceptions import InputError
 
-__all__ = ["Column", "read_columns", "source_name"]
+__all__ = ["Column", "read_columns", "source_name", "sniff", "detect_format", "printable"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -118,8 +118,29 @@ def sniff(path: Path) -> str | None:
 def _clean(text: str, limit: int = 160) -> str:
     """A message fragment safe to print: printable characters only, one line, bounded."""
     first = text.splitlines()[0] if text else ""
+    if "Invalid: " in first:  # pyarrow's dataset errors: the reason comes after the context
+        first = first.rsplit("Invalid: ", 1)[1]
     out = "".join(ch if ch.isprintable() else "?" for ch in first)
     return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """The first line of ``text`` with unprintable characters as ``?``, at most ``limit``
+    characters: safe to put in a one-line message whatever bytes the file held."""
+    return _clean(text, limit)
+
+
+def detect_format(path: Path) -> tuple[str, str | None]:
+    """(format, compression) of a file from its first bytes (then its name): ``csv``,
+    ``parquet`` or a pyreadstat extension (``.dta``...), and ``gzip``/``bz2``/``zstd``/``lz4``
+    or None.
+
+    Raises
+    ------
+    InputError
+        Binary content, a zip archive or an SQLite database.
+    """
+    return _format_of(path)
 
 
 def _format_of(path: Path) -> tuple[str, str | None]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
-from .io import arrow_column, check_present
+from .io import arrow_column, check_present, detect_format, printable
 from .table import DEFAULT_MAX_LEVELS, CellTable, resolve_population_size
 
 __all__ = ["tabulate_file"]
@@ -56,12 +56,23 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None):
     import pyarrow.csv as pacsv
     import pyarrow.dataset as ds
 
-    parquet = path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
+    kind, compression = ("parquet", None) if path.is_dir() else detect_format(path)
+    if kind not in ("csv", "parquet"):
+        raise InputError(f"{path.name}: the out-of-core reader streams CSV and Parquet files; "
+                         f"read this {kind} file without --out-of-core (in memory)")
+    ext = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst", "lz4": ".lz4"}.get(compression or "")
+    if ext and not path.name.lower().endswith(ext):
+        raise InputError(f"{path.name}: the file holds {compression}-compressed data but its "
+                         f"name does not end in {ext}; the streaming reader decompresses by "
+                         f"name: rename it to {path.name}{ext}, or read it without "
+                         "--out-of-core")
+    parquet = kind == "parquet"
     if parquet:
         try:
             data = ds.dataset(str(path), format="parquet")
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"{path.name}: could not be read as Parquet ({exc})") from exc
+            raise InputError(f"{path.name}: could not be read as Parquet "
+                             f"({printable(str(exc))})") from exc
         check_present(columns, data.schema.names, path.name)
         return data, False
     suffixes = [s.lower() for s in path.suffixes]
@@ -80,7 +91,8 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None):
         data = ds.dataset(str(path), format=fmt)
         names = data.schema.names
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path.name}: could not be read as CSV ({exc})") from exc
+        raise InputError(f"{path.name}: could not be read as CSV "
+                         f"({printable(str(exc))})") from exc
     check_present(columns, names, path.name)
     return data, True
 

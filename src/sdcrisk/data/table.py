@@ -116,6 +116,11 @@ class Microdata:
         weights, or (when none is given) N = n: the file is taken to be the population.
     population_size_source : str
         Which of the above gave N.
+    missing : {"category", "error", "wildcard"}
+        How missing key values count; with ``"wildcard"`` :func:`tabulate` adds sdcMicro's
+        wildcard fk/Fk (:mod:`sdcrisk.data.wildcard`).
+    wildcard_alpha : float
+        sdcMicro's ``alpha``: the weight of a matching record with missing values.
     """
 
     keys: tuple[str, ...]
@@ -403,6 +408,7 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
         f = _number("sampling_fraction", sampling_fraction)
         if not 0 < f <= 1:
             raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
+        _check_not_huge(n / f, f"sampling_fraction={sampling_fraction}")
         return n / f, "sampling_fraction"
     if population_size is not None:
         big_n = check_population_size(population_size, n)
@@ -414,6 +420,7 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
                 f"the weights sum to N={total:.6g}, fewer than the n={n} records: survey "
                 "weights count the population members each record stands for (>= 1 on "
                 "average); check the weights column, or give the population size instead")
+        _check_not_huge(total, "the sum of the weights")
         return max(total, float(n)), "weights"
     return float(n), "assumed_population"
 
@@ -442,7 +449,21 @@ def check_population_size(population_size, n: int) -> float:
         raise InputError(
             f"population size N={population_size:g} is smaller than the sample size n={n}"
         )
+    _check_not_huge(big_n, f"population_size={population_size:g}")
     return big_n
+
+
+#: the largest population size accepted: about 125 times the world's population; a larger N is
+#: a slip (a misplaced exponent, weights in the wrong unit) and overflows the risk formulas
+MAX_POPULATION_SIZE = 1e12
+
+
+def _check_not_huge(big_n: float, what: str) -> None:
+    if big_n > MAX_POPULATION_SIZE:
+        raise ParameterError(
+            f"{what} makes N = {big_n:.3g}, more than any population "
+            f"({MAX_POPULATION_SIZE:.0e} at most); check the value (a misplaced exponent, "
+            "weights in the wrong unit?)")
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -382,6 +382,10 @@ class LogLinearRisk(Estimator):
         for _ in range(self.bootstrap):
             f_star = rng.poisson(mu.astype(np.float64))
             obs = np.flatnonzero(f_star)
+            if obs.size == 0:  # an empty replicate (tiny samples): no uniques, no error
+                errors["tau1"].append(0.0)
+                errors["tau2"].append(0.0)
+                continue
             codes = np.stack(np.unravel_index(obs, shape), axis=1)
             counts = f_star[obs]
             star = dataclasses.replace(

@@ -111,8 +111,9 @@ class _MixedMembershipBase(Estimator):
         first = self.block if self.iterations is None else self.iterations
         if first < self.thin:
             raise ParameterError(f"{'block' if self.iterations is None else 'iterations'}="
-                                 f"{first} with thin={self.thin} keeps no draw; use at least "
-                                 "thin iterations")
+                                 f"{first} with thin={self.thin} keeps no draw (one draw is "
+                                 f"kept every {self.thin} iterations); use at least "
+                                 f"{self.thin} iterations")
         _check_choice("tau_mode", self.tau_mode, ("mc", "sampling"))
         _check_choice("sz_method", self.sz_method, ("approximate", "augment", "exact"))
         _check_choice("sz_free_counts", self.sz_free_counts, ("uniform", "indicator", "joint"))
