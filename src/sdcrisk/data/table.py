@@ -614,8 +614,12 @@ class CellTable:
         return out
 
     def k_anonymity_violations(self, ks: Sequence[int] = (2, 3, 5)) -> dict[int, int]:
-        """Records in cells with f < k (sample k-anonymity), for each k."""
-        return {int(k): int(self.counts[self.counts < k].sum()) for k in ks}
+        """Records in cells with f < k (sample k-anonymity), for each k.
+
+        With ``missing="wildcard"`` f is the wildcard frequency (a missing key value matches
+        every category, as sdcMicro's ``kAnon_violations``)."""
+        f = self.counts if self.wildcard is None else self.wildcard.counts
+        return {int(k): int(self.counts[f < k].sum()) for k in ks}
 
 
 def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> CellTable:

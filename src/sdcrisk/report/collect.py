@@ -40,7 +40,7 @@ from .._version import __version__
 from ..analyses.methods import ESTIMATORS, get_estimator
 from ..core.measures import roc_auc, truth_measures
 from ..core.result import RiskResult
-from ..data import _cells
+from ..data import _cells, wildcard
 from ..data.table import CellTable, Microdata, population_counts
 from ..estimators import Estimator
 from ..exceptions import ParameterError, SdcRiskError
@@ -104,10 +104,15 @@ def _reduce_table(table: CellTable, drop: int) -> CellTable:
     rep[inverse] = np.arange(len(inverse))
     weights = (None if table.weight_sums is None
                else np.bincount(inverse, weights=table.weight_sums, minlength=m))
+    levels = tuple(table.levels[j] for j in keep)
+    wild = None
+    if table.wildcard is not None:  # the wildcard frequencies of the merged cells
+        wild = wildcard.wildcard_cell_counts(codes[rep], radices, counts, weights, levels,
+                                             table.wildcard.alpha)
     return dataclasses.replace(
-        table, keys=tuple(table.keys[j] for j in keep),
-        levels=tuple(table.levels[j] for j in keep), cell_codes=codes[rep], counts=counts,
-        weight_sums=weights, record_cell=inverse[table.record_cell], population=None)
+        table, keys=tuple(table.keys[j] for j in keep), levels=levels, cell_codes=codes[rep],
+        counts=counts, weight_sums=weights, record_cell=inverse[table.record_cell],
+        population=None, wildcard=wild)
 
 
 #: methods too slow to fit again once per key: leave-one-key-out uses ``nb`` for them
