@@ -72,16 +72,57 @@ def nb_variance(r: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.asarray(r, float) * (1.0 - p) / (p * p)
 
 
+def _factorize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values of a 1-D float array and each entry's index among them.
+
+    Constant arrays and small non-negative integer values (cell counts) skip the sort.
+    """
+    if x.size == 0 or (x == x[0]).all():
+        return x[:1].copy(), np.zeros(x.size, np.intp)
+    lo, hi = x.min(), x.max()
+    if lo >= 0 and hi < (1 << 22) and (x == np.floor(x)).all():
+        ints = x.astype(np.intp)
+        seen = np.bincount(ints, minlength=int(hi) + 1) > 0
+        values = np.flatnonzero(seen)
+        rank = np.cumsum(seen) - 1
+        return values.astype(float), rank[ints]
+    values, inverse = np.unique(x, return_inverse=True)
+    return values, inverse.ravel()
+
+
 def _unique_triples(f, r, p):
+    """Distinct (f, r, p) triples in lexicographic order and each entry's index among them.
+
+    Each coordinate is factorised on its own (cheap for counts and constant probabilities)
+    and the combined code is made unique in 1-D; ``np.unique(axis=0)`` on millions of cells
+    took seconds per call (issue 20).
+    """
     f, r, p = np.broadcast_arrays(
         np.asarray(f, float), np.asarray(r, float), np.asarray(p, float)
     )
     shape = f.shape
-    stacked = np.stack([f.ravel(), r.ravel(), p.ravel()], axis=1)
-    if stacked.shape[0] == 0:
-        return shape, stacked[:, 0], stacked[:, 1], stacked[:, 2], np.zeros(0, np.intp)
+    f, r, p = f.ravel(), r.ravel(), p.ravel()
+    if f.size == 0:
+        return shape, f.copy(), r.copy(), p.copy(), np.zeros(0, np.intp)
+    (fv, fi), (rv, ri), (pv, pi) = _factorize(f), _factorize(r), _factorize(p)
+    if len(fv) * len(rv) * len(pv) < (1 << 62):
+        code = (fi.astype(np.int64) * len(rv) + ri) * len(pv) + pi
+        uniq, inverse = _factorize_codes(code, len(fv) * len(rv) * len(pv))
+        fu = fv[uniq // (len(rv) * len(pv))]
+        ru = rv[(uniq // len(pv)) % len(rv)]
+        pu = pv[uniq % len(pv)]
+        return shape, fu, ru, pu, inverse
+    stacked = np.stack([f, r, p], axis=1)
     uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
     return shape, uniq[:, 0], uniq[:, 1], uniq[:, 2], inverse.ravel()
+
+
+def _factorize_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    if bound <= max(4 * code.size, 1 << 20):
+        seen = np.bincount(code, minlength=bound) > 0
+        return np.flatnonzero(seen), (np.cumsum(seen) - 1)[code]
+    uniq, inverse = np.unique(code, return_inverse=True)
+    return uniq, inverse.ravel()
 
 
 def _check(f, r, p):
