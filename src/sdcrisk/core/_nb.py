@@ -93,10 +93,12 @@ def _factorize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _unique_triples(f, r, p):
     """Distinct (f, r, p) triples in lexicographic order and each entry's index among them.
 
-    Each coordinate is factorised on its own (cheap for counts and constant probabilities)
-    and the combined code is made unique in 1-D; ``np.unique(axis=0)`` on millions of cells
-    took seconds per call (issue 20).
+    Each coordinate is factorised on its own (cheap for counts and constant probabilities),
+    a coordinate equal to f (r = f, Benedetti-Franconi) or constant adds nothing, and the
+    combined code is made unique in 1-D; ``np.unique(axis=0)`` on millions of cells took
+    seconds per call and a dozen cell-long temporaries (issue 20).
     """
+    same_r = r is f
     f, r, p = np.broadcast_arrays(
         np.asarray(f, float), np.asarray(r, float), np.asarray(p, float)
     )
@@ -104,17 +106,41 @@ def _unique_triples(f, r, p):
     f, r, p = f.ravel(), r.ravel(), p.ravel()
     if f.size == 0:
         return shape, f.copy(), r.copy(), p.copy(), np.zeros(0, np.intp)
-    (fv, fi), (rv, ri), (pv, pi) = _factorize(f), _factorize(r), _factorize(p)
-    if len(fv) * len(rv) * len(pv) < (1 << 62):
-        code = (fi.astype(np.int64) * len(rv) + ri) * len(pv) + pi
-        uniq, inverse = _factorize_codes(code, len(fv) * len(rv) * len(pv))
-        fu = fv[uniq // (len(rv) * len(pv))]
-        ru = rv[(uniq // len(pv)) % len(rv)]
-        pu = pv[uniq % len(pv)]
-        return shape, fu, ru, pu, inverse
-    stacked = np.stack([f, r, p], axis=1)
-    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    return shape, uniq[:, 0], uniq[:, 1], uniq[:, 2], inverse.ravel()
+    fv, fi = _factorize(f)
+    rv, ri = (fv, None) if same_r or np.array_equal(r, f) else _factorize(r)
+    pv, pi = _factorize(p)
+    coords = [(fv, fi), (rv, ri), (pv, pi)]
+    bound = 1
+    for values, index in coords:
+        if index is not None:
+            bound *= len(values)
+    if bound >= (1 << 62):
+        stacked = np.stack([f, r, p], axis=1)
+        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        return shape, uniq[:, 0], uniq[:, 1], uniq[:, 2], inverse.ravel()
+    varying = [(v, i) for v, i in coords if i is not None and len(v) > 1]
+    if len(varying) <= 1:  # the one varying coordinate's ranks are the triples' ranks
+        inverse = varying[0][1] if varying else np.zeros(f.size, np.intp)
+        uniq = np.arange(len(varying[0][0]) if varying else 1)
+    else:
+        code = None
+        for values, index in varying:
+            code = index.astype(np.int64) if code is None else code * len(values) + index
+        uniq, inverse = _factorize_codes(code, bound)
+        del code
+    out, stride = [], 1
+    digits = {}
+    for values, index in reversed(varying):
+        digits[id(values)] = (uniq // stride) % len(values)
+        stride *= len(values)
+    for values, index in coords:
+        if index is None and values is fv:  # r = f
+            out.append(out[0])
+        elif id(values) in digits and index is not None and len(values) > 1:
+            out.append(values[digits[id(values)]])
+        else:
+            out.append(np.full(len(uniq), values[0]))
+    return shape, out[0], out[1], out[2], inverse
 
 
 def _factorize_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ Each column comes back as a NumPy array plus a boolean mask of missing values (o
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..exceptions import InputError
 
-__all__ = ["Column", "read_columns", "source_name"]
+__all__ = ["Column", "iter_columns", "read_columns", "source_name"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -124,6 +124,15 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
 def arrow_column(name: str, chunked) -> Column:
     import pyarrow as pa
 
+    if (isinstance(chunked, pa.ChunkedArray) and pa.types.is_integer(chunked.type)
+            and chunked.null_count == 0 and chunked.num_chunks > 1):
+        # the chunks' value buffers copied once into one array (combine_chunks and then a
+        # copy would hold the column twice)
+        dtype = np.dtype(chunked.type.to_pandas_dtype())
+        values = np.concatenate([
+            np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset)
+            for c in chunked.chunks])
+        return Column(name, values, None)
     arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
@@ -239,3 +248,50 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
             raise InputError(f"columns have different lengths: {sorted(lengths)}")
         n_rows = lengths.pop() if lengths else 0
     return out, n_rows
+
+
+def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Column]]:
+    """The named columns one at a time, each released once the caller moves on.
+
+    A Parquet file is read column by column (only one column's values are in memory at a
+    time); any other source is read as by :func:`read_columns` and its Arrow columns are
+    converted and dropped one after the other. Errors (missing file or column, unreadable
+    file) are raised here, before the first column is yielded.
+
+    Returns
+    -------
+    n_rows : int
+    columns : iterator of :class:`Column`, in the order of ``columns``
+    """
+    columns = list(dict.fromkeys(columns))
+    if not isinstance(source, str | os.PathLike):
+        out, n_rows = read_columns(source, columns)
+        return n_rows, (out.pop(name) for name in columns)
+    path = _resolve_path(source)
+    if _is_parquet(path) and path.is_file():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            parquet = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InputError(f"{path.name}: could not be read ({first})") from exc
+        check_present(columns, parquet.schema_arrow.names, path.name)
+
+        def parquet_columns() -> Iterator[Column]:
+            for name in columns:
+                try:
+                    chunked = parquet.read(columns=[name]).column(0)
+                except (pa.ArrowInvalid, OSError) as exc:
+                    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise InputError(f"{path.name}: could not be read ({first})") from exc
+                yield arrow_column(name, chunked)
+                del chunked
+
+        return parquet.metadata.num_rows, parquet_columns()
+    table = _read_arrow(path, columns)
+    arrays = {name: table.column(name) for name in columns}
+    n_rows = table.num_rows
+    del table
+    return n_rows, (arrow_column(name, arrays.pop(name)) for name in columns)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..exceptions import InputError, MemoryLimitError, ParameterError
 from . import _cells
-from .io import read_columns, source_name
+from .io import iter_columns, source_name
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "memory_limit", "check_memory"]
 
@@ -229,13 +229,28 @@ class Microdata:
             if unknown:
                 raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
         wanted = list(keys) + [c for c in (weights, household) if c is not None]
-        columns, n = read_columns(source, wanted)
+        # one column at a time, each coded and its raw values released before the next
+        # is read: memory holds the codes plus one raw column (issue 20)
+        n, columns = iter_columns(source, wanted)
         if n == 0:
             raise InputError(f"{source_name(source)}: no records (the sample is empty)")
 
         codes, lv = [], []
-        for name in keys:
-            col = columns[name]
+        w = hh = None
+        for col in columns:
+            name = col.name
+            if name == weights:
+                w = _validate_weights(weights, col)
+                continue
+            if name == household:
+                if col.missing is not None:
+                    row = int(np.flatnonzero(col.missing)[0])
+                    raise InputError(f"household column {household!r} is missing at row "
+                                     f"{row + 1}")
+                hh, _ = _cells.encode_column(household, col.values, None, levels=None,
+                                             missing_policy="error", max_levels=None)
+                hh = hh.astype(np.int64)
+                continue
             c, levs = _cells.encode_column(
                 name,
                 col.values,
@@ -244,22 +259,9 @@ class Microdata:
                 missing_policy=missing,
                 max_levels=max_levels,
             )
+            del col
             codes.append(c)
             lv.append(levs)
-
-        w = None
-        if weights is not None:
-            w = _validate_weights(weights, columns[weights])
-        hh = None
-        if household is not None:
-            col = columns[household]
-            if col.missing is not None:
-                row = int(np.flatnonzero(col.missing)[0])
-                raise InputError(f"household column {household!r} is missing at row {row + 1}")
-            hh, _ = _cells.encode_column(
-                household, col.values, None, levels=None, missing_policy="error", max_levels=None
-            )
-            hh = hh.astype(np.int64)
 
         big_n, how = resolve_population_size(n, w, population_size, sampling_fraction)
         return cls(
@@ -524,7 +526,7 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         population (the sample does not come from it).
     """
     md = microdata
-    ids, bound = _cells.cell_ids(md.codes, md.n_levels)
+    ids, bound = _cells.cell_ids(md.codes, md.n_levels, narrow=True)
     cells, counts, record_cell = _cells.observed_cells(ids, bound)
     del ids
     if not md.codes:
