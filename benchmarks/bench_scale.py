@@ -14,7 +14,9 @@ K = 1.09e10 (the shapes of ``bench_outofcore.py``).
 
 ``run`` starts ``python -m sdcrisk assess FILE --keys ... --population-size N --format json``
 as a fresh process under ``/usr/bin/time -v`` (the sources of this checkout first on
-PYTHONPATH) and prints wall seconds and peak resident memory (Arrow's allocations included),
+PYTHONPATH) and prints wall seconds, CPU seconds (user + system: the figure to compare on a
+shared machine, where wall time follows the load) and peak resident memory (Arrow's
+allocations included),
 with the answer's tau1, tau2 and observed cells. ``--profile`` runs it under cProfile
 instead and prints the top functions by cumulative time.
 """
@@ -82,11 +84,15 @@ def generate(path: Path, rows: int, n_keys: int, *, chunk: int = 5_000_000,
     return time.perf_counter() - t0
 
 
-def _time_v(stderr: str) -> tuple[float, int]:
+def _time_v(stderr: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS bytes from ``time -v``."""
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", stderr)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", stderr).group(1))
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", stderr).group(1))
     h, m, s = wall.groups()
-    return int(h or 0) * 3600 + int(m) * 60 + float(s), int(rss.group(1)) * 1024
+    return (int(h or 0) * 3600 + int(m) * 60 + float(s), user + system,
+            int(rss.group(1)) * 1024)
 
 
 def run(path: Path, n_keys: int, method: str | None, population: float, extra: list[str],
@@ -105,17 +111,18 @@ def run(path: Path, n_keys: int, method: str | None, population: float, extra: l
 
             pstats.Stats(prof.name).sort_stats("cumulative").print_stats(40)
         return {}
+    load = os.getloadavg()[0]
     out = subprocess.run(["/usr/bin/time", "-v", sys.executable, *args], env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(out.stderr[-3000:])
-    seconds, peak = _time_v(out.stderr)
+    seconds, cpu, peak = _time_v(out.stderr)
     d = json.loads(out.stdout)
     m = d["measures"]
-    return {"rows": d["table"]["n"] if "table" in d else None, "method": d.get("method"),
-            "seconds": round(seconds, 2), "peak_rss_gib": round(peak / 1024**3, 3),
+    return {"method": d.get("method"), "wall_s": round(seconds, 2), "cpu_s": round(cpu, 2),
+            "peak_rss_gib": round(peak / 1024**3, 3), "load_before": round(load, 1),
             "tau1": m["tau1"]["estimate"], "tau2": m["tau2"]["estimate"],
-            "cells": d.get("table", {}).get("n_cells")}
+            "cells": d.get("observed_cells")}
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@ import json
 
 from .._version import __version__
 from ..analyses.methods import get_estimator
-from ..data.table import tabulate
+from ..data.table import tabulate, tabulate_source
 from ..exceptions import ParameterError
 from ._common import (
     add_fail_above,
@@ -35,7 +35,8 @@ def register(sub) -> None:
     a.add_argument("--out-of-core", action="store_true",
                    help="tabulate the file in two streaming passes without loading it "
                    "(CSV/Parquet larger than memory; see docs/scale.md); the result is the "
-                   "in-memory one")
+                   "in-memory one. Chosen automatically when the file would not fit the "
+                   "memory limit (SDCRISK_MEMORY_LIMIT)")
     a.set_defaults(run=_assess)
 
 
@@ -62,6 +63,25 @@ def _out_of_core_table(args):
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
         levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
     return table if source is None else dataclasses.replace(table, source=source)
+
+
+def _sample_table(args, out_of_core: bool):
+    """The sample's CellTable: streamed from the file (``--out-of-core``, or chosen because
+    the file would not fit the memory limit), else read in memory one column at a time."""
+    if out_of_core:
+        return _out_of_core_table(args)
+    if getattr(args, "household_size", None) is not None:
+        return tabulate(sample_microdata(args))
+    data_defaults(args)
+    from ..data.outofcore import needs_out_of_core
+
+    if not str(args.data).startswith("example:") and needs_out_of_core(
+            args.data, parse_keys(args.keys), weights=args.weights, household=args.household):
+        return _out_of_core_table(args)
+    return tabulate_source(
+        args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
 
 
 def _where(args) -> str | None:
@@ -102,7 +122,7 @@ def _assess(args) -> str:
         return text
     if args.method == "loglinear":
         _warm_up_in_background()
-    table = _out_of_core_table(args) if out_of_core else tabulate(sample_microdata(args))
+    table = _sample_table(args, out_of_core)
     est = get_estimator(args.method, **options_for(args))
     limits = parse_limits(args.fail_above)
     where = _where(args)

@@ -130,7 +130,7 @@ def _unique_triples(f, r, p):
         del code
     out, stride = [], 1
     digits = {}
-    for values, index in reversed(varying):
+    for values, _ in reversed(varying):
         digits[id(values)] = (uniq // stride) % len(values)
         stride *= len(values)
     for values, index in coords:

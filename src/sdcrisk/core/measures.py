@@ -207,10 +207,10 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
         r = np.sort(values)[::-1]
         w = None
     else:  # cells share few distinct risks: work on those, weighted by their records
-        distinct, inverse = np.unique(values, return_inverse=True)
-        w = np.bincount(inverse.ravel(), weights=counts, minlength=len(distinct))[::-1]
+        distinct = np.unique(values)
+        w = np.bincount(np.searchsorted(distinct, values), weights=counts,
+                        minlength=len(distinct))[::-1]
         r = distinct[::-1]
-        del inverse
     n = len(r) if w is None else float(w.sum())
     target = max_global_risk * n
     total = float(np.sum(r)) if w is None else float(np.dot(w, r))

@@ -20,15 +20,19 @@ MISSING_LABEL = None  # the level that stands for a missing value under missing=
 # than the number of records; otherwise observed cells are found by sorting.
 DENSE_MAX_CELLS = 1 << 27
 _INT_RANGE_LOOKUP = 1 << 24
-_CODE_BLOCK = 1 << 20  # records coded at a time (8 MB of int64 temporaries)
+CODE_BLOCK = 1 << 20  # records coded at a time (8 MB of int64 temporaries)
 
 
-def _code_dtype(n_levels: int):
+def code_dtype(n_levels: int):
+    """The narrowest signed integer dtype for codes 0..n_levels-1."""
     if n_levels <= np.iinfo(np.int8).max:
         return np.int8
     if n_levels <= np.iinfo(np.int16).max:
         return np.int16
     return np.int32
+
+
+_code_dtype = code_dtype  # the name analyses/recommend.py uses
 
 
 def _format_value(value) -> str:
@@ -104,7 +108,7 @@ def encode_column(
         )
     if n and d == 0:
         raise InputError(f"column {name!r} has no levels")
-    return codes.astype(_code_dtype(max(d, 1)), copy=False), level_tuple
+    return codes.astype(code_dtype(max(d, 1)), copy=False), level_tuple
 
 
 def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray | None):
@@ -116,19 +120,19 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
         # temporary (at 3e7 records that was 240 MB a key; issue 20)
         n = len(values)
         seen = np.zeros(hi - lo + 1, bool)
-        for s in range(0, n, _CODE_BLOCK):
-            block = values[s:s + _CODE_BLOCK].astype(np.int64)
+        for s in range(0, n, CODE_BLOCK):
+            block = values[s:s + CODE_BLOCK].astype(np.int64)
             block -= lo
-            seen[block if present is None else block[present[s:s + _CODE_BLOCK]]] = True
+            seen[block if present is None else block[present[s:s + CODE_BLOCK]]] = True
         level_values = np.flatnonzero(seen) + lo
-        lookup = (np.cumsum(seen) - 1).astype(_code_dtype(len(level_values) + 1))
+        lookup = (np.cumsum(seen) - 1).astype(code_dtype(len(level_values) + 1))
         codes = np.empty(n, lookup.dtype)
-        for s in range(0, n, _CODE_BLOCK):
-            block = values[s:s + _CODE_BLOCK].astype(np.int64)
+        for s in range(0, n, CODE_BLOCK):
+            block = values[s:s + CODE_BLOCK].astype(np.int64)
             block -= lo
             if present is not None:
-                block[~present[s:s + _CODE_BLOCK]] = 0
-            codes[s:s + _CODE_BLOCK] = lookup[block]
+                block[~present[s:s + CODE_BLOCK]] = 0
+            codes[s:s + CODE_BLOCK] = lookup[block]
         return codes, tuple(int(v) for v in level_values)
     else:
         level_values, inv = np.unique(vals, return_inverse=True)
@@ -203,7 +207,7 @@ def _normalise(v):
 # mixed-radix arithmetic stay in cache instead of streaming n-long arrays once per key.
 _BLOCK = 1 << 15
 # Mixed-radix ids are kept below this; past it partial ids are compressed to ranks.
-_ID_LIMIT = 1 << 62
+ID_LIMIT = 1 << 62
 # records counted at a time by observed_cells (a 32 MB intp copy per block)
 _COUNT_BLOCK = 1 << 22
 
@@ -214,7 +218,7 @@ def _radices(radices: Sequence[int]) -> list[int]:
 
 def is_mixed_radix(radices: Sequence[int]) -> bool:
     """Whether :func:`cell_ids` returns plain mixed-radix ids (no rank compression)."""
-    return math.prod(_radices(radices)) < _ID_LIMIT
+    return math.prod(_radices(radices)) < ID_LIMIT
 
 
 def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int], *,
@@ -235,13 +239,13 @@ def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int], *,
     bound = 1
     i, n_cols = 0, len(columns)
     while i < n_cols:
-        if bound > 1 and bound * radices[i] >= _ID_LIMIT:
+        if bound > 1 and bound * radices[i] >= ID_LIMIT:
             uniq, inv = np.unique(ids, return_inverse=True)
             ids = inv.astype(np.int64).ravel()
             bound = len(uniq)
         # take the longest run of columns whose ids stay below the limit
         j, end = i + 1, bound * radices[i]
-        while j < n_cols and end * radices[j] < _ID_LIMIT:
+        while j < n_cols and end * radices[j] < ID_LIMIT:
             end *= radices[j]
             j += 1
         last = j == n_cols
@@ -280,7 +284,7 @@ def _mixed_radix(prefix, columns, radices, bound, n, dtype=np.int64) -> np.ndarr
 def decode_cells(cells: np.ndarray, radices: Sequence[int], dtype) -> np.ndarray:
     """Level codes (n_cells, J) of mixed-radix cell ids (only when :func:`is_mixed_radix`)."""
     radices = _radices(radices)
-    if math.prod(radices) >= _ID_LIMIT:
+    if math.prod(radices) >= ID_LIMIT:
         raise ValueError("decode_cells: ids of this key space are compressed ranks")
     m, n_keys = len(cells), len(radices)
     out = np.empty((m, n_keys), dtype)

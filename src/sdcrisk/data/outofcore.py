@@ -44,7 +44,7 @@ from . import _cells
 from .io import arrow_column, check_present
 from .table import DEFAULT_MAX_LEVELS, CellTable, resolve_population_size
 
-__all__ = ["tabulate_file"]
+__all__ = ["tabulate_file", "tabulate_path", "needs_out_of_core", "in_memory_bytes"]
 
 RecordCell = Literal["memmap", "memory"]
 _COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
@@ -454,3 +454,90 @@ def _record_map(n: int, dtype, how: str, workdir) -> np.ndarray:
         except OSError:  # pragma: no cover - Windows keeps the file until unmapped
             pass
     return mm
+
+
+#: bytes a record costs the in-memory path beyond its raw key values: the int32 cell id
+#: that becomes the record map, one key's codes and the coding blocks
+_IN_MEMORY_RECORD_BYTES = 8
+_CSV_ROW_SAMPLE = 1 << 20
+
+
+def in_memory_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | None:
+    """Bytes :func:`sdcrisk.data.table.tabulate_source` needs for ``columns`` of a file.
+
+    A Parquet file is read one column at a time: the widest column twice (Arrow's and
+    NumPy's copy; text counts 16 bytes a value) plus 8 bytes a record. A CSV file is parsed
+    whole: 8 bytes a record per column plus the same 8; its record count is estimated from
+    the first MiB (compressed files count five times their size). None for what is not a
+    file (a folder is streamed).
+    """
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    if p.suffix.lower() in (".parquet", ".pq"):
+        try:
+            meta = pq.ParquetFile(p)
+        except Exception:  # noqa: BLE001 - unreadable: the reader reports it properly
+            return None
+        schema = meta.schema_arrow
+        widths = [_value_bytes(schema.field(c).type) for c in columns if c in schema.names]
+        rows = meta.metadata.num_rows
+        return rows * (2 * max(widths, default=8) + _IN_MEMORY_RECORD_BYTES)
+    size = p.stat().st_size
+    compressed = p.suffix.lower() in (".gz", ".bz2", ".zst", ".lz4", ".xz")
+    with open(p, "rb") as fh:
+        head = fh.read(_CSV_ROW_SAMPLE) if not compressed else b""
+    lines = max(head.count(b"\n"), 1)
+    rows = (5 * size) // 8 if compressed else size * lines // max(len(head), 1)
+    return rows * (8 * len(columns) + _IN_MEMORY_RECORD_BYTES)
+
+
+def _value_bytes(typ) -> int:
+    """Bytes a value of an Arrow type takes in memory (16 for text and other variable widths)."""
+    try:
+        return max(typ.bit_width // 8, 1)
+    except ValueError:
+        return 16
+
+
+def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
+                      weights: str | None = None, household: str | None = None,
+                      limit: int | None = None) -> bool:
+    """Whether ``path`` should be streamed: a folder of Parquet parts, or a file whose
+    in-memory tabulation (:func:`in_memory_bytes`) exceeds the memory limit
+    (``limit``, default :func:`sdcrisk.data.table.memory_limit`: ``SDCRISK_MEMORY_LIMIT``,
+    else 8 GiB)."""
+    from .table import memory_limit
+
+    p = Path(path)
+    if p.is_dir():
+        return True
+    columns = list(keys) + [c for c in (weights, household) if c]
+    need = in_memory_bytes(p, columns)
+    if need is None:
+        return False
+    return need > (memory_limit() if limit is None else int(limit))
+
+
+def tabulate_path(path: str | os.PathLike, keys: Sequence[str] | str, *,
+                  out_of_core: bool | None = None, **options) -> CellTable:
+    """Tabulate a file in memory, or stream it when it would not fit (or when asked).
+
+    ``out_of_core=None`` (default) decides with :func:`needs_out_of_core`: a folder of
+    Parquet parts, or a file whose in-memory tabulation needs more than the memory limit
+    (``SDCRISK_MEMORY_LIMIT``), goes through :func:`tabulate_file`; anything else through
+    :func:`sdcrisk.data.table.tabulate_source`. ``True``/``False`` force the choice. Both
+    give the same table; ``options`` are those of :meth:`sdcrisk.Microdata.from_source`.
+    """
+    from .table import tabulate_source
+
+    names = [k.strip() for k in keys.split(",") if k.strip()] if isinstance(keys, str) \
+        else list(keys)
+    if out_of_core is None:
+        out_of_core = not str(path).startswith("example:") and needs_out_of_core(
+            path, names, weights=options.get("weights"), household=options.get("household"))
+    if out_of_core:
+        return tabulate_file(path, names, **options)
+    return tabulate_source(path, names, **options)

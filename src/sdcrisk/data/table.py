@@ -23,7 +23,8 @@ from ..exceptions import InputError, MemoryLimitError, ParameterError
 from . import _cells
 from .io import iter_columns, source_name
 
-__all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "memory_limit", "check_memory"]
+__all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
+           "memory_limit", "check_memory"]
 
 MissingPolicy = Literal["category", "error"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
@@ -210,59 +211,9 @@ class Microdata:
         >>> md.n
         10000
         """
-        if isinstance(keys, str):
-            keys = [k.strip() for k in keys.split(",") if k.strip()]
-        keys = tuple(keys)
-        if not keys:
-            raise ParameterError("give at least one key variable")
-        if len(set(keys)) != len(keys):
-            raise ParameterError(f"key variables repeat: {list(keys)}")
-        if missing not in ("category", "error"):
-            raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
-        if max_levels is not None and max_levels < 1:
-            raise ParameterError(f"max_levels={max_levels} must be >= 1")
-        for opt in (weights, household):
-            if opt is not None and opt in keys:
-                raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
-        if levels:
-            unknown = [k for k in levels if k not in keys]
-            if unknown:
-                raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
-        wanted = list(keys) + [c for c in (weights, household) if c is not None]
-        # one column at a time, each coded and its raw values released before the next
-        # is read: memory holds the codes plus one raw column (issue 20)
-        n, columns = iter_columns(source, wanted)
-        if n == 0:
-            raise InputError(f"{source_name(source)}: no records (the sample is empty)")
-
-        codes, lv = [], []
-        w = hh = None
-        for col in columns:
-            name = col.name
-            if name == weights:
-                w = _validate_weights(weights, col)
-                continue
-            if name == household:
-                if col.missing is not None:
-                    row = int(np.flatnonzero(col.missing)[0])
-                    raise InputError(f"household column {household!r} is missing at row "
-                                     f"{row + 1}")
-                hh, _ = _cells.encode_column(household, col.values, None, levels=None,
-                                             missing_policy="error", max_levels=None)
-                hh = hh.astype(np.int64)
-                continue
-            c, levs = _cells.encode_column(
-                name,
-                col.values,
-                col.missing,
-                levels=None if not levels or name not in levels else levels[name],
-                missing_policy=missing,
-                max_levels=max_levels,
-            )
-            del col
-            codes.append(c)
-            lv.append(levs)
-
+        keys = _check_options(keys, weights, household, levels, missing, max_levels)
+        n, codes, lv, w, hh = _read_coded(source, keys, weights, household, levels, missing,
+                                          max_levels, None)
         big_n, how = resolve_population_size(n, w, population_size, sampling_fraction)
         return cls(
             keys=keys,
@@ -310,6 +261,136 @@ class Microdata:
         big_n, how = resolve_population_size(self.n, self.weights, population_size, None)
         return Microdata(**{**self.__dict__, "population_size": big_n,
                             "population_size_source": how})
+
+
+def _check_options(keys, weights, household, levels, missing, max_levels) -> tuple[str, ...]:
+    """The keys as a tuple, after checking the options of :meth:`Microdata.from_source`."""
+    if isinstance(keys, str):
+        keys = [k.strip() for k in keys.split(",") if k.strip()]
+    keys = tuple(keys)
+    if not keys:
+        raise ParameterError("give at least one key variable")
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"key variables repeat: {list(keys)}")
+    if missing not in ("category", "error"):
+        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+    if max_levels is not None and max_levels < 1:
+        raise ParameterError(f"max_levels={max_levels} must be >= 1")
+    for opt in (weights, household):
+        if opt is not None and opt in keys:
+            raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
+    if levels:
+        unknown = [k for k in levels if k not in keys]
+        if unknown:
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+    return keys
+
+
+class _Fold:
+    """Mixed-radix cell ids folded in as each key is coded (``ids = ids * d + code``), so
+    the key codes are never all held: the one n-long array is the ids (int32 while K
+    < 2^31). ``overflow`` is set when K reaches 2^62 (ids would need rank compression)."""
+
+    def __init__(self):
+        self.n, self.ids, self.bound, self.overflow = 0, None, 1, False
+
+    def add(self, codes: np.ndarray, d: int) -> None:
+        d = max(int(d), 1)
+        bound = self.bound * d
+        if bound >= _cells.ID_LIMIT:
+            self.overflow = True
+            return
+        if self.ids is None:
+            self.ids = codes.astype(np.int32 if bound < (1 << 31) else np.int64)
+        else:
+            if bound >= (1 << 31) and self.ids.dtype == np.int32:
+                self.ids = self.ids.astype(np.int64)
+            block = _cells.CODE_BLOCK
+            for s in range(0, self.n, block):
+                x = self.ids[s:s + block]
+                x *= d
+                x += codes[s:s + block]
+        self.bound = bound
+
+
+def _read_coded(source, keys, weights, household, levels, missing, max_levels, fold):
+    """Read and code the columns of :meth:`Microdata.from_source`, one at a time.
+
+    Each column is coded and its raw values released before the next is read (issue 20).
+    With a :class:`_Fold`, key codes go into its cell ids instead of the returned list.
+    """
+    wanted = list(keys) + [c for c in (weights, household) if c is not None]
+    n, columns = iter_columns(source, wanted)
+    if n == 0:
+        raise InputError(f"{source_name(source)}: no records (the sample is empty)")
+    if fold is not None:
+        fold.n = n
+    codes, lv = [], []
+    w = hh = None
+    for col in columns:
+        name = col.name
+        if name == weights:
+            w = _validate_weights(weights, col)
+            continue
+        if name == household:
+            if col.missing is not None:
+                row = int(np.flatnonzero(col.missing)[0])
+                raise InputError(f"household column {household!r} is missing at row {row + 1}")
+            hh, _ = _cells.encode_column(household, col.values, None, levels=None,
+                                         missing_policy="error", max_levels=None)
+            hh = hh.astype(np.int64)
+            continue
+        c, levs = _cells.encode_column(
+            name,
+            col.values,
+            col.missing,
+            levels=None if not levels or name not in levels else levels[name],
+            missing_policy=missing,
+            max_levels=max_levels,
+        )
+        del col
+        lv.append(levs)
+        if fold is None:
+            codes.append(c)
+        else:
+            fold.add(c, len(levs))
+            if fold.overflow:
+                return n, None, lv, w, hh
+        del c
+    return n, codes, lv, w, hh
+
+
+_SOURCE_OPTIONS = {"weights", "household", "population_size", "sampling_fraction", "levels",
+                   "missing", "max_levels"}
+
+
+def tabulate_source(source: Any, keys: Sequence[str] | str, **options) -> CellTable:
+    """``tabulate(Microdata.from_source(source, keys, **options))`` in less memory.
+
+    The key codes are folded into cell ids as each column is read, so memory holds one
+    n-long id array (int32 while K < 2^31, which becomes the record -> cell map) and one
+    raw column, not a code array per key: at 3e7 records and 8 keys, 0.4 GB less than
+    building the :class:`Microdata` first. Same options, same table (levels, cell order,
+    counts, record map, weights, households, N). Key spaces of 2^62 cells or more fall back
+    to :meth:`Microdata.from_source` and :func:`tabulate`.
+    """
+    unknown = set(options) - _SOURCE_OPTIONS
+    if unknown:
+        raise ParameterError(f"tabulate_source() got an unknown option {sorted(unknown)[0]!r}")
+    names = _check_options(keys, options.get("weights"), options.get("household"),
+                           options.get("levels"), options.get("missing", "category"),
+                           options.get("max_levels", DEFAULT_MAX_LEVELS))
+    fold = _Fold()
+    n, _, lv, w, hh = _read_coded(
+        source, names, options.get("weights"), options.get("household"),
+        options.get("levels"), options.get("missing", "category"),
+        options.get("max_levels", DEFAULT_MAX_LEVELS), fold)
+    if fold.overflow:
+        return tabulate(Microdata.from_source(source, names, **options))
+    big_n, how = resolve_population_size(n, w, options.get("population_size"),
+                                         options.get("sampling_fraction"))
+    return _table_from_ids(fold.ids, fold.bound, names, tuple(lv), w, hh, big_n, how,
+                           source_name(source))
 
 
 def _validate_weights(name: str, col) -> np.ndarray:
@@ -526,6 +607,33 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         population (the sample does not come from it).
     """
     md = microdata
+    if population is not None or not _cells.is_mixed_radix(md.n_levels) or not md.codes:
+        return _tabulate_codes(md, population)
+    ids, bound = _cells.cell_ids(md.codes, md.n_levels, narrow=True)
+    return _table_from_ids(ids, bound, md.keys, md.levels, md.weights, md.household,
+                           md.population_size, md.population_size_source, md.source)
+
+
+def _table_from_ids(ids, bound, keys, levels, weights, household, population_size,
+                    population_size_source, source) -> CellTable:
+    """The CellTable of mixed-radix record ids (``ids`` may become the record map)."""
+    cells, counts, record_cell = _cells.observed_cells(ids, bound)
+    del ids
+    n_levels = tuple(len(lv) for lv in levels)
+    dtype = _cells.code_dtype(max(n_levels))
+    cell_codes = _cells.decode_cells(cells, n_levels, dtype)
+    weight_sums = inclusion_sums = None
+    if weights is not None:
+        weight_sums = np.bincount(record_cell, weights=weights, minlength=len(cells))
+        inclusion_sums = np.bincount(record_cell, weights=1.0 / weights, minlength=len(cells))
+    return CellTable(
+        keys=keys, levels=levels, cell_codes=cell_codes, counts=counts.astype(np.int64),
+        weight_sums=weight_sums, record_cell=record_cell, household=household,
+        population_size=population_size, population_size_source=population_size_source,
+        population=None, source=source, inclusion_sums=inclusion_sums)
+
+
+def _tabulate_codes(md: Microdata, population: Microdata | None) -> CellTable:
     ids, bound = _cells.cell_ids(md.codes, md.n_levels, narrow=True)
     cells, counts, record_cell = _cells.observed_cells(ids, bound)
     del ids
