@@ -208,3 +208,70 @@ def test_cli_assess_streams_when_the_file_does_not_fit(parquet_file, monkeypatch
             in_memory["measures"][name]["estimate"], rel=1e-12)
     assert streamed["provenance"]["input_fingerprint"] == \
         in_memory["provenance"]["input_fingerprint"]
+
+
+@pytest.fixture
+def parquet_folder(tmp_path):
+    """Three Parquet parts (one in a sub-folder) of 8 keys' worth of census-like data."""
+    rng = np.random.default_rng(5)
+    folder = tmp_path / "parts"
+    (folder / "y=2").mkdir(parents=True)
+    for i, where in enumerate(["a.parquet", "b.parquet", "y=2/c.parquet"]):
+        n = 4000 + 1000 * i
+        data = {"sex": rng.integers(1, 3, n), "age": rng.integers(0, 40 + 10 * i, n),
+                "region": rng.choice(np.array(["n", "s", "e", "w"]), n),
+                "w": rng.uniform(1, 20, n)}
+        pq.write_table(pa.table(data), folder / where, row_group_size=1500)
+    return folder
+
+
+def test_tabulate_parts_serial_equals_local(parquet_folder):
+    from sdcrisk import tabulate_file, tabulate_parts
+
+    keys = ["sex", "age", "region"]
+    local = tabulate_file(parquet_folder, keys, weights="w", population_size=1e6,
+                          batch_rows=1000, record_cell="memory")
+    parts = tabulate_parts(parquet_folder, keys, weights="w", population_size=1e6,
+                           executor="serial", batch_rows=1000)
+    assert_same_table(local, parts, exact_weights=False)
+    assert parts.n == 15_000 and local.counts.sum() == 15_000
+    # the ages 40-59 occur only in the later parts: levels come from all parts
+    assert parts.levels[1] == tuple(range(60))
+
+
+def test_tabulate_parts_on_a_two_worker_local_cluster(parquet_folder):
+    distributed = pytest.importorskip("dask.distributed")
+    from sdcrisk import tabulate_file, tabulate_parts
+
+    keys = ["sex", "age", "region"]
+    local = tabulate_file(parquet_folder, keys, population_size=2e5, record_cell="memory")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = tabulate_parts(parquet_folder, keys, population_size=2e5, executor=client)
+    assert_same_table(local, remote)
+    from sdcrisk import NegativeBinomialRisk
+
+    a = NegativeBinomialRisk().fit(local).measures
+    b = NegativeBinomialRisk().fit(remote).measures
+    assert a["tau1"].estimate == b["tau1"].estimate
+    assert a["tau2"].estimate == b["tau2"].estimate
+
+
+def test_cli_assess_folder_on_a_scheduler(parquet_folder, capsys):
+    import json
+
+    distributed = pytest.importorskip("dask.distributed")
+    from sdcrisk.cli import main
+
+    argv = ["assess", str(parquet_folder), "--keys", "sex,age,region", "--population-size",
+            "200000", "--method", "nb", "--format", "json"]
+    assert main([*argv, "--out-of-core"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert remote["provenance"]["input_fingerprint"] == local["provenance"]["input_fingerprint"]
+    assert remote["measures"]["tau1"] == local["measures"]["tau1"]
+    assert remote["provenance"]["executor"].startswith("dask")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .._version import __version__
 from ..analyses.methods import get_estimator
@@ -68,6 +69,10 @@ def _out_of_core_table(args):
 def _sample_table(args, out_of_core: bool):
     """The sample's CellTable: streamed from the file (``--out-of-core``, or chosen because
     the file would not fit the memory limit), else read in memory one column at a time."""
+    if (getattr(args, "scheduler", None) is not None and args.household is None
+            and getattr(args, "household_size", None) is None
+            and Path(str(args.data)).is_dir()):
+        return _cluster_table(args)
     if out_of_core:
         return _out_of_core_table(args)
     if getattr(args, "household_size", None) is not None:
@@ -80,6 +85,18 @@ def _sample_table(args, out_of_core: bool):
         return _out_of_core_table(args)
     return tabulate_source(
         args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+
+
+def _cluster_table(args):
+    """``assess FOLDER --scheduler ADDR``: the folder's Parquet parts tabulated on the
+    cluster's workers (:func:`sdcrisk.runtime.tabulate_parts.tabulate_parts`)."""
+    from ..runtime.tabulate_parts import tabulate_parts
+
+    data_defaults(args)
+    return tabulate_parts(
+        args.data, parse_keys(args.keys), executor=args.scheduler, weights=args.weights,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
         levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
 
