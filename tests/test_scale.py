@@ -246,7 +246,7 @@ def test_tabulate_parts_on_a_two_worker_local_cluster(parquet_folder):
     keys = ["sex", "age", "region"]
     local = tabulate_file(parquet_folder, keys, population_size=2e5, record_cell="memory")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = tabulate_parts(parquet_folder, keys, population_size=2e5, executor=client)
     assert_same_table(local, remote)
@@ -269,9 +269,39 @@ def test_cli_assess_folder_on_a_scheduler(parquet_folder, capsys):
     assert main([*argv, "--out-of-core"]) == 0
     local = json.loads(capsys.readouterr().out)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
     remote = json.loads(capsys.readouterr().out)
     assert remote["provenance"]["input_fingerprint"] == local["provenance"]["input_fingerprint"]
     assert remote["measures"]["tau1"] == local["measures"]["tau1"]
     assert remote["provenance"]["executor"].startswith("dask")
+
+
+@pytest.mark.parametrize("options", [{}, {"weights": "w", "population_size": 1e6}])
+def test_duckdb_pass_equals_arrow_pass(parquet_file, tmp_path, options):
+    pytest.importorskip("duckdb")
+    from sdcrisk import tabulate_file
+
+    path, data = parquet_file
+    # a dictionary-encoded text column and a float key with NaN (missing) as well
+    table = pa.table(data).append_column("region_dict",
+                                         pa.array(data["region"]).dictionary_encode())
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path, row_group_size=900)
+    keys = ["sex", "age", "region_dict", "tenure"]
+    arrow = tabulate_file(path, keys, engine="pyarrow", record_cell="memory", **options)
+    duck = tabulate_file(path, keys, engine="duckdb", record_cell="memory", **options)
+    assert_same_table(arrow, duck, exact_weights=False)
+    assert None in duck.levels[1]  # the NaN ages are the missing level
+    want = tabulate(Microdata.from_source(path, keys, **options))
+    assert_same_table(want, duck, exact_weights=False)
+
+
+def test_duckdb_pass_leaves_row_errors_to_the_arrow_pass(parquet_file):
+    pytest.importorskip("duckdb")
+    from sdcrisk import tabulate_file
+    from sdcrisk.exceptions import InputError
+
+    path, _ = parquet_file
+    with pytest.raises(InputError, match=r"column 'age' has missing values \(first at row 3\)"):
+        tabulate_file(path, ["sex", "age"], missing="error", engine="duckdb")
