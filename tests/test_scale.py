@@ -305,3 +305,16 @@ def test_duckdb_pass_leaves_row_errors_to_the_arrow_pass(parquet_file):
     path, _ = parquet_file
     with pytest.raises(InputError, match=r"column 'age' has missing values \(first at row 3\)"):
         tabulate_file(path, ["sex", "age"], missing="error", engine="duckdb")
+
+
+def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
+    # integer keys whose statistics bound K above 2^31: int64 ids, sorted (+28 bytes)
+    rng = np.random.default_rng(0)
+    data = {f"k{j}": rng.integers(0, 100_000, 1000) for j in range(3)}
+    data["small"] = rng.integers(0, 5, 1000).astype(np.int8)
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table(data), path)
+    assert outofcore.in_memory_bytes(path, ["k0", "k1", "k2"]) == 1000 * (2 * 8 + 8 + 28)
+    assert outofcore.in_memory_bytes(path, ["small"]) == 1000 * (2 * 1 + 8)
+    # weights or household columns do not count as keys in the bound
+    assert outofcore.in_memory_bytes(path, ["small"], ["k0"]) == 1000 * (2 * 8 + 8)

@@ -697,13 +697,19 @@ def _record_map(n: int, dtype, how: str, workdir) -> np.ndarray:
 #: that becomes the record map, one key's codes and the coding blocks
 _IN_MEMORY_RECORD_BYTES = 8
 _CSV_ROW_SAMPLE = 1 << 20
+#: extra bytes a record when the key space needs int64 ids found by sorting (K >= 2^31)
+_SORTED_RECORD_BYTES = 28
 
 
-def in_memory_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | None:
-    """Bytes :func:`sdcrisk.data.table.tabulate_source` needs for ``columns`` of a file.
+def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
+                    others: Sequence[str] = ()) -> int | None:
+    """Bytes :func:`sdcrisk.data.table.tabulate_source` needs for ``keys`` (and the
+    ``others`` columns: weights, household) of a file.
 
     A Parquet file is read one column at a time: the widest column twice (Arrow's and
-    NumPy's copy; text counts 16 bytes a value) plus 8 bytes a record. A CSV file is parsed
+    NumPy's copy; text counts 16 bytes a value) plus 8 bytes a record, plus 28 when the
+    key space (bounded from the column statistics) reaches 2^31 cells and the int64 cell
+    ids are sorted. A CSV file is parsed
     whole: 8 bytes a record per column plus the same 8; its record count is estimated from
     the first MiB (compressed files count five times their size). None for what is not a
     file (a folder is streamed).
@@ -713,6 +719,7 @@ def in_memory_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | No
     p = Path(path)
     if not p.is_file():
         return None
+    columns = list(keys) + list(others)
     if p.suffix.lower() in (".parquet", ".pq"):
         try:
             meta = pq.ParquetFile(p)
@@ -721,7 +728,12 @@ def in_memory_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | No
         schema = meta.schema_arrow
         widths = [_value_bytes(schema.field(c).type) for c in columns if c in schema.names]
         rows = meta.metadata.num_rows
-        return rows * (2 * max(widths, default=8) + _IN_MEMORY_RECORD_BYTES)
+        per_record = 2 * max(widths, default=8) + _IN_MEMORY_RECORD_BYTES
+        if _key_space_bound(meta, keys) >= (1 << 31):
+            # int64 ids, found by sorting: the ids, the sort's permutation and sorted copy,
+            # and the inverse (8 bytes each)
+            per_record += _SORTED_RECORD_BYTES
+        return rows * per_record
     size = p.stat().st_size
     compressed = p.suffix.lower() in (".gz", ".bz2", ".zst", ".lz4", ".xz")
     with open(p, "rb") as fh:
@@ -729,6 +741,35 @@ def in_memory_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | No
     lines = max(head.count(b"\n"), 1)
     rows = (5 * size) // 8 if compressed else size * lines // max(len(head), 1)
     return rows * (8 * len(columns) + _IN_MEMORY_RECORD_BYTES)
+
+
+def _key_space_bound(meta, columns: Sequence[str]) -> int:
+    """An upper bound on K from the Parquet statistics: max - min + 1 for integer columns
+    (plus one for nulls), ``DEFAULT_MAX_LEVELS`` for any other column."""
+    import pyarrow as pa
+
+    schema = meta.schema_arrow
+    bound = 1
+    for c in columns:
+        levels = DEFAULT_MAX_LEVELS
+        if c in schema.names and pa.types.is_integer(schema.field(c).type):
+            j = schema.get_field_index(c)
+            lo = hi = None
+            nulls = 0
+            try:
+                for g in range(meta.metadata.num_row_groups):
+                    st = meta.metadata.row_group(g).column(j).statistics
+                    if st is None or not st.has_min_max:
+                        raise ValueError
+                    lo = st.min if lo is None else min(lo, st.min)
+                    hi = st.max if hi is None else max(hi, st.max)
+                    nulls += st.null_count or 0
+                if lo is not None:
+                    levels = int(hi) - int(lo) + 1 + (nulls > 0)
+            except (ValueError, TypeError):
+                pass
+        bound *= max(levels, 1)
+    return bound
 
 
 def _value_bytes(typ) -> int:
@@ -751,8 +792,7 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     p = Path(path)
     if p.is_dir():
         return True
-    columns = list(keys) + [c for c in (weights, household) if c]
-    need = in_memory_bytes(p, columns)
+    need = in_memory_bytes(p, keys, [c for c in (weights, household) if c])
     if need is None:
         return False
     return need > (memory_limit() if limit is None else int(limit))
