@@ -37,6 +37,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
+sys.path.insert(0, str(HERE))
 SHAPES = {
     8: (("sex", 2), ("age", 91), ("region", 12), ("marital", 7), ("tenure", 6),
         ("health", 4), ("education", 6), ("ethnicity", 5)),
@@ -96,8 +97,8 @@ def _time_v(stderr: str) -> tuple[float, float, int]:
 
 
 def run(path: Path, n_keys: int, method: str | None, population: float, extra: list[str],
-        profile: bool = False) -> dict:
-    keys = ",".join(k for k, _ in SHAPES[n_keys])
+        profile: bool = False, keys: str | None = None) -> dict:
+    keys = keys or ",".join(k for k, _ in SHAPES[n_keys])
     args = ["-m", "sdcrisk", "assess", str(path), "--keys", keys, "--population-size",
             f"{population:.0f}", "--format", "json", *extra]
     if method:
@@ -135,16 +136,29 @@ def main(argv=None) -> int:
     g.add_argument("path")
     g.add_argument("--rows", type=int, default=30_000_000)
     g.add_argument("--keys", type=int, choices=sorted(SHAPES), default=8)
+    g.add_argument("--outofcore-shapes", action="store_true",
+                   help="10 int8 keys drawn as benchmarks/bench_outofcore.py draws them "
+                   "(steeper skew: 25 million cells at 1e8 rows, the file of issue 20's "
+                   "220 s / 4.2 GiB figure)")
     r = sub.add_parser("run")
     r.add_argument("path")
     r.add_argument("--keys", type=int, choices=sorted(SHAPES), default=8)
     r.add_argument("--method", default=None, help="default: the CLI's default (auto)")
+    r.add_argument("--outofcore-shapes", action="store_true",
+                   help="the file has bench_outofcore.py's 10 keys")
     r.add_argument("--population-factor", type=float, default=2.0,
                    help="N = factor x rows (default 2)")
     r.add_argument("--profile", action="store_true")
     r.add_argument("extra", nargs="*", help="more assess arguments (after --)")
     args = p.parse_args(argv)
     path = Path(args.path)
+    if args.cmd == "generate" and args.outofcore_shapes:
+        import bench_outofcore
+
+        s = bench_outofcore.generate(path, args.rows)
+        print(f"generated {args.rows:,} rows x 10 keys (bench_outofcore shapes) in {s:.1f} s "
+              f"({path.stat().st_size / 1e6:.0f} MB)")
+        return 0
     if args.cmd == "generate":
         s = generate(path, args.rows, args.keys)
         print(f"generated {args.rows:,} rows x {args.keys} keys in {s:.1f} s "
@@ -153,8 +167,13 @@ def main(argv=None) -> int:
     import pyarrow.parquet as pq
 
     rows = pq.ParquetFile(path).metadata.num_rows
+    names = None
+    if args.outofcore_shapes:
+        import bench_outofcore
+
+        names = ",".join(bench_outofcore.KEYS)
     res = run(path, args.keys, args.method, args.population_factor * rows, args.extra,
-              args.profile)
+              args.profile, names)
     if res:
         res["rows"] = rows
         print(json.dumps(res))

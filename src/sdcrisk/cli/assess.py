@@ -78,11 +78,12 @@ def _sample_table(args, out_of_core: bool):
     if getattr(args, "household_size", None) is not None:
         return tabulate(sample_microdata(args))
     data_defaults(args)
-    from ..data.outofcore import needs_out_of_core
+    if not str(args.data).startswith("example:"):
+        from ..data.outofcore import needs_out_of_core  # not for the bundled examples
 
-    if not str(args.data).startswith("example:") and needs_out_of_core(
-            args.data, parse_keys(args.keys), weights=args.weights, household=args.household):
-        return _out_of_core_table(args)
+        if needs_out_of_core(args.data, parse_keys(args.keys), weights=args.weights,
+                             household=args.household):
+            return _out_of_core_table(args)
     return tabulate_source(
         args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
