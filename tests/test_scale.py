@@ -13,7 +13,7 @@ import pytest
 from sdcrisk import Microdata, tabulate
 from sdcrisk.core import _nb
 from sdcrisk.core.measures import global_risk_threshold
-from sdcrisk.data import outofcore
+from sdcrisk.data import outofcore, route
 from sdcrisk.data.table import tabulate_source
 
 pa = pytest.importorskip("pyarrow")
@@ -159,7 +159,7 @@ def test_nb_distinct_triples_match_unique_rows():
 def test_out_of_core_chosen_from_memory_limit(parquet_file, monkeypatch):
     path, _ = parquet_file
     keys = ["sex", "age", "region", "tenure"]
-    need = outofcore.in_memory_bytes(path, keys)
+    need = route.in_memory_bytes(path, keys)
     assert need == 3000 * (2 * 16 + 8)  # widest column: text, 16 bytes a value, read twice
     calls = []
     real = outofcore.tabulate_file
@@ -171,16 +171,16 @@ def test_out_of_core_chosen_from_memory_limit(parquet_file, monkeypatch):
     monkeypatch.setattr(outofcore, "tabulate_file", spy)
     want = tabulate(Microdata.from_source(path, keys, weights="w"))
     monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", str(need + 1))
-    assert not outofcore.needs_out_of_core(path, keys)
-    assert_same_table(want, outofcore.tabulate_path(path, keys, weights="w"))
+    assert not route.needs_out_of_core(path, keys)
+    assert_same_table(want, route.tabulate_path(path, keys, weights="w"))
     assert calls == []
     monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "50K")
-    assert outofcore.needs_out_of_core(path, keys)
-    got = outofcore.tabulate_path(path, keys, weights="w")
+    assert route.needs_out_of_core(path, keys)
+    got = route.tabulate_path(path, keys, weights="w")
     assert len(calls) == 1 and isinstance(got.record_cell, np.memmap)
     assert_same_table(want, got, exact_weights=False)
     # a folder of Parquet parts is always streamed
-    assert outofcore.needs_out_of_core(path.parent, keys)
+    assert route.needs_out_of_core(path.parent, keys)
 
 
 def test_cli_assess_streams_when_the_file_does_not_fit(parquet_file, monkeypatch, capsys):
@@ -198,7 +198,7 @@ def test_cli_assess_streams_when_the_file_does_not_fit(parquet_file, monkeypatch
     monkeypatch.setattr(outofcore, "tabulate_file",
                         lambda *a, **k: calls.append(a) or real(*a, **k))
     # below the file's in-memory need (120,000 bytes), above the nb fit's estimate
-    assert outofcore.in_memory_bytes(path, ["sex", "region", "tenure"]) == 120_000
+    assert route.in_memory_bytes(path, ["sex", "region", "tenure"]) == 120_000
     monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "100K")
     assert main(argv) == 0
     streamed = json.loads(capsys.readouterr().out)
@@ -314,7 +314,7 @@ def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
     data["small"] = rng.integers(0, 5, 1000).astype(np.int8)
     path = tmp_path / "wide.parquet"
     pq.write_table(pa.table(data), path)
-    assert outofcore.in_memory_bytes(path, ["k0", "k1", "k2"]) == 1000 * (2 * 8 + 8 + 28)
-    assert outofcore.in_memory_bytes(path, ["small"]) == 1000 * (2 * 1 + 8)
+    assert route.in_memory_bytes(path, ["k0", "k1", "k2"]) == 1000 * (2 * 8 + 8 + 28)
+    assert route.in_memory_bytes(path, ["small"]) == 1000 * (2 * 1 + 8)
     # weights or household columns do not count as keys in the bound
-    assert outofcore.in_memory_bytes(path, ["small"], ["k0"]) == 1000 * (2 * 8 + 8)
+    assert route.in_memory_bytes(path, ["small"], ["k0"]) == 1000 * (2 * 8 + 8)

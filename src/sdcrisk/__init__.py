@@ -79,7 +79,8 @@ if TYPE_CHECKING:
     )
     from .core.result import RiskResult
     from .data.household import household_microdata, household_sizes
-    from .data.outofcore import tabulate_file, tabulate_path
+    from .data.outofcore import tabulate_file
+    from .data.route import tabulate_path
     from .data.table import (
         CellTable,
         Microdata,
@@ -104,7 +105,8 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "data.table": "CellTable Microdata PopulationCounts check_memory tabulate tabulate_source",
-    "data.outofcore": "tabulate_file tabulate_path",
+    "data.outofcore": "tabulate_file",
+    "data.route": "tabulate_path",
     "runtime.tabulate_parts": "tabulate_parts",
     "data.household": "household_microdata household_sizes",
     "core.measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",

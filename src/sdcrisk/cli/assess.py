@@ -79,7 +79,7 @@ def _sample_table(args, out_of_core: bool):
         return tabulate(sample_microdata(args))
     data_defaults(args)
     if not str(args.data).startswith("example:"):
-        from ..data.outofcore import needs_out_of_core  # not for the bundled examples
+        from ..data.route import needs_out_of_core  # not for the bundled examples
 
         if needs_out_of_core(args.data, parse_keys(args.keys), weights=args.weights,
                              household=args.household):
