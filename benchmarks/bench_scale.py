@@ -117,7 +117,8 @@ def run(path: Path, n_keys: int, method: str | None, population: float, extra: l
                          capture_output=True, text=True)
     seconds, cpu, peak = _time_v(out.stderr)
     if out.returncode != 0:  # e.g. the memory guard refused the fit: report how far it got
-        lines = [x for x in out.stderr.splitlines() if x.strip() and not x.startswith("\t")]
+        lines = [x for x in out.stderr.splitlines() if x.strip() and not x.startswith("\t")
+                 and not x.startswith("Command exited")]
         return {"method": method, "exit": out.returncode, "wall_s": round(seconds, 2),
                 "cpu_s": round(cpu, 2), "peak_rss_gib": round(peak / 1024**3, 3),
                 "load_before": round(load, 1), "error": lines[-1][:300] if lines else ""}
