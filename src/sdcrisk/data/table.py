@@ -611,16 +611,19 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         return _tabulate_codes(md, population)
     ids, bound = _cells.cell_ids(md.codes, md.n_levels, narrow=True)
     return _table_from_ids(ids, bound, md.keys, md.levels, md.weights, md.household,
-                           md.population_size, md.population_size_source, md.source)
+                           md.population_size, md.population_size_source, md.source,
+                           np.result_type(*md.codes))
 
 
 def _table_from_ids(ids, bound, keys, levels, weights, household, population_size,
-                    population_size_source, source) -> CellTable:
-    """The CellTable of mixed-radix record ids (``ids`` may become the record map)."""
+                    population_size_source, source, dtype=None) -> CellTable:
+    """The CellTable of mixed-radix record ids (``ids`` may become the record map);
+    ``dtype`` of the cell codes, default that of the key codes ``encode_column`` gives."""
     cells, counts, record_cell = _cells.observed_cells(ids, bound)
     del ids
     n_levels = tuple(len(lv) for lv in levels)
-    dtype = _cells.code_dtype(max(n_levels))
+    if dtype is None:
+        dtype = _cells.code_dtype(max(max(n_levels), 1))
     cell_codes = _cells.decode_cells(cells, n_levels, dtype)
     weight_sums = inclusion_sums = None
     if weights is not None:
