@@ -83,10 +83,12 @@ def tabulate_parts(
 
     Examples
     --------
-    >>> from dask.distributed import Client, LocalCluster            # doctest: +SKIP
-    >>> with Client(LocalCluster(n_workers=2, processes=False)) as client:
-    ...     table = tabulate_parts("census/", ["sex", "age", "region"],
-    ...                            executor=client, population_size=59_597_542)
+    On a cluster (``census/`` a folder of Parquet parts every worker can read)::
+
+        from dask.distributed import Client
+        with Client("tcp://head:8786") as client:
+            table = tabulate_parts("census/", ["sex", "age", "region"],
+                                   executor=client, population_size=59_597_542)
     """
     if isinstance(keys, str):
         keys = [k.strip() for k in keys.split(",") if k.strip()]
