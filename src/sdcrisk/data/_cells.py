@@ -328,3 +328,16 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
     cells, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
     dtype = np.int32 if len(cells) < (1 << 31) else np.int64
     return cells, counts, inverse.ravel().astype(dtype)
+
+
+def cell_counts(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """Observed cell ids (sorted, int64) and their counts, without the record map."""
+    n = len(ids)
+    if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
+        counts = np.zeros(bound, np.int64)
+        for s in range(0, n, _COUNT_BLOCK):
+            counts += np.bincount(ids[s:s + _COUNT_BLOCK], minlength=bound)
+        cells = np.flatnonzero(counts)
+        return cells.astype(np.int64), counts[cells]
+    cells, counts = np.unique(ids, return_counts=True)
+    return cells.astype(np.int64), counts

@@ -13,6 +13,7 @@ import contextvars
 import hashlib
 import math
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -687,13 +688,21 @@ def population_counts(sample: Microdata, population: Microdata,
             f"levels of {bad!r} differ between sample and population; build the sample with "
             "levels=population.levels"
         )
-    # one joint id space for population records and sample cells: ids stay comparable even
-    # when cell_ids had to compress them (key spaces of 2^62 cells or more)
-    joint = [np.concatenate([p, sample_cell_codes[:, j].astype(p.dtype)])
-             for j, p in enumerate(population.codes)]
-    ids, _ = _cells.cell_ids(joint, population.n_levels)
-    pop_ids, samp_ids = ids[: population.n], ids[population.n:]
-    pcells, pcounts = np.unique(pop_ids, return_counts=True)
+    if _cells.is_mixed_radix(population.n_levels):
+        # plain mixed-radix ids: the population's cells are counted once per population
+        # (validation draws many sub-samples of one pseudo-population; issue 20)
+        pcells, pcounts = _population_cells(population)
+        samp_ids, _ = _cells.cell_ids([sample_cell_codes[:, j] for j in
+                                       range(sample_cell_codes.shape[1])],
+                                      population.n_levels)
+    else:
+        # one joint id space for population records and sample cells: ids stay comparable
+        # when cell_ids has to compress them (key spaces of 2^62 cells or more)
+        joint = [np.concatenate([p, sample_cell_codes[:, j].astype(p.dtype)])
+                 for j, p in enumerate(population.codes)]
+        ids, _ = _cells.cell_ids(joint, population.n_levels)
+        pop_ids, samp_ids = ids[: population.n], ids[population.n:]
+        pcells, pcounts = np.unique(pop_ids, return_counts=True)
     pos = np.searchsorted(pcells, samp_ids)
     pos = np.clip(pos, 0, len(pcells) - 1)
     found = pcells[pos] == samp_ids
@@ -711,3 +720,19 @@ def population_counts(sample: Microdata, population: Microdata,
         n_unique=int(np.count_nonzero(pcounts == 1)),
         k_anonymity_violations=kav,
     )
+
+
+#: the observed cells and counts of populations already counted (by identity; dropped with
+#: the population)
+_POPULATION_CELLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _population_cells(population: Microdata) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted mixed-radix ids of a population's observed cells and their counts (cached)."""
+    hit = _POPULATION_CELLS.get(population)
+    if hit is None:
+        ids, bound = _cells.cell_ids(population.codes, population.n_levels, narrow=True)
+        hit = _cells.cell_counts(ids, bound)
+        del ids
+        _POPULATION_CELLS[population] = hit
+    return hit
