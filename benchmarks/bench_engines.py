@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,13 +62,17 @@ def _child(engine: str, path: str, keys: list[str], threads: int, memory: str) -
         import duckdb
 
         spill = tempfile.mkdtemp(prefix="duckdb-spill-")
-        con = duckdb.connect(config={"threads": threads, "memory_limit": memory,
-                                     "temp_directory": spill,
-                                     "preserve_insertion_order": False})
-        cols = ", ".join(f'"{k}"' for k in keys)
-        cells, total = con.execute(
-            f"SELECT count(*), sum(n) FROM (SELECT {cols}, count(*) AS n "
-            f"FROM read_parquet('{path}') GROUP BY ALL)").fetchone()
+        try:
+            con = duckdb.connect(config={"threads": threads, "memory_limit": memory,
+                                         "temp_directory": spill,
+                                         "preserve_insertion_order": False})
+            cols = ", ".join(f'"{k}"' for k in keys)
+            cells, total = con.execute(
+                f"SELECT count(*), sum(n) FROM (SELECT {cols}, count(*) AS n "
+                f"FROM read_parquet('{path}') GROUP BY ALL)").fetchone()
+            con.close()
+        finally:
+            shutil.rmtree(spill, ignore_errors=True)
     elif engine == "polars":
         os.environ["POLARS_MAX_THREADS"] = str(threads)
         import polars as pl
