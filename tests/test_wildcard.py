@@ -168,3 +168,25 @@ def test_leave_one_key_out_recomputes_wildcard_counts():
             df, keys=rest, missing="wildcard", population_size=100)))
         assert rows.loc[key, "expected_reidentifications"] == pytest.approx(
             direct.measures["expected_reidentifications"].estimate, rel=1e-12)
+
+
+def test_assess_passes_wildcard_alpha_and_refuses_out_of_core(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "w.csv"
+    pd.DataFrame({"a": [1, 1, 1, 2, 2, None, 3, 3], "b": [1, 1, 2, 2, 2, 2, None, 1]}).to_csv(
+        path, index=False)
+    base = ["assess", str(path), "--keys", "a,b", "--population-size", "100", "--method",
+            "nb", "--mode", "sdcmicro", "--missing", "wildcard", "--format", "json"]
+    er = {}
+    for alpha in ("1", "0.1"):
+        assert main(base + ["--wildcard-alpha", alpha]) == 0
+        er[alpha] = json.loads(capsys.readouterr().out)["expected_reidentifications"]
+        direct = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(Microdata.from_source(
+            str(path), keys=["a", "b"], missing="wildcard", wildcard_alpha=float(alpha),
+            population_size=100)))
+        assert er[alpha] == pytest.approx(
+            direct.measures["expected_reidentifications"].estimate, rel=1e-12)
+    assert er["1"] != pytest.approx(er["0.1"])
+    assert main(base + ["--out-of-core"]) == 2
+    assert "--out-of-core does not count missing values as wildcards" in capsys.readouterr().err

@@ -80,7 +80,15 @@ if TYPE_CHECKING:
     from .core.result import RiskResult
     from .data.household import household_microdata, household_sizes
     from .data.outofcore import tabulate_file
-    from .data.table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
+    from .data.route import tabulate_path
+    from .data.table import (
+        CellTable,
+        Microdata,
+        PopulationCounts,
+        check_memory,
+        tabulate,
+        tabulate_source,
+    )
     from .estimators import (
         Estimator,
         GraphicalRisk,
@@ -93,10 +101,13 @@ if TYPE_CHECKING:
         bf_risk,
     )
     from .report.charts import plot_tradeoff
+    from .runtime.tabulate_parts import tabulate_parts
 
 _MODULES = {
-    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate",
+    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate tabulate_source",
     "data.outofcore": "tabulate_file",
+    "data.route": "tabulate_path",
+    "runtime.tabulate_parts": "tabulate_parts",
     "data.household": "household_microdata household_sizes",
     "core.measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",
     "core.predictive": (
@@ -176,6 +187,9 @@ __all__ = [
     "household_microdata",
     "household_sizes",
     "tabulate_file",
+    "tabulate_path",
+    "tabulate_source",
+    "tabulate_parts",
     "assess_scenarios",
     "KeySet",
     "draw_sample",
