@@ -44,6 +44,7 @@ from ..data import _cells
 from ..data.table import CellTable, Microdata, population_counts
 from ..estimators import Estimator
 from ..exceptions import ParameterError, SdcRiskError
+from .page_more import kanon_counts
 from .render import render
 from .verdict import normalise_limits
 
@@ -648,8 +649,9 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
         "protected": _protected(protected, primary),
     }
     pop = _population_of(table, truth)
-    data["k_anonymity"] = table.k_anonymity_violations((2, 3, 5))
-    data["cells_below"] = {k: int(np.count_nonzero(table.counts < k)) for k in (2, 3, 5)}
+    data["k_anonymity"] = kanon_counts(table, (2, 3, 5))
+    f = table.counts if table.wildcard is None else np.asarray(table.wildcard.counts, float)
+    data["cells_below"] = {k: int(np.count_nonzero(f < k)) for k in (2, 3, 5)}
     if record_label is None:
         notes.append("no method gives record-level risk, so the record-risk distribution, "
                      "the riskiest key combinations and the risk shares are not shown")
