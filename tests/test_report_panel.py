@@ -357,3 +357,18 @@ def test_wildcard_counts_in_kanonymity_and_before_after():
     kanon = page[page.index('id="kanon"'):]
     assert re.search(r'<td class="num">3</td><td class="num">2</td>', kanon)  # k=3: 2 records
     assert re.search(r'data-figure="sample_uniques">2<', page)
+
+
+def test_report_of_auto_fitted_unvalidated():
+    # no sample uniques: auto fits its first candidate without validation and its choice
+    # names no settings; the report still uses it throughout
+    twice = pd.concat([_frame(30, seed=1)] * 2, ignore_index=True)
+    tiny = tabulate(Microdata.from_source(twice, KEYS, population_size=600))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sdcrisk.get_estimator("auto").fit(tiny)
+    assert res.fitted["choice"]["rule"] == "not validated"
+    page = build_report(res, suda=False, uniqueness=False)
+    assert "<h3>auto</h3>" in page and "fitted without validation" in page
+    df = variable_contributions(res)
+    assert (df["method"] == "auto").all()

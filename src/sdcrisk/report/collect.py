@@ -119,9 +119,11 @@ def _chosen_candidates(result: RiskResult) -> list[str]:
     choice = result.fitted.get("choice")
     if result.method != "auto" or not isinstance(choice, Mapping):
         return []
-    return [m if s == "default" else f"{m}:{s}"
-            for m, s in zip(choice.get("methods", []), choice.get("settings", []),
-                            strict=True)]
+    methods, settings = choice.get("methods") or [], choice.get("settings") or []
+    if len(methods) != len(settings):  # auto fitted one candidate unvalidated (tiny file)
+        return []
+    return [m if s == "default" else f"{m}:{s}" for m, s in zip(methods, settings,
+                                                                 strict=True)]
 
 
 def _contribution_estimator(result: RiskResult, estimator: Estimator | str | None
