@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         LogLinearRisk,
         MixedMembershipRisk,
         NegativeBinomialRisk,
+        PitmanYorRisk,
         PoissonGammaRisk,
         SkinnerElliotTheta,
         bf_risk,
@@ -105,7 +106,7 @@ _MODULES = {
     "core.result": "RiskResult",
     "estimators": (
         "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
-        "NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
+        "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
     "analyses.methods": "ESTIMATORS get_estimator",
@@ -158,6 +159,7 @@ __all__ = [
     "MixedMembershipRisk",
     "AutoRisk",
     "PoissonGammaRisk",
+    "PitmanYorRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",
