@@ -46,7 +46,7 @@ CANDIDATE_SETS = {
     "exchangeable": ["pitman-yor", "poisson-gamma", "nb"],
 }
 LAMBDAS = (0.3, 3.0, 30.0, 300.0)
-HUBER = 0.25
+HUBER = 0.1
 SCALE_FEATURES = ["log_fraction", "log_su"]
 LEVELS = (0.5, 0.8, 0.9, 0.95, 0.99)
 MEASURES = ("tau1", "tau2")
@@ -65,7 +65,7 @@ def features(df: pd.DataFrame, measure: str, cands: list[str]) -> pd.DataFrame:
         d = r._asdict() if hasattr(r, "_asdict") else dict(r)
         base = base_features(n=int(d["n"]), population_size=float(d["N"]),
                              sample_uniques=int(d["sample_uniques"]),
-                             n_cells=int(d["n_cells"]), f2=int(d["f2"]),
+                             n_cells=int(d["n_cells"]), f2=int(d["f2"]), f3=int(d["f3"]),
                              cell_space=float(d["cell_space"]), n_keys=int(d["n_keys"]),
                              py_alpha=d.get("py_alpha"))
         rows.append(base)
@@ -159,6 +159,7 @@ def fit_model(x, y, pops, sx, names, scale_names) -> dict:
     score = np.abs(r) / np.exp(sa @ gamma)
     qs = [float(_weighted_quantile(score, w, lev)) for lev in LEVELS]
     return {"features": names, "mean": final["mean"].tolist(), "sd": final["sd"].tolist(),
+            "min": x[ok].min(axis=0).tolist(), "max": x[ok].max(axis=0).tolist(),
             "coef": final["coef"].tolist(), "lambda": lam, "clip": 6.0,
             "scale_features": scale_names, "scale_coef": gamma.tolist(),
             "conformal_levels": list(LEVELS), "conformal_quantiles": qs}
@@ -188,8 +189,19 @@ def matrices(df, measure, cands):
     return f[names].to_numpy(float), f[SCALE_FEATURES].to_numpy(float), names
 
 
+def usable(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
+    """The cases where every candidate of the set has tau1 and tau2 (as auto needs)."""
+    ok = np.ones(len(df), bool)
+    for c in cands:
+        for m in MEASURES:
+            col = f"{c}:{m}"
+            ok &= df[col].notna().to_numpy() if col in df else False
+    return df[ok].reset_index(drop=True)
+
+
 def lopo(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
     """Outer LOPO: per held-out population, the model fitted on the others."""
+    df = usable(df, cands)
     pops = df["population"].to_numpy()
     out = df[["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
               "true_tau1", "true_tau2"]].copy()
@@ -227,7 +239,8 @@ def summary(df: pd.DataFrame, label: str, measure: str) -> dict:
         has = np.isfinite(lo) & np.isfinite(hi)
         if has.any():
             cov = float(np.mean((lo[has] <= t[ok][has]) & (t[ok][has] <= hi[has])))
-            width = float(np.median((hi[has] - lo[has]) / e[ok][has]))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                width = float(np.median((hi[has] - lo[has]) / e[ok][has]))
     return {"median": float(np.median(rel)), "p90": float(np.quantile(rel, 0.9)),
             "worst": float(rel.max()), "coverage": cov, "width": width, "cases": int(ok.sum())}
 
@@ -250,6 +263,22 @@ def table_md(df_all: pd.DataFrame, labels: list[str]) -> list[str]:
     return lines
 
 
+def by_truth_md(df_all: pd.DataFrame) -> list[str]:
+    lines = ["| true tau1 | cases | tau1 median | tau1 p90 | tau1 coverage | tau2 median "
+             "| tau2 p90 | tau2 coverage |", "|---|---|---|---|---|---|---|---|"]
+    bins = [(1, 10), (11, 50), (51, 200), (201, 10**9)]
+    for lo, hi in bins:
+        g = df_all[(df_all["true_tau1"] >= lo) & (df_all["true_tau1"] <= hi)]
+        if g.empty:
+            continue
+        s1, s2 = summary(g, "auto", "tau1"), summary(g, "auto", "tau2")
+        name = f"{lo}-{hi}" if hi < 10**9 else f"> {lo - 1}"
+        lines.append(f"| {name} | {len(g)} | {_pct(s1['median'])} | {_pct(s1['p90'])} | "
+                     f"{_pct(s1['coverage'])} | {_pct(s2['median'])} | {_pct(s2['p90'])} | "
+                     f"{_pct(s2['coverage'])} |")
+    return lines
+
+
 def per_population_md(df_all: pd.DataFrame) -> list[str]:
     lines = ["| left-out population | cases | tau1 median | tau1 p90 | tau1 coverage "
              "| tau2 median | tau2 p90 | tau2 coverage | tau2 width |",
@@ -259,6 +288,26 @@ def per_population_md(df_all: pd.DataFrame) -> list[str]:
         lines.append(f"| {p} | {len(g)} | {_pct(s1['median'])} | {_pct(s1['p90'])} | "
                      f"{_pct(s1['coverage'])} | {_pct(s2['median'])} | {_pct(s2['p90'])} | "
                      f"{_pct(s2['coverage'])} | {_pct(s2['width'])} |")
+    return lines
+
+
+def loglinear_md(both: pd.DataFrame) -> list[str]:
+    """The log-linear variants on the stratified subset (``corpus.py --loglinear``), beside
+    the other methods and auto on the same cases."""
+    path = HERE / "corpus_loglinear.csv"
+    if not path.exists():
+        return []
+    ll = pd.read_csv(path)
+    labels = ["loglinear(terms=all-2-way)", "loglinear(terms=search)"]
+    cols = [f"{lab}:{m}{suf}" for lab in labels for m in MEASURES for suf in ("", "_lo", "_hi")]
+    cols = [c for c in cols if c in ll]
+    sub = both.merge(ll[["case", *cols]], on="case", how="inner")
+    if sub.empty:
+        return []
+    lines = [f"Log-linear variants on the stratified subset ({len(sub)} cases: 1% and 5% "
+             "Bernoulli samples whose compact key space is at most 200,000 cells; "
+             "`corpus.py --loglinear`), with every method and auto on the same cases:", ""]
+    lines += table_md(sub, [*labels, "auto", *CANDIDATE_SETS["full"]])
     return lines
 
 
@@ -272,37 +321,45 @@ def main(argv=None) -> None:
     print(f"{len(df)} cases, {df['population'].nunique()} populations")
     res = lopo(df, CANDIDATE_SETS["full"])
     res_x = lopo(df, CANDIDATE_SETS["exchangeable"])
-    both = df.merge(res[["case"] + [c for c in res.columns if c.startswith("auto:")]],
-                    on="case")
-    both = both.merge(res_x[["case"] + [c for c in res_x.columns if c.startswith("auto:")]]
+    cols = [c for c in res.columns if c.startswith("auto:")]
+    both = df.merge(res[["case", *cols]], on="case", how="left")
+    both = both.merge(res_x[["case", *cols]]
                       .rename(columns=lambda c: c.replace("auto:", "auto-exchangeable:")),
-                      on="case")
+                      on="case", how="left")
+    # auto's runtime rule: the full model where every candidate ran, else the fallback
+    fallback = both["auto:tau1"].isna()
+    for c in cols:
+        both.loc[fallback, c] = both.loc[fallback, c.replace("auto:", "auto-exchangeable:")]
+    print(f"fallback (a graphical candidate failed or timed out): {int(fallback.sum())} cases")
     labels = ["auto", "auto-exchangeable", *CANDIDATE_SETS["full"]]
     lines = table_md(both, labels)
     print("\n".join(lines))
     pp = per_population_md(both)
     print("\n".join(pp))
+    ll_lines = loglinear_md(both)
+    print("\n".join(ll_lines))
     if not args.write:
         return
     params = {"version": 1, "corpus_cases": int(len(df)),
               "populations": sorted(df["population"].unique().tolist()),
               "candidate_sets": CANDIDATE_SETS, "models": {}}
-    pops = df["population"].to_numpy()
     for set_name, cands in CANDIDATE_SETS.items():
         params["models"][set_name] = {}
+        dfu = usable(df, cands)
+        pops = dfu["population"].to_numpy()
         for m in MEASURES:
-            x, sx, names = matrices(df, m, cands)
-            y = _target(df, m)
+            x, sx, names = matrices(dfu, m, cands)
+            y = _target(dfu, m)
             params["models"][set_name][m] = fit_model(x, y, pops, sx, names, SCALE_FEATURES)
     PARAMS.write_text(json.dumps(params, indent=1) + "\n")
     keep = ["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
             "true_tau1", "true_tau2"] + [c for c in both.columns if c.startswith("auto")]
     both[keep].to_csv(HERE / "calibration.csv", index=False, float_format="%.6g")
-    write_results(both, lines, pp, len(df))
+    write_results(both, lines, pp, len(df), ll_lines)
     print(f"wrote {PARAMS}")
 
 
-def write_results(both, lines, pp, n_cases) -> None:
+def write_results(both, lines, pp, n_cases, ll_lines) -> None:
     path = HERE / "RESULTS.md"
     text = path.read_text()
     pops = ", ".join(f"{p} ({k})" for p, k in both.groupby("population").size().items())
@@ -329,6 +386,13 @@ def write_results(both, lines, pp, n_cases) -> None:
         "auto by left-out population:",
         "",
         *pp,
+        "",
+        "auto by the size of the true value (small counts are noisy: a realised tau1 of 5 "
+        "has a Poisson-like spread of about 45% around any expectation):",
+        "",
+        *by_truth_md(both),
+        "",
+        *ll_lines,
         END,
     ]
     if BEGIN in text:

@@ -418,6 +418,7 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
     base = base_features(n=uk_table.n, population_size=uk_table.population_size,
                          sample_uniques=su, n_cells=uk_table.n_cells,
                          f2=int(np.sum(uk_table.counts == 2)),
+                         f3=int(np.sum(uk_table.counts == 3)),
                          cell_space=float(uk_table.cell_space), n_keys=5,
                          py_alpha=res.fitted["features"]["py_alpha"])
     assert base == res.fitted["features"]

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_params", "base_features", "model_features", "predict", "MEASURES"]
+__all__ = ["load_params", "base_features", "model_features", "predict", "outside_range",
+           "MEASURES"]
 
 MEASURES = ("tau1", "tau2")
 #: floor of a candidate's tau (as a share of the sample uniques) before taking logs
@@ -40,11 +41,16 @@ def load_params() -> dict[str, Any]:
 
 
 def base_features(*, n: int, population_size: float, sample_uniques: int, n_cells: int,
-                  f2: int, cell_space: float, n_keys: int, py_alpha: float | None
+                  f2: int, f3: int, cell_space: float, n_keys: int, py_alpha: float | None
                   ) -> dict[str, float]:
-    """Features observable in the sample alone (no candidate estimate)."""
+    """Features observable in the sample alone (no candidate estimate). ``f2``, ``f3``: the
+    numbers of cells seen twice and three times. ``log_chao_per_N``: Chao's lower bound of
+    the number of population cells, K_n + f1^2 / (2 (f2 + 1)), per population record."""
     su = max(int(sample_uniques), 1)
+    chao = n_cells + sample_uniques**2 / (2.0 * (f2 + 1))
     return {
+        "log_chao_per_N": math.log(chao / population_size),
+        "f3_per_su": f3 / su,
         "log_fraction": math.log(n / population_size),
         "log_n": math.log(n),
         "su_share": sample_uniques / n,
@@ -76,6 +82,18 @@ def design_row(feats: dict[str, float], model: dict[str, Any]) -> np.ndarray:
     z = (x - np.asarray(model["mean"])) / np.asarray(model["sd"])
     z = np.clip(z, -model.get("clip", 6.0), model.get("clip", 6.0))
     return np.concatenate([[1.0], z])
+
+
+def outside_range(model: dict[str, Any], feats: dict[str, float]) -> list[str]:
+    """Features of this file outside the range seen on the corpus (the model extrapolates)."""
+    if "min" not in model:
+        return []
+    out = []
+    for k, lo, hi in zip(model["features"], model["min"], model["max"], strict=True):
+        v = feats[k]
+        if v < lo - 1e-9 or v > hi + 1e-9:
+            out.append(f"{k} = {v:.3g} (corpus range {lo:.3g} to {hi:.3g})")
+    return out
 
 
 def predict(model: dict[str, Any], feats: dict[str, float], sample_uniques: int,

@@ -22,7 +22,7 @@ from ..core.measures import (
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..estimators._base import Estimator, reidentification_measures
-from ..exceptions import ParameterError, SdcRiskError
+from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
 __all__ = ["AutoRisk", "default_candidates", "widen_interval", "CALIBRATED_CANDIDATES"]
@@ -329,7 +329,13 @@ class AutoRisk(Estimator):
 
     # calibrated rule ----------------------------------------------------------------------
     def _fit_calibrated(self, table: CellTable) -> RiskResult:
-        from ._auto_calibrated import base_features, load_params, model_features, predict
+        from ._auto_calibrated import (
+            base_features,
+            load_params,
+            model_features,
+            outside_range,
+            predict,
+        )
         from .validation import Candidate
 
         params = load_params()
@@ -358,24 +364,32 @@ class AutoRisk(Estimator):
         base = base_features(
             n=table.n, population_size=table.population_size, sample_uniques=su,
             n_cells=table.n_cells, f2=int(np.count_nonzero(table.counts == 2)),
+            f3=int(np.count_nonzero(table.counts == 3)),
             cell_space=float(table.cell_space), n_keys=len(table.keys),
             py_alpha=None if py is None else py.fitted.get("alpha"))
         calibrated: dict[str, tuple[float, float, float, float]] = {}
+        outside: list[str] = []
         if su:
             for m in MEASURES:
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
                 calibrated[m] = predict(model, feats, su, self.ci_level)
+                outside += [f"{m}: {x}" for x in outside_range(model, feats)]
+        if outside:
+            warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
+                          + "; ".join(outside[:3]) + (" ..." if len(outside) > 3 else "")
+                          + "): the combination extrapolates and its interval's coverage is "
+                          "not measured there", ApproximationWarning, stacklevel=3)
         for label, w in caught:
             if label in labels and not issubclass(w.category, DeprecationWarning):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
                               stacklevel=3)
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
-                                       failed, params)
+                                       failed, params, outside)
 
     def _calibrated_result(self, table, fits, labels, set_name, calibrated, base, failed,
-                           params) -> RiskResult:
+                           params, outside) -> RiskResult:
         su = float(table.sample_uniques)
         # the record-level risks come from the candidate nearest the calibrated tau2, rescaled
         if calibrated:
@@ -430,10 +444,14 @@ class AutoRisk(Estimator):
                   "combined tau1/tau2.")
         if failed:
             reason += f" Could not fit: {', '.join(failed)}."
+        if outside:
+            reason += (" Caution: the file lies outside the corpus the combination was learned "
+                       f"on ({'; '.join(outside)}); it extrapolates.")
         choice_info = {"candidates": list(labels), "methods": [c.split("(")[0] for c in labels],
                        "rule": "calibrated", "model": set_name, "description": desc,
                        "record_risks_from": ref}
         fitted = {"choice": choice_info, "reason": reason, "features": base,
+                  "outside_corpus": outside,
                   "candidate_estimates": rows,
                   "chosen": {ref: dict(first.fitted)}}
         diagnostics = {"candidates": rows, "chosen_diagnostics": dict(first.diagnostics),
