@@ -263,6 +263,16 @@ def table_md(df_all: pd.DataFrame, labels: list[str]) -> list[str]:
     return lines
 
 
+def seed_lines() -> list[str]:
+    """The table of ``benchmarks/corpus_seeds.py`` (its output file), if it was run."""
+    path = HERE / "corpus_seeds.md"
+    if not path.exists():
+        return []
+    return ["", "Seed stability of auto (`benchmarks/corpus_seeds.py`: KS8, 1% Bernoulli "
+            "sample of each population, `AutoRisk(random_state=s)` for s = 0..9; spread = "
+            "largest |value / median − 1|):", "", *path.read_text().strip().splitlines()]
+
+
 def by_truth_md(df_all: pd.DataFrame) -> list[str]:
     lines = ["| true tau1 | cases | tau1 median | tau1 p90 | tau1 coverage | tau2 median "
              "| tau2 p90 | tau2 coverage |", "|---|---|---|---|---|---|---|---|"]
@@ -393,6 +403,7 @@ def write_results(both, lines, pp, n_cases, ll_lines) -> None:
         *by_truth_md(both),
         "",
         *ll_lines,
+        *seed_lines(),
         END,
     ]
     if BEGIN in text:

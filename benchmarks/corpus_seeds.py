@@ -1,7 +1,9 @@
 """Seed stability of auto (issue 17 item 5): tau1 and tau2 over seeds 0-9 on corpus cases.
 
 For one case per population (KS8, 1% Bernoulli sample; the corpus's own draw), fit
-``AutoRisk(random_state=s)`` for s = 0..9 and print the largest deviation from the median.
+``AutoRisk(random_state=s)`` for s = 0..9 and print the largest deviation from the median
+(also written to ``benchmarks/corpus_seeds.md``, which ``calibrate_auto.py --write`` puts in
+RESULTS.md).
 
 Usage::
 
@@ -26,8 +28,9 @@ from sdcrisk import AutoRisk, Microdata, tabulate  # noqa: E402
 
 
 def main() -> None:
-    print("| population | n | true tau1 | tau1 median | tau1 spread | tau2 spread |")
-    print("|---|---|---|---|---|---|")
+    lines = ["| population | n | true tau1 | tau1 median | tau1 spread | tau2 spread |",
+             "|---|---|---|---|---|---|"]
+    print("\n".join(lines))
     for case in corpus.cases():
         if case.keyset != "KS8" or case.design != "bernoulli" or case.fraction != 0.01:
             continue
@@ -46,9 +49,11 @@ def main() -> None:
             med = float(np.median(v))
             return max(abs(x / med - 1) for x in v) if med else 0.0
 
-        print(f"| {case.population} | {truth['n']:,} | {truth['true_tau1']} | "
-              f"{np.median(t1):.1f} | {100 * spread(t1):.2f}% | {100 * spread(t2):.2f}% |",
-              flush=True)
+        lines.append(f"| {case.population} | {truth['n']:,} | {truth['true_tau1']} | "
+                     f"{np.median(t1):.1f} | {100 * spread(t1):.2f}% | "
+                     f"{100 * spread(t2):.2f}% |")
+        print(lines[-1], flush=True)
+    (HERE / "corpus_seeds.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
