@@ -294,12 +294,12 @@ def merge() -> pd.DataFrame:
     parts = sorted(OUT.glob("part-*.csv"))
     df = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
     df = df.drop_duplicates("case").sort_values("case")
-    df.to_csv(HERE / "corpus.csv", index=False, quoting=csv.QUOTE_MINIMAL)
+    df.to_csv(HERE / "corpus.csv", index=False, quoting=csv.QUOTE_MINIMAL, float_format="%.8g")
     ll = sorted(OUT.glob("loglinear-part-*.csv"))
     if ll:
         dl = pd.concat([pd.read_csv(p) for p in ll], ignore_index=True)
         dl.drop_duplicates("case").sort_values("case").to_csv(
-            HERE / "corpus_loglinear.csv", index=False)
+            HERE / "corpus_loglinear.csv", index=False, float_format="%.8g")
     return df
 
 
