@@ -171,7 +171,10 @@ class AutoRisk(Estimator):
     >>> from sdcrisk import Microdata, tabulate, AutoRisk
     >>> md = Microdata.from_source("example:uk_census2011", keys="region,sex,age_band",
     ...                            population_size=56_075_912)
-    >>> res = AutoRisk(replicates=3).fit(tabulate(md))
+    >>> res = AutoRisk().fit(tabulate(md))
+    >>> res.fitted["choice"]["rule"], res.fitted["choice"]["candidates"][0]
+    ('calibrated', 'pitman-yor')
+    >>> res = AutoRisk(candidates=["nb", "poisson-gamma"], replicates=3).fit(tabulate(md))
     >>> res.fitted["choice"]["candidates"][0] in {r["candidate"] for r in
     ...     res.diagnostics["validation"]}
     True

@@ -302,6 +302,16 @@ class PitmanYorRisk(Estimator):
     Favaro, S., Panero, F. & Rigon, T. (2021). Bayesian nonparametric disclosure risk
     assessment. Electronic Journal of Statistics 15, 5626-5651. Pitman, J. & Yor, M. (1997).
     Ann. Probab. 25, 855-900.
+
+    Examples
+    --------
+    >>> from sdcrisk import Microdata, tabulate, PitmanYorRisk
+    >>> md = Microdata.from_source("example:uk_census2011",
+    ...                            keys="region,sex,age_band,marital_status,ethnic_group",
+    ...                            population_size=560_759)
+    >>> res = PitmanYorRisk().fit(tabulate(md))
+    >>> res.method, 0 < res.fitted["alpha"] < 1, res.measures["tau1"].lower > 0
+    ('pitman-yor', True, True)
     """
 
     name: ClassVar[str] = "pitman-yor"
