@@ -419,7 +419,8 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
                          sample_uniques=su, n_cells=uk_table.n_cells,
                          f2=int(np.sum(uk_table.counts == 2)),
                          f3=int(np.sum(uk_table.counts == 3)),
-                         cell_space=float(uk_table.cell_space), n_keys=5,
+                         cell_space=float(np.prod([len(np.unique(c)) for c in
+                                                   uk_table.cell_codes.T])), n_keys=5,
                          py_alpha=res.fitted["features"]["py_alpha"])
     assert base == res.fitted["features"]
 
@@ -455,3 +456,29 @@ def test_calibrated_rule_settings():
         AutoRisk(rule="best")
     assert AutoRisk().effective_rule == "calibrated"
     assert AutoRisk(candidates=("nb",)).effective_rule == "validated"
+
+
+def test_assess_and_evaluate_agree_on_one_sample():
+    """Issue 17: the same sample gives the same auto figure whether it is assessed alone or
+    evaluated against its population (whose levels the sample may not all have)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    import sdcrisk
+    from sdcrisk import Bernoulli, evaluate
+    from sdcrisk.analyses.sampling import draw_sample
+
+    keys = ["region", "sex", "age_band", "marital_status", "ethnic_group"]
+    pop = Microdata.from_source("example:uk_census2011", keys=",".join(keys))
+    df = pd.read_csv(Path(sdcrisk.__file__).parent / "data" / "uk_census2011_nanodata.csv.gz")
+    assert len(df) == pop.n
+    rows = draw_sample(pop, Bernoulli(0.05), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = evaluate(pop, [AutoRisk()], design=Bernoulli(0.05), seed=0)
+        alone = AutoRisk().fit(tabulate(Microdata.from_source(df.iloc[rows], keys,
+                                                              population_size=pop.n)))
+    assert ev.truth["n"] == alone.table.n
+    assert ev.methods["auto"].estimates["tau1"] == pytest.approx(
+        alone.measures["tau1"].estimate, rel=1e-9)

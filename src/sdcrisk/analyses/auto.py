@@ -368,7 +368,7 @@ class AutoRisk(Estimator):
             n=table.n, population_size=table.population_size, sample_uniques=su,
             n_cells=table.n_cells, f2=int(np.count_nonzero(table.counts == 2)),
             f3=int(np.count_nonzero(table.counts == 3)),
-            cell_space=float(table.cell_space), n_keys=len(table.keys),
+            cell_space=_observed_space(table), n_keys=len(table.keys),
             py_alpha=None if py is None else py.fitted.get("alpha"))
         calibrated: dict[str, tuple[float, float, float, float]] = {}
         outside: list[str] = []
@@ -469,6 +469,17 @@ class AutoRisk(Estimator):
             diagnostics=diagnostics,
             provenance={**first.provenance, "seed": self.random_state},
             cell_risk_values=risks)
+
+
+def _observed_space(table: CellTable) -> float:
+    """Product over the keys of the number of levels seen in the sample (as in the corpus,
+    whose samples were tabulated alone): a file tabulated with its population's levels
+    (``evaluate``) gets the same features as the file alone (``assess``)."""
+    codes = np.asarray(table.cell_codes)
+    if codes.ndim != 2 or codes.shape[0] == 0:
+        return float(table.cell_space)
+    return float(np.prod([len(np.unique(codes[:, j])) for j in range(codes.shape[1])],
+                         dtype=float))
 
 
 def _statuses(vt, failed: dict) -> str:
