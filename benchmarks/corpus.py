@@ -290,6 +290,21 @@ def run_part(i: int, k: int, limit: float | None, loglinear: bool = False) -> No
               f"{case.fraction}: {time.time() - t0:.1f}s", flush=True)
 
 
+def refit(method: str, query: str) -> None:
+    """Re-fit one candidate on the part rows matching ``query`` (after a fix to it)."""
+    by_index = {c.index: c for c in cases()}
+    for path in sorted(OUT.glob("part-*.csv")):
+        df = pd.read_csv(path)
+        hit = df.query(query).index
+        for i in hit:
+            new = run_case(by_index[int(df.at[i, "case"])], (method,))
+            for k, v in new.items():
+                if k.startswith(method) or k.startswith("py_"):
+                    df.at[i, k] = v
+            print(f"refitted {method} on case {df.at[i, 'case']}", flush=True)
+        df.to_csv(path, index=False)
+
+
 def merge() -> pd.DataFrame:
     parts = sorted(OUT.glob("part-*.csv"))
     df = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
@@ -311,7 +326,14 @@ def main(argv=None) -> None:
     ap.add_argument("--time-limit", type=float, default=None, help="seconds for this run")
     ap.add_argument("--loglinear", action="store_true",
                     help="the log-linear pass (1%% and 5%% samples, compact K <= 200,000)")
+    ap.add_argument("--refit", nargs=2, metavar=("METHOD", "QUERY"),
+                    help="re-fit one candidate on the rows matching a pandas query, e.g. "
+                    "--refit pitman-yor 'py_theta > 1e5' (done 2026-11-24 after the "
+                    "large-theta fix of the Pitman-Yor tau2)")
     args = ap.parse_args(argv)
+    if args.refit:
+        refit(*args.refit)
+        return
     if args.list:
         cs = cases()
         for c in cs:

@@ -151,3 +151,28 @@ def test_uci_adult_sample(shared_data):
         est = d["estimates"]["pitman-yor"]
     assert est["tau1"] == pytest.approx(356, rel=0.1)
     assert est["tau2"] == pytest.approx(505.7, rel=0.1)
+
+
+@pytest.mark.parametrize("b", [20.0, 999.0, 1_001.0, 9e4, 1e9, 1e13])
+@pytest.mark.parametrize("m", [1, 36_571, 3_000_000])
+def test_log_gamma_ratio_step_against_mpmath(b, m):
+    """The gamma-ratio step behind tau2 stays accurate as theta runs to infinity (log-gamma
+    differences alone lose every digit at b = 1e12: tau2 came out 1e5 times SU)."""
+    from sdcrisk.estimators.pitman_yor import log_gamma_ratio_step
+
+    mpmath.mp.dps = 50
+    a = 0.5
+
+    def lr(x):
+        return mpmath.loggamma(mpmath.mpf(x)) - mpmath.loggamma(mpmath.mpf(x) - a)
+
+    ref = float(lr(b + m + 1) - lr(b))
+    assert float(log_gamma_ratio_step(b, m, a)) == pytest.approx(ref, rel=1e-8)
+
+
+def test_all_unique_sample_keeps_tau_within_su():
+    """theta -> infinity, alpha -> 1 (corpus case ghanaS R06, 399 records all unique):
+    tau1 = tau2 = SU in the limit, never above."""
+    t2 = 399 * expected_inverse_unique(8.727911e11, 0.963229, 399, 36_970 - 399)
+    t1 = 399 * prob_zero_unique(8.727911e11, 0.963229, 399, 36_970 - 399)
+    assert t1 <= t2 <= 399 and t2 == pytest.approx(399, rel=1e-6)

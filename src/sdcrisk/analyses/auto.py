@@ -27,6 +27,8 @@ from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
 __all__ = ["AutoRisk", "default_candidates", "widen_interval", "CALIBRATED_CANDIDATES"]
 
+#: where the calibrated rule takes its record-level risks from (first one fitted)
+RECORD_RISK_FROM = ("graphical(prior_weight=50)", "graphical", "pitman-yor")
 #: the candidates of the calibrated rule (fitted on the whole file; no sub-sampling), as
 #: ``Candidate`` specs; their labels are the feature names in ``auto_params.json``
 CALIBRATED_CANDIDATES = ("pitman-yor", "graphical", "graphical:prior_weight=50",
@@ -394,13 +396,10 @@ class AutoRisk(Estimator):
     def _calibrated_result(self, table, fits, labels, set_name, calibrated, base, failed,
                            params, outside) -> RiskResult:
         su = float(table.sample_uniques)
-        # the record-level risks come from the candidate nearest the calibrated tau2, rescaled
-        if calibrated:
-            target = calibrated["tau2"][0]
-            ref = min(labels, key=lambda c: abs(math.log(max(
-                fits[c].measures["tau2"].estimate or 1e-12, 1e-12) / max(target, 1e-12))))
-        else:
-            ref = labels[0]
+        # the record-level risks come from a fixed candidate (the best single one on the
+        # corpus, which also ranks records), rescaled to the calibrated tau1/tau2; a choice by
+        # nearness would flip between models with different record-level behaviour
+        ref = next(c for c in (*RECORD_RISK_FROM, *labels) if c in labels)
         first = fits[ref]
         measures = dict(first.measures)
         risks = dict(first.cell_risk_values)

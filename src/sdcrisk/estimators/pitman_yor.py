@@ -37,6 +37,7 @@ __all__ = [
     "fit_pitman_yor",
     "prob_zero_unique",
     "expected_inverse_unique",
+    "log_gamma_ratio_step",
 ]
 
 #: alpha above this is reported as the fit running to its bound (alpha -> 1)
@@ -143,7 +144,46 @@ def prob_zero_unique(theta, alpha, n, unseen):
     b = theta + n - 1 + alpha."""
     a = 1.0 - np.asarray(alpha, float)
     b = np.asarray(theta, float) + n - 1 + np.asarray(alpha, float)
-    return np.exp(betaln(a, b + unseen) - betaln(a, b))
+    return np.clip(np.exp(betaln(a, b + unseen) - betaln(a, b)), 0.0, 1.0)
+
+
+#: above this b the log-gamma differences lose digits: Euler-Maclaurin takes over
+_LARGE_B = 1e3
+
+
+def log_gamma_ratio_step(b, m, alpha):
+    """D = L(b + m + 1) - L(b) with L(x) = log Gamma(x) - log Gamma(x - alpha).
+
+    Since L(x + 1) - L(x) = -log(1 - alpha / x), D = sum_{j=0}^{m} -log1p(-alpha / (b + j)).
+    For b <= 1e3 from log-gamma differences; above, where those lose digits (theta running to
+    infinity), by Euler-Maclaurin: the integral G(b + m) - G(b) with
+    G(x) = alpha log x - (x - alpha) log1p(-alpha / x), plus (f(b) + f(b + m)) / 2 and the
+    first-derivative term (the remainder is of order alpha / b^3).
+    """
+    b = np.asarray(b, float)
+    alpha = np.asarray(alpha, float)
+    large = b > _LARGE_B
+    bs = np.where(large, 1.0, b)  # placeholders keep the unused branch finite
+    small_d = (gammaln(bs + m + 1) - gammaln(bs + m + 1 - alpha) - gammaln(bs)
+               + gammaln(bs - alpha))
+    bl = np.where(large, b, 2 * _LARGE_B)
+    top = bl + m
+
+    def f(x):
+        return -np.log1p(-alpha / x)
+
+    def fp(x):
+        return -alpha / (x * (x - alpha))
+
+    # (x - alpha) log1p(-alpha / x) = -alpha + sum_k c_k / x^k: its difference between top and
+    # bl by the series where x is large (the direct difference cancels to nothing there)
+    direct = (top - alpha) * np.log1p(-alpha / top) - (bl - alpha) * np.log1p(-alpha / bl)
+    inv_t, inv_b = 1.0 / top, 1.0 / bl
+    series = (alpha**2 / 2 * (inv_t - inv_b) + alpha**3 / 6 * (inv_t**2 - inv_b**2)
+              + alpha**4 / 12 * (inv_t**3 - inv_b**3))
+    integral = alpha * np.log1p(m / bl) - np.where(bl > 1e6, series, direct)
+    large_d = integral + (f(bl) + f(top)) / 2 + (fp(top) - fp(bl)) / 12
+    return np.where(large, large_d, small_d)
 
 
 def expected_inverse_unique(theta, alpha, n, unseen):
@@ -161,10 +201,11 @@ def expected_inverse_unique(theta, alpha, n, unseen):
     b = theta + n - 1 + alpha
     small = alpha < 1e-7
     a_safe = np.where(small, 0.5, alpha)
-    d = (gammaln(b + m + 1) - gammaln(b + m + 1 - a_safe) - gammaln(b) + gammaln(b - a_safe))
+    d = log_gamma_ratio_step(b, m, a_safe)
     general = (b - a_safe) / (a_safe * (m + 1)) * np.expm1(d)
     dp = b * (digamma(b + m + 1) - digamma(b)) / (m + 1)
-    return np.where(small, dp, general)
+    # E[1/(1+M)] lies in [P(M = 0), 1] (guards the last digits at extreme theta)
+    return np.clip(np.where(small, dp, general), 0.0, 1.0)
 
 
 def _betabin_moments(f: float, a: float, b: float, m: float) -> tuple[float, float]:
