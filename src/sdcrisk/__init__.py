@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         LogLinearRisk,
         MixedMembershipRisk,
         NegativeBinomialRisk,
+        PitmanYorRisk,
         PoissonGammaRisk,
         SkinnerElliotTheta,
         bf_risk,
@@ -116,7 +117,7 @@ _MODULES = {
     "core.result": "RiskResult",
     "estimators": (
         "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
-        "NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
+        "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
     "analyses.methods": "ESTIMATORS get_estimator",
@@ -169,6 +170,7 @@ __all__ = [
     "MixedMembershipRisk",
     "AutoRisk",
     "PoissonGammaRisk",
+    "PitmanYorRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",

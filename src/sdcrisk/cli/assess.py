@@ -216,6 +216,17 @@ def _choice_lines(result) -> list[str]:
     """The validation table and the reason, for a result that chose its method (auto)."""
     reason = result.fitted.get("reason")
     rows = result.diagnostics.get("validation")
+    cands = result.diagnostics.get("candidates")
+    if reason and isinstance(cands, list) and rows is None:  # auto's calibrated rule
+        lines = ["", "method choice (calibrated combination learned on the corpus; "
+                 "candidates fitted on this file):",
+                 f"  {'candidate':<30}{'tau1':>11}{'tau2':>11}"]
+        for r in cands:
+            if r.get("tau1") is None:
+                lines.append(f"  {r['candidate']:<30} {r.get('status')}")
+                continue
+            lines.append(f"  {r['candidate']:<30}{r['tau1']:>11.4g}{r['tau2']:>11.4g}")
+        return [*lines, "  " + reason]
     if not reason or not isinstance(rows, list):
         return []
     lines = ["", "method choice (validated on sub-samples of this file; median relative error):",

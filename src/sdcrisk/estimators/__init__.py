@@ -35,6 +35,7 @@ __all__ = [
     "HdpRisk",
     "MixedMembershipRisk",
     "GraphicalRisk",
+    "PitmanYorRisk",
     "bf_risk",
     "MODELS",
     "Registry",
@@ -47,6 +48,7 @@ _WHERE = {
     "SkinnerElliotTheta": "exchangeable", "bf_risk": "exchangeable",
     "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical",
     "HdpRisk": "mixed_membership", "MixedMembershipRisk": "mixed_membership",
+    "PitmanYorRisk": "pitman_yor",
 }
 
 
@@ -103,6 +105,7 @@ MODELS: MutableMapping[str, type[Estimator]] = Registry({
     "skinner-elliot": _class("SkinnerElliotTheta"), "loglinear": _class("LogLinearRisk"),
     "graphical": _class("GraphicalRisk"), "hdp": _class("HdpRisk"),
     "mixed-membership": _class("MixedMembershipRisk"),
+    "pitman-yor": _class("PitmanYorRisk"),
 })
 
 
