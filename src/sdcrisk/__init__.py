@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     )
     from .analyses.evaluate import Evaluation, evaluate
     from .analyses.methods import ESTIMATORS, get_estimator
+    from .analyses.protect import Protection, protect
     from .analyses.recommend import Plan, Recommendations, RiskTarget, recommend
     from .analyses.sampling import Bernoulli, HouseholdBernoulli, SimpleRandomSample, draw_sample
     from .analyses.scenarios import KeySet, assess_scenarios
@@ -126,6 +127,7 @@ _MODULES = {
     "analyses.validation": "ValidationTable validate",
     "analyses.scenarios": "KeySet assess_scenarios",
     "analyses.recommend": "Plan Recommendations RiskTarget recommend",
+    "analyses.protect": "Protection protect",
     "analyses.decision": (
         "BetaBinomialFit BetaBinomialPrior CallableLoss DecisionTable DomainDecision "
         "DomainTable ExponentialLoss GammaLoss Loss LossSensitivity MixtureLoss "
@@ -219,6 +221,8 @@ __all__ = [
     "Plan",
     "Recommendations",
     "recommend",
+    "protect",
+    "Protection",
     "suda2",
     "SudaResult",
     "suda_weights",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from .graphical import GraphicalRisk
     from .loglinear import LogLinearRisk
     from .mixed_membership import HdpRisk, MixedMembershipRisk
+    from .pitman_yor import PitmanYorRisk
 
 __all__ = [
     "Estimator",
