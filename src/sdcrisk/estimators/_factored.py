@@ -37,8 +37,8 @@ import numpy as np
 from ..data.table import CellTable, check_memory
 from . import _ipf
 
-__all__ = ["BlockFit", "blocks_of", "FactoredModel", "fit_factored", "factored_sums",
-           "series_coefficients", "support_size_limit"]
+__all__ = ["BlockFit", "blocks_of", "FactoredModel", "FactoredFitter", "fit_factored",
+           "factored_sums", "series_coefficients", "support_size_limit", "warm_up"]
 
 Generator = tuple[int, ...]
 
@@ -204,38 +204,13 @@ def _kernels():
                         mu[k] *= ratio[idx_u[k]]
                     a[idx_a[k]] += mu[k]
 
-        @njit(inline="always")
-        def cell_terms(lam, pi, acc):
-            # the five per-cell terms of _minerror.dense_sums at lambda (mu = pi lambda)
-            c = 1.0 - pi
-            mu = pi * lam
-            x = c * lam
-            em = np.exp(-mu)
-            ex = np.exp(-x)
-            e = em * ex
-            a = x * e
-            b = c * c / (2.0 * pi) * lam * e
-            acc[0] += -a * mu + b * mu * mu
-            acc[1] += a * a * mu + 2.0 * b * b * mu * mu
-            acc[4] += x * ex
-            if x > 0.5:
-                hh = (1.0 - ex) / x
-            elif x > 1e-12:
-                hh = -np.expm1(-x) / x
-            else:
-                hh = 1.0 - x / 2.0
-            g = em * hh
-            a = g - e
-            b = (g - e * (1.0 + 0.5 * x)) / (pi * lam)
-            acc[2] += -a * mu + b * mu * mu
-            acc[3] += a * a * mu + 2.0 * b * b * mu * mu
-
         @njit(parallel=True, cache=True)
         def pair_sums(a_vals, b_sorted, prefix, coef, scale, lam_eps, pi, n_chunks):
             # sum over all pairs (a, b) of the five terms at lambda = scale * a * b
             n_a = a_vals.shape[0]
             n_b = b_sorted.shape[0]
             order = coef.shape[1] - 1
+            c = 1.0 - pi
             per = (n_a + n_chunks - 1) // n_chunks
             out = np.zeros((n_chunks, 5))
             for ch in prange(n_chunks):
@@ -252,14 +227,43 @@ def _kernels():
                         for f in range(5):
                             acc[f] += coef[f, p] * s
                     for j in range(i, n_b):
+                        # the five per-cell terms of _minerror.dense_sums at lambda
                         lam = u * b_sorted[j]
-                        if lam > 0.0:
-                            cell_terms(lam, pi, acc)
+                        mu = pi * lam
+                        x = c * lam
+                        em = np.exp(-mu)
+                        ex = np.exp(-x)
+                        e = em * ex
+                        a = x * e
+                        b = c * c / (2.0 * pi) * lam * e
+                        acc[0] += -a * mu + b * mu * mu
+                        acc[1] += a * a * mu + 2.0 * b * b * mu * mu
+                        acc[4] += x * ex
+                        if x > 0.5:
+                            hh = (1.0 - ex) / x
+                        elif x > 1e-12:
+                            hh = -np.expm1(-x) / x
+                        else:
+                            hh = 1.0 - x / 2.0
+                        g = em * hh
+                        a = g - e
+                        b = (g - e * (1.0 + 0.5 * x)) / (pi * lam)
+                        acc[2] += -a * mu + b * mu * mu
+                        acc[3] += a * a * mu + 2.0 * b * b * mu * mu
                 out[ch] = acc
             return out.sum(axis=0)
 
         _KERNELS = (sparse_pass, pair_sums, numba.get_num_threads)
     return _KERNELS
+
+
+def warm_up() -> None:
+    """Load both kernels from numba's cache (and numba itself) on tiny inputs."""
+    sparse_pass, pair_sums, _ = _kernels()
+    idx = np.zeros(4, np.int32)
+    sparse_pass(np.ones(4), idx, np.ones(1), True, idx, np.zeros((1, 1)))
+    pair_sums(np.ones(2), np.ones(3), np.zeros((4, SERIES_ORDER + 1)),
+              np.zeros((5, SERIES_ORDER + 1)), 1.0, LAMBDA_SERIES, 0.5, 1)
 
 
 # --------------------------------------------------------------------------------------------

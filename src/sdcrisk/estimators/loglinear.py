@@ -210,8 +210,9 @@ class LogLinearRisk(Estimator):
     -----
     With the dense engine the fitted table is dense over the K key cells (memory K x 4 or 8
     bytes, refused above the memory limit before allocation); the factored engine (default
-    above 10^7 cells) holds only the join supports of the model's blocks. sdcMicro's ``modRisk`` computes related but different
-    numbers (spec C.1): it is not an equivalent; ``mode="sdcmicro"`` reproduces them alongside.
+    above 10^7 cells) holds only the join supports of the model's blocks. sdcMicro's
+    ``modRisk`` computes related but different numbers (spec C.1): it is not an equivalent;
+    ``mode="sdcmicro"`` reproduces them alongside.
 
     References
     ----------
