@@ -394,7 +394,7 @@ def test_factored_search_takes_the_dense_search_path(n):
 def test_factored_search_from_independence_equals_dense():
     """A search that adds 2-way terms to independence (Z(all-2-way) < 0) reuses unchanged
     blocks; path and result equal the dense search's."""
-    table = _six_keys(1500, seed=8, population_size=300_000)
+    table = _six_keys(800, seed=8, population_size=300_000)
     dense = sdcrisk.LogLinearRisk(terms="search", engine="dense").fit(table)
     fact = sdcrisk.LogLinearRisk(terms="search", engine="factored").fit(table)
     pd, pf = dense.diagnostics["search_path"], fact.diagnostics["search_path"]
