@@ -327,9 +327,9 @@ def test_factored_sums_equal_the_dense_sums(monkeypatch):
             for w, g in zip(want[key], got[key], strict=True):
                 assert g == pytest.approx(w, rel=1e-10)
         assert got["prob_one"] == pytest.approx(want["prob_one"], rel=1e-11)
-    # the series part: each coefficient row summed at lambda = 0.04 equals the cell terms
+    # the series part: each coefficient row summed at lambda = 0.45 equals the cell terms
     pi = 0.05
-    lam = 0.04
+    lam = 0.45
     coef = _factored.series_coefficients(pi)
     m = np.array([lam * pi])
     terms = []

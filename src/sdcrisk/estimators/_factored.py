@@ -19,9 +19,9 @@ of them with a fitted value of (nearly) zero. Two exact facts remove it:
 The minimum-error statistic and P(PU) need sums over **all** cells of functions of mu
 (:func:`._minerror.dense_sums`). With the blocks split into two groups A, B whose value lists
 are materialised (each about sqrt(K) long, or one big block and the rest), a cell is a pair
-(a, b) with lambda = (n / pi) a b: cells with lambda < 0.05 are summed by the power series of
-each function (to order 16, with prefix sums of b^p over sorted B), the others (at most
-n / (0.05 pi) of them) one by one. The result equals the dense sum to rounding.
+(a, b) with lambda = (n / pi) a b: cells with lambda < 0.5 are summed by the power series of
+each function (to order 24, with prefix sums of b^p over sorted B), the others (at most
+n / (0.5 pi) of them) one by one. The result equals the dense sum to rounding.
 """
 
 from __future__ import annotations
@@ -43,9 +43,11 @@ __all__ = ["BlockFit", "blocks_of", "FactoredModel", "FactoredFitter", "fit_fact
 Generator = tuple[int, ...]
 
 #: lambda below which a cell's terms are summed by their power series (see module doc)
-LAMBDA_SERIES = 0.05
-#: order of the power series (remainder below 1e-20 relative at lambda < 0.05)
-SERIES_ORDER = 16
+LAMBDA_SERIES = 0.5
+#: order of the power series (terms at most 3^p / p! lambda^p: below 1e-19 at p = 25)
+SERIES_ORDER = 24
+#: block fits a search keeps for reuse across steps (total support cells)
+_CACHE_CELLS = 20_000_000
 #: materialise the full product of the blocks' value lists up to this many cells
 _DIRECT = 1 << 22
 
@@ -460,6 +462,10 @@ class FactoredFitter:
         self.tol = tol
         self._targets: dict = {}
         self._positive: dict = {}
+        #: block fits by generating class: a search step's candidate often rebuilds a block
+        #: of the previous step (its keys untouched by the term added since)
+        self._blocks: dict = {}
+        self._cached_cells = 0
         j = len(self.shape)
         self._cols = np.ascontiguousarray(table.cell_codes.T.astype(np.int64))
         self._margins([(i,) for i in range(j)])
@@ -483,9 +489,16 @@ class FactoredFitter:
             if block_gens in reuse:
                 blocks.append(reuse[block_gens])
                 continue
-            blocks.append(fit_block(keys, block_gens, self._targets, self._positive, self.shape,
-                                    max_iter=self.max_iter, tol=self.tol,
-                                    initial=by_keys.get(keys)))
+            if block_gens in self._blocks:
+                blocks.append(self._blocks[block_gens])
+                continue
+            block = fit_block(keys, block_gens, self._targets, self._positive, self.shape,
+                              max_iter=self.max_iter, tol=self.tol, initial=by_keys.get(keys))
+            if self._cached_cells + block.values.size <= _CACHE_CELLS and len(keys) < len(
+                    self.shape):  # all-key blocks (the 3-way branch) are large: not kept
+                self._blocks[block_gens] = block
+                self._cached_cells += block.values.size
+            blocks.append(block)
         n = float(self.table.n)
         mu = np.full(self.table.n_cells, n)
         for b in blocks:
