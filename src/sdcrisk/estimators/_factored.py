@@ -46,8 +46,10 @@ Generator = tuple[int, ...]
 LAMBDA_SERIES = 0.5
 #: order of the power series (terms at most 3^p / p! lambda^p: below 1e-19 at p = 25)
 SERIES_ORDER = 24
-#: block fits a search keeps for reuse across steps (total support cells)
-_CACHE_CELLS = 20_000_000
+#: block fits a search keeps for reuse across steps (total support cells; a cell costs about
+#: 50 bytes with its codes and margin indexes), and the largest block kept
+_CACHE_CELLS = 2_000_000
+_CACHE_BLOCK = 200_000
 #: materialise the full product of the blocks' value lists up to this many cells
 _DIRECT = 1 << 22
 
@@ -494,8 +496,8 @@ class FactoredFitter:
                 continue
             block = fit_block(keys, block_gens, self._targets, self._positive, self.shape,
                               max_iter=self.max_iter, tol=self.tol, initial=by_keys.get(keys))
-            if self._cached_cells + block.values.size <= _CACHE_CELLS and len(keys) < len(
-                    self.shape):  # all-key blocks (the 3-way branch) are large: not kept
+            if (block.values.size <= _CACHE_BLOCK
+                    and self._cached_cells + block.values.size <= _CACHE_CELLS):
                 self._blocks[block_gens] = block
                 self._cached_cells += block.values.size
             blocks.append(block)
