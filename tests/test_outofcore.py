@@ -234,9 +234,16 @@ def _assess_json(tmp_path, *argv):
     out = tmp_path / "out.json"
     code = main(["assess", *map(str, argv), "--format", "json", "--out", str(out)])
     assert code == 0
-    d = json.loads(out.read_text())
-    d["diagnostics"] = {k: v for k, v in d["diagnostics"].items() if "seconds" not in k}
-    return d  # without timings
+    return _without_timings(json.loads(out.read_text()))
+
+
+def _without_timings(obj):
+    """``obj`` without its timings (keys ending in "seconds"), at any depth."""
+    if isinstance(obj, dict):
+        return {k: _without_timings(v) for k, v in obj.items() if not k.endswith("seconds")}
+    if isinstance(obj, list):
+        return [_without_timings(v) for v in obj]
+    return obj
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

@@ -164,7 +164,8 @@ def test_household_design_keeps_whole_households(hh_table):
 
 def test_failed_and_skipped_candidates_are_reported_not_fatal(table):
     # weighted log-linear needs survey weights: the pseudo-population has none
-    vt = validate(table, ["loglinear:weighted=true", "nb"], replicates=2, fraction=0.3)
+    vt = validate(table, ["loglinear:weighted=true,terms=all-2-way", "nb"], replicates=2,
+                  fraction=0.3)
     bad, good = vt.rows
     assert bad.status.startswith("failed: ParameterError") and "weights" in bad.status
     assert not bad.usable and good.usable

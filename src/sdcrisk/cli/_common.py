@@ -123,7 +123,7 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    default=None, help="nb: how E[1/F|f] is evaluated (default exact); loglinear: "
                    "sdcmicro adds modRisk's gr1/gr2")
     p.add_argument("--terms", default=None,
-                   help="loglinear: independence, all-2-way (default), all-3-way, search, or a "
+                   help="loglinear: search (default), independence, all-2-way, all-3-way, or a "
                    "formula like 'all-2-way + a:b:c'")
     p.add_argument("--iterations", type=int, default=None,
                    help="loglinear: maximum IPF iterations (default 40); MCMC: iterations "
