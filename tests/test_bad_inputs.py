@@ -454,6 +454,9 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
     (("--out", "no/such/r.html"), ("does not exist",)),
     (("--methods", "nope", "--out", "r.html"), ("nope",)),
     (("--population-size", "nan", "--out", "r.html"), ("not finite",)),
+    (("--min-count", "-1", "--out", "r.html"), ("--min-count -1", ">= 2")),
+    (("--top", "-5", "--out", "r.html"), ("--top -5", ">= 1")),
+    (("--risk-threshold", "5", "--out", "r.html"), ("--risk-threshold 5.0", "(0, 1]")),
 ])
 def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
     monkeypatch.chdir(files)
@@ -471,6 +474,18 @@ def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words)
     (("--l1", "exp:1"), ("give either data",)),
     (("--domain-types", "good.csv", "--alpha", "1", "--l1", "exp:1"),
      ("both --alpha and --beta",)),
+    (("good.csv", "--domain", "a", "--class", "b=99", "--l1", "exp:1", "--population-size",
+      "1e4"), ("b='99' is not a level of 'b'",)),
+    (("good.csv", "--domain", "a", "--class", "b", "--l1", "exp:1", "--population-size",
+      "1e4"), ("write var=value",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:-1", "--population-size",
+      "1e4"), ("s=-1.0 must be a positive number",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--l0", "zz",
+      "--population-size", "1e4"), ("l0 kind 'zz'",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--population-size",
+      "1e4", "--max-enumeration", "-1"), ("--max-enumeration -1",)),
+    (("--domain-types", "good.csv", "--alpha", "0", "--beta", "1", "--l1", "exp:1"),
+     ("--alpha 0.0 must be a positive number",)),
 ])
 def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)
@@ -482,6 +497,11 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "1", "--actions", "teleport"), ("teleport",)),
     (("--target", "1", "--plot", "p.pdf"), (".png or .svg",)),
     (("--target", "1", "--change-keys", "zz"), ("zz",)),
+    (("--target", "-1"), ("must be a non-negative number",)),
+    (("--target", "nan"), ("must be a non-negative number",)),
+    (("--target", "1", "--refit-candidates", "0"), ("--refit-candidates 0",)),
+    (("--target", "1", "--max-pattern-size", "0"), ("--max-pattern-size 0",)),
+    (("--target", "1", "--objective", "records-above"), ("give a record risk threshold",)),
 ])
 def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)
