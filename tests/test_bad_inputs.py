@@ -1113,3 +1113,13 @@ def test_loglinear_bootstrap_on_one_record():
     _check_finite_and_ordered(res, 1)
     assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
     assert res.measures["tau2"].estimate == pytest.approx(1e-4, rel=1e-3)
+
+
+def test_keys_and_levels_accept_any_iterable():
+    """The checks refuse scalars and strings, not the iterables people pass."""
+    df = _df()
+    md = Microdata.from_source(df, keys={"a": 1, "b": 2}.keys(),
+                               levels={"a": pd.Index([0, 1, 2, 3]), "b": range(3)})
+    assert md.keys == ("a", "b")
+    assert md.levels[0] == (0, 1, 2, 3)
+    assert Microdata.from_source(df, keys=(k for k in ("a", "c"))).keys == ("a", "c")

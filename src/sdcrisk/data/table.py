@@ -13,7 +13,7 @@ import contextvars
 import hashlib
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -212,14 +212,14 @@ class Microdata:
         """
         if isinstance(keys, str):
             keys = [k.strip() for k in keys.split(",") if k.strip()]
-        if not isinstance(keys, Sequence | set | frozenset) or isinstance(keys, bytes):
+        if isinstance(keys, bytes | Mapping) or not isinstance(keys, Iterable):
             raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
                                  "names or a comma-separated string")
+        keys = tuple(keys)
         bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
         if bad_key is not None:
             raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
                                  "strings")
-        keys = tuple(keys)
         if not keys:
             raise ParameterError("give at least one key variable")
         if len(set(keys)) != len(keys):
@@ -244,12 +244,11 @@ class Microdata:
             if unknown:
                 raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
             for k, lv in levels.items():
-                if isinstance(lv, str | bytes | Mapping) or not isinstance(
-                        lv, Sequence | np.ndarray | set | frozenset):
+                if isinstance(lv, str | bytes | Mapping) or not isinstance(lv, Iterable):
                     raise ParameterError(
                         f"levels of {k!r} is {_short(lv)}, not a list; give every category "
                         f'of {k!r} as a list, e.g. {{"{k}": [1, 2, 3]}}')
-                if len(lv) == 0:
+                if hasattr(lv, "__len__") and len(lv) == 0:
                     raise ParameterError(f"levels of {k!r} is an empty list; give its "
                                          "categories or leave the key out of levels")
         wanted = list(keys) + [c for c in (weights, household) if c is not None]
