@@ -96,11 +96,16 @@ def test_assess_writes_out_file(capsys, small_csv, tmp_path):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["--keys", "a,zz"], "missing column 'zz'"),
+        (["--keys", "a,zz", "--whole-population"], "missing column 'zz'"),
         (["--keys", "a,b", "--population-size", "2"], "smaller than the sample size"),
         (["--keys", "a,b", "--weights", "bad"], "weights column 'bad'"),
-        (["--keys", "a,b", "--max-levels", "1"], "more than --max-levels 1"),
-        (["--keys", "a,b", "--method", "nb", "--max-global-risk", "2"], "--max-global-risk 2"),
+        (["--keys", "a,b", "--max-levels", "1", "--whole-population"],
+         "more than --max-levels 1"),
+        (["--keys", "a,b", "--method", "nb", "--max-global-risk", "2", "--whole-population"],
+         "--max-global-risk 2"),
+        (["--keys", "a,b"], "--population-size N, --sampling-fraction F, --weights"),
+        (["--keys", "a,b", "--whole-population", "--population-size", "9"],
+         "--whole-population says N = n; --population-size gives another N"),
     ],
 )
 def test_assess_bad_input_one_line_nonzero(capsys, tmp_path, argv, fragment):
@@ -116,9 +121,10 @@ def test_assess_bad_input_one_line_nonzero(capsys, tmp_path, argv, fragment):
 def test_empty_file_and_missing_file(capsys, tmp_path):
     empty = tmp_path / "e.csv"
     empty.write_text("a,b\n")
-    code, _, err = run(capsys, "assess", str(empty), "--keys", "a,b")
+    code, _, err = run(capsys, "assess", str(empty), "--keys", "a,b", "--whole-population")
     assert code == 2 and "empty" in err
-    code, _, err = run(capsys, "assess", str(tmp_path / "nope.csv"), "--keys", "a")
+    code, _, err = run(capsys, "assess", str(tmp_path / "nope.csv"), "--keys", "a",
+                       "--population-size", "10")
     assert code == 2 and "not found" in err
 
 
@@ -126,7 +132,8 @@ def test_debug_shows_traceback(tmp_path):
     from sdcrisk import InputError
 
     with pytest.raises(InputError):
-        main(["assess", str(tmp_path / "nope.csv"), "--keys", "a", "--debug"])
+        main(["assess", str(tmp_path / "nope.csv"), "--keys", "a", "--population-size", "9",
+              "--debug"])
 
 
 def test_python_dash_m(tmp_path):
@@ -168,22 +175,23 @@ def test_evaluate_json_truth_matches_brute_force(capsys, tmp_path):
 def test_evaluate_households_and_srs_and_given_sample(capsys, tmp_path):
     df, path = _population(tmp_path)
     code, out, _ = run(capsys, "evaluate", str(path), "--keys", "x,y", "--fraction", "0.1",
-                       "--household", "hid", "--format", "json")
+                       "--household", "hid", "--methods", "nb", "--format", "json")
     assert code == 0
     assert json.loads(out)["truth"]["n"] % 2 == 0  # whole households of two
     code, out, _ = run(capsys, "evaluate", str(path), "--keys", "x,y", "--n", "123",
-                       "--format", "json")
+                       "--methods", "nb", "--format", "json")
     assert code == 0 and json.loads(out)["truth"]["n"] == 123
     sample = tmp_path / "sample.csv"
     df.iloc[:300].to_csv(sample, index=False)
     code, out, _ = run(capsys, "evaluate", str(path), "--keys", "x,y,z", "--sample",
-                       str(sample), "--format", "json")
+                       str(sample), "--methods", "nb", "--format", "json")
     assert code == 0 and json.loads(out)["truth"]["n"] == 300
     # a record that is not in the population
     bad = df.iloc[:5].copy()
     bad.loc[0, "x"] = 99
     bad.to_csv(sample, index=False)
-    code, _, err = run(capsys, "evaluate", str(path), "--keys", "x,y,z", "--sample", str(sample))
+    code, _, err = run(capsys, "evaluate", str(path), "--keys", "x,y,z", "--sample", str(sample),
+                       "--methods", "nb")
     assert code == 2 and "99" in err
 
 

@@ -228,3 +228,23 @@ def test_provenance_identifies_input_without_revealing_it(cls, table, fitted):
     assert prov["input_fingerprint"] == table.fingerprint()
     other = tabulate(Microdata.from_source({"a": [1, 2, 2]}, ["a"], population_size=10))
     assert other.fingerprint() != table.fingerprint()
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=IDS)
+def test_notebook_view_and_pickle(cls, table, fitted):
+    # the result base (sdcrisk.core.base.ResultBase): a notebook view that shows no cell's
+    # key values, and a pickle that rebuilds the same result (tests/test_results.py covers
+    # every other result type)
+    import html
+    import pickle
+
+    res = fitted(cls)
+    page = res._repr_html_()
+    assert SECRET not in page
+    assert html.escape(repr(res)) in page
+    assert all(f"<th>{name}</th>" in page for name in res.measures)
+    back = pickle.loads(pickle.dumps(res))
+    assert _comparable(back) == _comparable(res)
+    for k, v in res.cell_risk_values.items():
+        np.testing.assert_array_equal(back.cell_risk_values[k], v)
+        assert not back.cell_risk_values[k].flags.writeable

@@ -122,7 +122,8 @@ def test_cli_assess_and_evaluate_household_level(tmp_path, capsys):
     # 3 two-person households; N of households = 3 * 100 / 10 (person sampling fraction)
     assert d["n"] == 3 and d["population_size"] == pytest.approx(30)
     assert d["keys"] == ["region", "sex_1", "age_1", "sex_2", "age_2"]
-    assert main(["assess", str(path), "--keys", "sex,age", "--household-size", "2"]) == 2
+    assert main(["assess", str(path), "--keys", "sex,age", "--household-size", "2",
+                 "--population-size", "100"]) == 2
     assert "--household" in capsys.readouterr().err
 
     pop = tmp_path / "pop.csv"

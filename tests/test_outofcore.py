@@ -295,6 +295,6 @@ def test_cli_out_of_core_refuses_what_it_cannot_do(tmp_path, capsys):
              "--out-of-core does not build household-level keys (--household-size)"),
             (["--key-sets", str(sets)], "--out-of-core tabulates one key set")):
         code = main(["assess", str(path), "--keys", "age,region", "--method", "nb",
-                     "--out-of-core", *extra])
+                     "--population-size", "1e6", "--out-of-core", *extra])
         _, err = capsys.readouterr()
         assert code == 2 and message in err and err.count("\n") == 1

@@ -152,7 +152,7 @@ def test_cli_recommend(capsys, tmp_path):
                  "--target", "0", "--objective", "records-above"])
     assert code == 2 and "risk_threshold" in capsys.readouterr().err
     code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
-                 "--target", "0"])
+                 "--target", "0", "--method", "nb"])
     out = capsys.readouterr().out
     assert code == 0 and "recode age: merge {30, 31}; {32, 33}" in out
 

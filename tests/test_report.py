@@ -33,7 +33,7 @@ from sdcrisk.report.collect import (
     variable_contributions,
     write_report,
 )
-from sdcrisk.report.markup import fmt
+from sdcrisk.report.formats import fmt
 
 # distinctive values that occur in fewer than 3 records (so in sample-unique or f = 2 cells);
 # two of them contain HTML-special characters, so escaped forms are checked as well
@@ -252,17 +252,21 @@ def test_leave_one_key_out_with_weights_sums_the_weights():
         brute.estimate("expected_reidentifications"), rel=1e-12)
 
 
-def test_leave_one_key_out_defaults_to_nb_for_slow_methods(secret_table):
+def test_leave_one_key_out_uses_the_headline_method(secret_table):
+    # issue 18: "What drives the risk" is computed with the headline method, not nb
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = sdcrisk.LogLinearRisk().fit(secret_table)
-    df = variable_contributions(res)
-    assert (df["method"] == "nb").all()
-    nb = sdcrisk.NegativeBinomialRisk().fit(secret_table)
+        df = variable_contributions(res)
+    assert (df["method"] == "loglinear").all()
     assert df["expected_reidentifications"].iloc[0] == pytest.approx(
-        nb.estimate("expected_reidentifications"), rel=1e-12)
+        res.estimate("expected_reidentifications"), rel=1e-12)
     df = variable_contributions(res, estimator="poisson-gamma")
     assert (df["method"] == "poisson-gamma").all()
+    nb = sdcrisk.NegativeBinomialRisk().fit(secret_table)
+    df = variable_contributions(res, estimator="nb")
+    assert df["expected_reidentifications"].iloc[0] == pytest.approx(
+        nb.estimate("expected_reidentifications"), rel=1e-12)
 
 
 def test_category_contributions_against_group_by(secret_table):
@@ -427,7 +431,7 @@ def test_suda_section_shows_suda2_figures():
     suda = sdcrisk.suda2(table, dis_fraction=10_000 / 56_075_912)
     for key, value in suda.attribute_contributions.items():
         assert f'<td>{key}</td><td class="num">{value:.1f}%</td>' in page
-    assert "sampling fraction 0.0001783 (the file&#x27;s sampling fraction n/N)" in page
+    assert "sampling fraction 0.0001783 (the file&#39;s sampling fraction n/N)" in page
     bands = suda.dis_table()
     assert "".join(f'<td class="num">{v:,}</td>' for v in bands.values()) in page
     assert sum(bands.values()) == 10_000
@@ -437,7 +441,7 @@ def test_suda_section_shows_suda2_figures():
     # N unknown: DIS uses sdcMicro's default fraction 0.01
     md = Microdata.from_source("example:uk_census2011", "region,sex,age_band")
     page = build_report(sdcrisk.NegativeBinomialRisk().fit(tabulate(md)), contributions=False)
-    assert "sampling fraction 0.01 (sdcMicro&#x27;s default DisFraction" in page
+    assert "sampling fraction 0.01 (sdcMicro&#39;s default DisFraction" in page
     assert "SUDA2" not in build_report(sdcrisk.NegativeBinomialRisk().fit(tabulate(md)),
                                        suda=False)
 
@@ -454,12 +458,15 @@ def test_uniqueness_section_shows_the_arx_models():
     for name, est in pu.estimates.items():
         if est.available:
             assert (f'<td>{name}</td><td class="num">{fmt(est.uniques)}</td>') in page
-    assert (f'<tr class="base"><td>Dankar&#x27;s rule: pitman</td><td class="num">'
+    assert (f'<tr><td>Dankar&#39;s rule: pitman</td><td class="num">'
             f"{fmt(pu.uniques)}</td>") in page
-    # the method's own estimate of the number of population uniques, for comparison
+    # the method's own estimate of the number of population uniques, highlighted as the one
+    # to read (issue 18: the Dankar row was bold beside the headline's with no guidance)
     p_pu = res.estimate("p_pu")
-    assert (f'<td>poisson-gamma: P(PU) × N</td><td class="num">{fmt(p_pu * 56_075_912)}'
-            "</td>") in page
+    assert (f'<tr class="base"><td>poisson-gamma: P(PU) × N</td><td class="num">'
+            f"{fmt(p_pu * 56_075_912)}</td>") in page
+    assert page.count('<tr class="base">') == 1 + page.count("none (all keys)")
+    assert "Which estimate to trust" in page
     assert "Population uniqueness" not in build_report(res, contributions=False,
                                                        uniqueness=False)
 
@@ -627,7 +634,7 @@ def test_cli_fail_above(capsys, secret_csv):
 ])
 def test_cli_fail_above_bad_specs(capsys, secret_csv, spec, fragment):
     code, _, err = _run(capsys, "assess", str(secret_csv), "--keys", "region,job",
-                        "--fail-above", spec)
+                        "--population-size", "40000", "--fail-above", spec)
     assert code == 2 and fragment in err and err.count("\n") == 1
 
 

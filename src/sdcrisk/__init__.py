@@ -92,7 +92,7 @@ if TYPE_CHECKING:
         SkinnerElliotTheta,
         bf_risk,
     )
-    from .report.tradeoff_plot import plot_tradeoff
+    from .report.charts import plot_tradeoff
 
 _MODULES = {
     "data.table": "CellTable Microdata PopulationCounts check_memory tabulate",
@@ -120,7 +120,7 @@ _MODULES = {
         "SuppressionLoss TradeoffCurve decide decision_table fit_beta_binomial parse_loss "
         "posterior_table sensitivity"
     ),
-    "report.tradeoff_plot": "plot_tradeoff",
+    "report.charts": "plot_tradeoff",
     "analyses.suda": "SudaResult suda2 suda_weights",
     "analyses.uniqueness": (
         "FrequencyProfile PopulationUniqueness UniquenessEstimate pitman_uniques "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 __all__ = [
     "user_stacklevel",
@@ -66,7 +67,7 @@ def user_stacklevel() -> int:
     Use as ``warnings.warn(message, Category, stacklevel=user_stacklevel())`` directly in the
     function that warns.
     """
-    frame = sys._getframe(1)  # the function that calls warnings.warn: stacklevel 1
+    frame: types.FrameType | None = sys._getframe(1)  # the caller of warnings.warn: level 1
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
             _PACKAGE_DIR + os.sep):

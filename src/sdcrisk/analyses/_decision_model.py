@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
+from ..core.base import ResultBase
 from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 
 __all__ = [
@@ -119,8 +120,8 @@ def _log_betabinom(t, size, a, b):
     return log_choose + special.betaln(t + a, size - t + b) - special.betaln(a, b)
 
 
-@dataclass(frozen=True)
-class BetaBinomialFit:
+@dataclass(frozen=True, repr=False)
+class BetaBinomialFit(ResultBase):
     """Maximum-likelihood (alpha, beta) of the beta-binomial from many domains."""
 
     alpha: float
@@ -134,7 +135,7 @@ class BetaBinomialFit:
     def prior(self) -> BetaBinomialPrior:
         return BetaBinomialPrior(self.alpha, self.beta)
 
-    def to_dict(self) -> dict:
+    def _payload(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 

@@ -272,7 +272,8 @@ class AutoRisk(Estimator):
         res = est.fit(table)
         fitted = {**res.fitted, "reason": why,
                   "choice": {"candidates": [cand.label], "methods": [cand.method],
-                             "rule": "not validated", "description": why}}
+                             "settings": [cand.setting], "rule": "not validated",
+                             "description": why}}
         return dataclasses.replace(
             res, method=self.name, parameters=self.get_params(), fitted=fitted,
             assumptions=res.assumptions + (f"note: {why}",),

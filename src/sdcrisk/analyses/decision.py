@@ -19,16 +19,14 @@ ordering cells by R1/R0 traces the trade-off curve of disclosure risk against lo
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..core.result import jsonable
+from ..core.base import ResultBase
 from ..exceptions import InputError, ParameterError
 from ._decision_model import (
     DEFAULT_MAX_ENUMERATION,
@@ -47,6 +45,9 @@ from ._decision_model import (
     risk_rows,
     whole_count,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BetaBinomialPrior",
@@ -85,8 +86,8 @@ def _order(r1, r0):
 
 
 # --- the trade-off curve (spec F.4) -------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class TradeoffCurve:
+@dataclass(frozen=True, eq=False, repr=False)
+class TradeoffCurve(ResultBase):
     """Disclosure-risk fraction against suppression-loss fraction at each cut-off.
 
     Point 0 publishes nothing (loss fraction 1, risk fraction 0); point r publishes the first
@@ -104,11 +105,10 @@ class TradeoffCurve:
     risk_fraction: np.ndarray
     label: str = "optimal"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("loss_fraction", "risk_fraction"):
-            arr = np.array(getattr(self, name), float)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
+            object.__setattr__(self, name, np.array(getattr(self, name), float))
+        super().__post_init__()
 
     def loss_fraction_at(self, risk_fraction: float,
                          interpolation: Literal["linear", "cutoff"] = "linear") -> float:
@@ -131,9 +131,20 @@ class TradeoffCurve:
         share = (risk_fraction - yv[i - 1]) / (yv[i] - yv[i - 1])
         return float(x[i - 1] + share * (x[i] - x[i - 1]))
 
-    def to_dict(self) -> dict:
-        return {"label": self.label, "loss_fraction": self.loss_fraction.tolist(),
-                "risk_fraction": self.risk_fraction.tolist()}
+    def _payload(self) -> dict[str, Any]:
+        return {"label": self.label, "loss_fraction": self.loss_fraction,
+                "risk_fraction": self.risk_fraction}
+
+    def summary(self) -> pd.DataFrame:
+        """The points of the curve: loss and risk fraction at each cut-off."""
+        import pandas as pd
+
+        return pd.DataFrame({"loss_fraction": self.loss_fraction,
+                             "risk_fraction": self.risk_fraction}).rename_axis("cut_off")
+
+    def _repr_parts(self) -> list[str]:
+        return [f"label={self.label!r}", f"points={len(self.loss_fraction)}",
+                f"loss_fraction_at_0.2={self.loss_fraction_at(0.2):.4g}"]
 
 
 def _curve(w, r1, r0, order, label="optimal"):
@@ -186,7 +197,7 @@ _TABLE_COLUMNS = ("n", "N", "y", "share", "p_y", "EY", "R1", "L0", "ratio", "w_R
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class DecisionTable:
+class DecisionTable(ResultBase):
     """The ordered table of domain configurations (n, N, y) and its trade-off curve.
 
     ``rows`` holds, in publication order, the paper's Table 2 columns: ``n, N, y``,
@@ -206,34 +217,29 @@ class DecisionTable:
     curve: TradeoffCurve
     cut_off: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        _freeze(self, "rows", "losses", "cut_off")
-
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """The ordered table as a DataFrame."""
         import pandas as pd
 
         return pd.DataFrame({k: np.asarray(v) for k, v in self.rows.items()})
 
-    def to_dict(self) -> dict:
-        return jsonable({
+    def _payload(self) -> dict[str, Any]:
+        return {
             "model": {"alpha": self.prior.alpha, "beta": self.prior.beta},
-            "losses": dict(self.losses),
+            "losses": self.losses,
             "rows": self.summary().to_dict(orient="records"),
             "total_risk": self.total_risk,
             "total_loss": self.total_loss,
             "curve": self.curve.to_dict(),
-            "cut_off": dict(self.cut_off),
+            "cut_off": self.cut_off,
             "reference": _REFERENCE,
-        })
+        }
 
-    def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
-
-    def __repr__(self) -> str:
-        return (f"DecisionTable(rows={len(self.rows['y'])}, alpha={self.prior.alpha:g}, "
-                f"beta={self.prior.beta:g}, l1={self.losses['l1']}, l0={self.losses['l0']}, "
-                f"total_risk={self.total_risk:.6g}, total_loss={self.total_loss:.6g})")
+    def _repr_parts(self) -> list[str]:
+        return [f"rows={len(self.rows['y'])}", f"alpha={self.prior.alpha:g}",
+                f"beta={self.prior.beta:g}", f"l1={self.losses['l1']}",
+                f"l0={self.losses['l0']}", f"total_risk={self.total_risk:.6g}",
+                f"total_loss={self.total_loss:.6g}"]
 
 
 def _types(domain_types) -> list[tuple[int, int, float]]:
@@ -351,16 +357,6 @@ def decision_table(
                          cut_off=cut_off_text(max_enumeration, tail, omitted))
 
 
-def _freeze(obj, *names) -> None:
-    """Read-only mappings (and arrays) for an immutable result."""
-    for name in names:
-        value = dict(getattr(obj, name))
-        for v in value.values():
-            if isinstance(v, np.ndarray):
-                v.setflags(write=False)
-        object.__setattr__(obj, name, MappingProxyType(value))
-
-
 def _check_cut_off(max_enumeration, tail):
     if not (isinstance(max_enumeration, int | np.integer) and max_enumeration >= 1):
         raise ParameterError(f"max_enumeration={max_enumeration!r} must be a positive integer")
@@ -369,7 +365,7 @@ def _check_cut_off(max_enumeration, tail):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LossSensitivity:
+class LossSensitivity(ResultBase):
     """Loss fractions needed to reach a risk fraction, for the optimal and alternative rules."""
 
     curves: Mapping[str, TradeoffCurve]
@@ -378,7 +374,8 @@ class LossSensitivity:
     cutoff_loss_fractions: Mapping[str, float]
     losses: Mapping[str, Mapping[str, str]]
 
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
+        """One row per rule: its decision losses and the loss fractions it needs."""
         import pandas as pd
 
         return pd.DataFrame({"decision_l1": {k: v["decision_l1"] for k, v in self.losses.items()},
@@ -386,14 +383,15 @@ class LossSensitivity:
                              "loss_fraction": dict(self.loss_fractions),
                              "loss_fraction_cutoff": dict(self.cutoff_loss_fractions)})
 
-    def to_dict(self) -> dict:
-        return jsonable({"risk_fraction": self.risk_fraction,
-                          "evaluated_with": next(iter(self.losses.values()))["l1_l0"],
-                          "rules": self.summary().to_dict(orient="index"),
-                          "curves": {k: c.to_dict() for k, c in self.curves.items()}})
+    def _payload(self) -> dict[str, Any]:
+        return {"risk_fraction": self.risk_fraction,
+                "evaluated_with": next(iter(self.losses.values()))["l1_l0"],
+                "rules": self.summary().to_dict(orient="index"),
+                "curves": {k: c.to_dict() for k, c in self.curves.items()}}
 
-    def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
+    def _repr_parts(self) -> list[str]:
+        return [f"risk_fraction={self.risk_fraction:g}",
+                *(f"{k}={v:.4g}" for k, v in self.loss_fractions.items())]
 
 
 def sensitivity(
@@ -444,7 +442,7 @@ def sensitivity(
 
 # --- application to microdata ------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
-class DomainTable:
+class DomainTable(ResultBase):
     """Per-domain sample size n, population size N and class count y (and the true Y).
 
     Build it with :meth:`from_microdata`. ``true_Y`` is known only when a population was
@@ -469,22 +467,40 @@ class DomainTable:
     sizes_source: str
     true_Y: np.ndarray | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("n", "N", "y", "true_Y"):
             v = getattr(self, name)
             if v is not None:
-                arr = np.array(v, dtype=np.int64)
-                arr.setflags(write=False)
-                object.__setattr__(self, name, arr)
+                object.__setattr__(self, name, np.array(v, dtype=np.int64))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        super().__post_init__()
         if not len(self.labels) == len(self.n) == len(self.N) == len(self.y):
             raise InputError("labels, n, N and y must have one entry per domain")
         if np.any(self.y < 0) or np.any(self.y > self.n) or np.any(self.n > self.N):
             raise InputError("domain counts must satisfy 0 <= y <= n <= N")
 
-    def __repr__(self) -> str:
+    def summary(self, *, internal: bool = False) -> pd.DataFrame:
+        """One row per domain: n and N; the class count y (and the true Y) only with
+        ``internal=True`` (a small y can disclose)."""
+        import pandas as pd
+
+        data: dict[str, Any] = {self.domain: list(self.labels), "n": self.n, "N": self.N}
+        if internal:
+            data["y"] = self.y
+            if self.true_Y is not None:
+                data["true_Y"] = self.true_Y
+        return pd.DataFrame(data)
+
+    def _payload(self, *, internal: bool = False) -> dict[str, Any]:
+        return {"domain": self.domain, "class": self.class_definition,
+                "domain_sizes": self.sizes_source, "domains": len(self.n),
+                "n": int(self.n.sum()), "N": int(self.N.sum()),
+                "rows": self.summary(internal=internal).to_dict(orient="records")}
+
+    def _repr_parts(self) -> list[str]:
         cls = ",".join(f"{k}={v}" for k, v in self.class_definition.items())
-        return (f"DomainTable(domain={self.domain!r}, class={cls!r}, domains={len(self.n)}, "
-                f"n={int(self.n.sum())}, y={int(self.y.sum())}, N [{self.sizes_source}])")
+        return [f"domain={self.domain!r}", f"class={cls!r}", f"domains={len(self.n)}",
+                f"n={int(self.n.sum())}", f"y={int(self.y.sum())}", f"N [{self.sizes_source}]"]
 
     @classmethod
     def from_microdata(
@@ -595,7 +611,7 @@ def _class_mask(md, definition: Mapping[str, str]) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class DomainDecision:
+class DomainDecision(ResultBase):
     """Publish/suppress per domain, with risks, the rule used and the trade-off curve."""
 
     table: DomainTable
@@ -609,15 +625,12 @@ class DomainDecision:
     fit: BetaBinomialFit | None = None
     cut_off: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        _freeze(self, "columns", "losses", "rule", "totals", "cut_off")
-
     @property
     def publish(self) -> np.ndarray:
         """Boolean per domain (in the domain table's order)."""
         return self.columns["publish"]
 
-    def summary(self, *, internal: bool = False):
+    def summary(self, *, internal: bool = False) -> pd.DataFrame:
         """One row per domain in publication order.
 
         Class counts y, E[Y|y] and the risks of single domains can disclose small cells;
@@ -636,34 +649,31 @@ class DomainDecision:
         data.update({c: np.asarray(self.columns[c])[order] for c in cols})
         return pd.DataFrame(data)
 
-    def to_dict(self, *, internal: bool = False) -> dict:
-        return jsonable({
+    def _payload(self, *, internal: bool = False) -> dict[str, Any]:
+        return {
             "domain": self.table.domain,
-            "class": dict(self.table.class_definition),
+            "class": self.table.class_definition,
             "domain_sizes": self.table.sizes_source,
             "model": {"alpha": self.prior.alpha, "beta": self.prior.beta,
                       "source": self.prior_source,
                       **({"fit": self.fit.to_dict()} if self.fit else {})},
-            "losses": dict(self.losses),
-            "rule": dict(self.rule),
-            "totals": dict(self.totals),
+            "losses": self.losses,
+            "rule": self.rule,
+            "totals": self.totals,
             "decisions": self.summary(internal=internal).to_dict(orient="records"),
             "curve": self.curve.to_dict(),
-            "cut_off": dict(self.cut_off),
+            "cut_off": self.cut_off,
             "reference": _REFERENCE,
-        })
-
-    def to_json(self, *, internal: bool = False, **kwargs) -> str:
-        return json.dumps(self.to_dict(internal=internal), **{"indent": 2, **kwargs})
+        }
 
     def to_csv(self, path, *, internal: bool = False) -> None:
         """Write the decisions (one row per domain) as CSV."""
         self.summary(internal=internal).to_csv(path, index=False)
 
-    def __repr__(self) -> str:
-        return (f"DomainDecision(domains={len(self.table.n)}, published="
-                f"{int(self.publish.sum())}, risk_fraction={self.totals['risk_fraction']:.4g}, "
-                f"loss_fraction={self.totals['loss_fraction']:.4g})")
+    def _repr_parts(self) -> list[str]:
+        return [f"domains={len(self.table.n)}", f"published={int(self.publish.sum())}",
+                f"risk_fraction={self.totals['risk_fraction']:.4g}",
+                f"loss_fraction={self.totals['loss_fraction']:.4g}"]
 
 
 def decide(

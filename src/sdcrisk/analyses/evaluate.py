@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.base import ResultBase
 from ..core.measures import roc_auc
-from ..core.result import RiskResult, jsonable
+from ..core.result import RiskResult
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import ParameterError
@@ -22,62 +23,132 @@ from .sampling import (
     truth_of,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["evaluate", "Evaluation", "MethodEvaluation"]
 
 
-@dataclass(frozen=True)
-class MethodEvaluation:
+@dataclass(frozen=True, eq=False, repr=False)
+class MethodEvaluation(ResultBase):
     """One estimator's figures against the truth."""
 
     method: str
-    estimates: dict[str, float | None]
-    relative_errors: dict[str, float | None]
+    estimates: Mapping[str, float | None]
+    relative_errors: Mapping[str, float | None]
     seconds: float
     auc: float | None
     result: RiskResult | None = field(default=None, repr=False)
     error: str | None = None
 
-    def to_dict(self) -> dict:
+    def _payload(self) -> dict[str, Any]:
         model = {}
         if self.result is not None:
             # what the method chose: the model (log-linear, graphical kept models)
             model = {k: self.result.fitted[k] for k in ("model", "models")
                      if k in self.result.fitted}
-        return jsonable({
+        return {
             **self.estimates,
             "seconds": self.seconds,
             "auc": self.auc,
             "relative_error": self.relative_errors,
             **model,
             **({"error": self.error} if self.error else {}),
-        })
+        }
+
+    def summary(self) -> pd.DataFrame:
+        """Estimate and relative error of each compared measure."""
+        import pandas as pd
+
+        return pd.DataFrame({"estimate": pd.Series(dict(self.estimates), dtype=float),
+                             "relative_error": pd.Series(dict(self.relative_errors),
+                                                         dtype=float)}).rename_axis("measure")
+
+    def _repr_parts(self) -> list[str]:
+        parts = [f"method={self.method!r}"]
+        parts += [f"{k}={v:.4g}" for k, v in self.estimates.items()
+                  if k in ("tau1", "tau2") and v is not None]
+        parts += [f"auc={self.auc:.3f}"] if self.auc is not None else []
+        parts += [f"seconds={self.seconds:.3g}"]
+        return parts + ([f"error={self.error!r}"] if self.error else [])
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """Truth, estimates and errors for one sample of a population."""
+@dataclass(frozen=True, eq=False, repr=False)
+class Evaluation(ResultBase):
+    """Truth, estimates and errors for one sample of a population.
 
-    truth: dict[str, float]
-    methods: dict[str, MethodEvaluation]
+    :meth:`to_frame` gives one row per method and measure; :meth:`summary` the truth and
+    each method's tau1 and tau2 side by side; :meth:`grid_frame` the rows of
+    :func:`sdcrisk.analyses.grid.evaluate_grid` (the accuracy scoreboard) in the same form.
+    """
+
+    truth: Mapping[str, float]
+    methods: Mapping[str, MethodEvaluation]
     design: str
     seed: int | None
     keys: tuple[str, ...]
     cell_space: int
 
-    def to_dict(self) -> dict:
+    def _payload(self) -> dict[str, Any]:
         truth = dict(self.truth)
         for k in ("n", "sample_uniques", "population_uniques", "tau1"):
             if k in truth:
                 truth[k] = int(truth[k])
-        return jsonable({
+        return {
             "design": self.design,
             "seed": self.seed,
             "keys": list(self.keys),
             "cell_space": self.cell_space,
             "truth": truth,
             "estimates": {k: m.to_dict() for k, m in self.methods.items()},
-        })
+        }
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (method, measure): estimate, truth, relative error, AUC, seconds."""
+        import pandas as pd
+
+        rows = [{"method": label, "measure": name, "estimate": value,
+                 "truth": self.truth.get(name), "relative_error": m.relative_errors.get(name),
+                 "auc": m.auc, "seconds": m.seconds}
+                for label, m in self.methods.items() for name, value in m.estimates.items()]
+        return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
+
+    def summary(self) -> pd.DataFrame:
+        """The truth and each method: tau1, tau2, their relative errors, AUC, seconds."""
+        import pandas as pd
+
+        rows = [{"method": "truth", "tau1": self.truth.get("tau1"),
+                 "tau2": self.truth.get("tau2")}]
+        for label, m in self.methods.items():
+            rows.append({"method": label, "tau1": m.estimates.get("tau1"),
+                         "tau2": m.estimates.get("tau2"),
+                         "rel_err_tau1": m.relative_errors.get("tau1"),
+                         "rel_err_tau2": m.relative_errors.get("tau2"),
+                         "auc": m.auc, "seconds": m.seconds})
+        return pd.DataFrame(rows).set_index("method").astype(float)
+
+    @staticmethod
+    def grid_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+        """Rows of :func:`~sdcrisk.analyses.grid.evaluate_grid` (the accuracy scoreboard) as
+        one DataFrame row per (population, fraction, seed, method, measure)."""
+        import pandas as pd
+
+        unit = ("population", "fraction", "seed")
+        out = [{**{k: r.get(k) for k in unit}, "method": r["method"], "measure": name,
+                "estimate": value, "truth": r["truth"].get(name),
+                "relative_error": r["relative_errors"].get(name), "auc": r.get("auc"),
+                "seconds": r.get("seconds")}
+               for r in rows for name, value in r["estimates"].items()]
+        return pd.DataFrame(out, columns=[*unit, *_FRAME_COLUMNS])
+
+    def _repr_parts(self) -> list[str]:
+        tau1 = self.truth.get("tau1")
+        return [f"design={self.design!r}", f"seed={self.seed}", f"keys={len(self.keys)}",
+                f"cell_space={self.cell_space}", f"methods={list(self.methods)}",
+                *([f"true_tau1={tau1:.6g}"] if tau1 is not None else [])]
+
+
+_FRAME_COLUMNS = ["method", "measure", "estimate", "truth", "relative_error", "auc", "seconds"]
 
 _COMPARED = ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta")
 

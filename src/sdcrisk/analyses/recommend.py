@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..core.result import RiskResult, jsonable
+from ..core.base import ResultBase
+from ..core.result import RiskResult
 from ..data import _cells
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
+from ..runtime.progress import progress
 from .methods import get_estimator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RiskTarget", "Plan", "Recommendations", "recommend"]
 
@@ -94,7 +97,7 @@ class RiskTarget:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Plan:
+class Plan(ResultBase):
     """One recommended change and the risk re-estimated after it.
 
     Attributes
@@ -127,15 +130,14 @@ class Plan:
     cells_changed: int
     merges: tuple = ()
     suppressions: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
-    measures_after: dict = field(default_factory=dict)
+    measures_after: Mapping[str, Any] = field(default_factory=dict)
     path: tuple = ()
     keys: tuple[str, ...] = ()
 
-    def __post_init__(self):
-        arr = np.array(self.suppressions, dtype=np.int64).reshape(-1, 2)
-        arr.setflags(write=False)
-        object.__setattr__(self, "suppressions", arr)
-        object.__setattr__(self, "measures_after", MappingProxyType(dict(self.measures_after)))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "suppressions",
+                           np.array(self.suppressions, dtype=np.int64).reshape(-1, 2))
+        super().__post_init__()
 
     def label(self) -> str:
         return "local suppression" if self.kind == "suppression" else f"recode {self.key}"
@@ -165,11 +167,11 @@ class Plan:
                              "sample records to these data")
         return _suppress(microdata, idx, self.suppressions[:, 1])
 
-    def to_dict(self, *, internal: bool = False) -> dict:
+    def _payload(self, *, internal: bool = False) -> dict[str, Any]:
         d = {"kind": self.kind, "key": self.key, "label": self.label(), "reached": self.reached,
              "objective_after": self.objective_after, "records_changed": self.records_changed,
              "values_changed": self.values_changed, "cells_changed": self.cells_changed,
-             "measures_after": dict(self.measures_after), "steps": len(self.path) - 1,
+             "measures_after": self.measures_after, "steps": len(self.path) - 1,
              "path": list(self.path)}
         if self.kind == "recoding":
             d["merges"] = [[_text(v) for v in g] for g in self.merges]
@@ -180,26 +182,37 @@ class Plan:
             if internal:
                 d["suppressions"] = [{"record": int(r), "key": self.keys[int(j)]}
                                      for r, j in self.suppressions]
-        return jsonable(d)
+        return d
+
+    def summary(self) -> pd.DataFrame:
+        """The greedy path: one row per step (records and values changed, objective)."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.path)).rename_axis("step")
+
+    def _repr_parts(self) -> list[str]:
+        return [repr(self.label()), f"reached={self.reached}",
+                f"records_changed={self.records_changed}", f"values_changed={self.values_changed}",
+                f"objective_after={self.objective_after:.4g}"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Recommendations:
+class Recommendations(ResultBase):
     """Plans ranked by information loss, with the target and the risk before any change."""
 
     target: RiskTarget
     method: str
     objective_before: float
-    measures_before: dict
+    measures_before: Mapping[str, Any]
     plans: tuple[Plan, ...]
-    settings: dict = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def best(self) -> Plan | None:
         """The first plan that reaches the target (least information loss), if any."""
         return next((p for p in self.plans if p.reached), None)
 
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """One row per plan, ranked."""
         import pandas as pd
 
@@ -210,18 +223,15 @@ class Recommendations:
                               "objective_after": p.objective_after}
                              for i, p in enumerate(self.plans)])
 
-    def to_dict(self, *, internal: bool = False) -> dict:
-        return jsonable({"method": self.method, "objective": self.target.objective,
-                          "target": self.target.describe(),
-                          "thresholds": {"target": self.target.value,
-                                         "risk_threshold": self.target.risk_threshold},
-                          "objective_before": self.objective_before,
-                          "measures_before": self.measures_before,
-                          "settings": self.settings,
-                          "plans": [p.to_dict(internal=internal) for p in self.plans]})
-
-    def to_json(self, *, internal: bool = False, **kwargs) -> str:
-        return json.dumps(self.to_dict(internal=internal), **{"indent": 2, **kwargs})
+    def _payload(self, *, internal: bool = False) -> dict[str, Any]:
+        return {"method": self.method, "objective": self.target.objective,
+                "target": self.target.describe(),
+                "thresholds": {"target": self.target.value,
+                               "risk_threshold": self.target.risk_threshold},
+                "objective_before": self.objective_before,
+                "measures_before": self.measures_before,
+                "settings": self.settings,
+                "plans": [p.to_dict(internal=internal) for p in self.plans]}
 
     def plot(self, path: str | Path) -> Path:
         """Objective against records changed along each plan's greedy path (PNG/SVG)."""
@@ -247,11 +257,11 @@ class Recommendations:
         fig.savefig(path)
         return path
 
-    def __repr__(self) -> str:
+    def _repr_parts(self) -> list[str]:
         best = self.best
-        return (f"Recommendations(method={self.method!r}, {self.target.describe()}, before="
-                f"{self.objective_before:.4g}, plans={len(self.plans)}, best="
-                f"{best.label() if best else None})")
+        return [f"method={self.method!r}", self.target.describe(),
+                f"before={self.objective_before:.4g}", f"plans={len(self.plans)}",
+                f"best={best.label() if best else None}"]
 
 
 def recommend(
@@ -355,13 +365,19 @@ def recommend(
     ctx = _Context(est, target, base_table.record_cell)
     before = ctx.measures(base)
     plans = []
-    if "suppression" in actions:
-        plans.append(_suppression_plan(sample, ctx, [sample.keys.index(k) for k in keys],
-                                       max_pattern_size, max_steps))
-    if "recoding" in actions:
-        for k in keys:
-            plans.append(_recoding_plan(sample, ctx, sample.keys.index(k), pairs,
-                                        refit_candidates, max_steps))
+    total = ("suppression" in actions) + ("recoding" in actions) * len(keys)
+    with progress(total=total, desc="recommend", unit="plan") as bar:
+        if "suppression" in actions:
+            bar.set_postfix_str("local suppression")
+            plans.append(_suppression_plan(sample, ctx, [sample.keys.index(k) for k in keys],
+                                           max_pattern_size, max_steps))
+            bar.update(1)
+        if "recoding" in actions:
+            for k in keys:
+                bar.set_postfix_str(f"recode {k}")
+                plans.append(_recoding_plan(sample, ctx, sample.keys.index(k), pairs,
+                                            refit_candidates, max_steps))
+                bar.update(1)
     plans.sort(key=lambda p: (not p.reached, p.records_changed if p.reached else 0,
                               p.values_changed if p.reached else 0, p.objective_after))
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,

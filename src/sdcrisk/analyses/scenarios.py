@@ -21,16 +21,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.result import jsonable
+from ..core.base import ResultBase
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import describe_executor, map_units, unit_seed
 from .methods import get_estimator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["KeySet", "ScenarioReport", "all_subsets", "read_key_sets", "assess_scenarios",
            "marginal_contributions", "TABLE_FIGURES"]
@@ -226,8 +229,8 @@ def marginal_contributions(rows: Sequence[Mapping], measure: str) -> dict[str, d
     return out
 
 
-@dataclass(frozen=True)
-class ScenarioReport:
+@dataclass(frozen=True, eq=False, repr=False)
+class ScenarioReport(ResultBase):
     """Scenarios ranked by a measure, with per-variable contributions.
 
     Attributes
@@ -245,17 +248,29 @@ class ScenarioReport:
 
     rows: tuple[dict, ...]
     rank_by: str
-    contributions: dict[str, dict]
+    contributions: Mapping[str, dict]
     method: str
     backend: str
     seed: int | None
 
-    def to_dict(self) -> dict:
-        return jsonable({"method": self.method, "rank_by": self.rank_by, "seed": self.seed,
-                          "backend": self.backend, "scenarios": list(self.rows),
-                          "contributions": self.contributions})
+    def _payload(self) -> dict[str, Any]:
+        return {"method": self.method, "rank_by": self.rank_by, "seed": self.seed,
+                "backend": self.backend, "scenarios": list(self.rows),
+                "contributions": self.contributions}
 
-    def to_frame(self):
+    def summary(self) -> pd.DataFrame:
+        """The ranking, narrow: key set, dimension, sample uniques and the ranking figure."""
+        frame = self.to_frame()
+        cols = [c for c in ("name", "dimension", "sample_uniques", self.rank_by, "error")
+                if c in frame.columns]
+        return frame[list(dict.fromkeys(cols))]
+
+    def _repr_parts(self) -> list[str]:
+        top = self.rows[0]["name"] if self.rows else None
+        return [f"scenarios={len(self.rows)}", f"method={self.method!r}",
+                f"rank_by={self.rank_by!r}", f"top={top!r}", f"backend={self.backend!r}"]
+
+    def to_frame(self) -> pd.DataFrame:
         """The ranking as a pandas DataFrame (one row per scenario)."""
         import pandas as pd
 

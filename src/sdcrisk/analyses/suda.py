@@ -10,20 +10,23 @@ thousands of records take seconds.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._version import __version__
+from ..core.base import ResultBase
 from ..data.table import CellTable, Microdata, tabulate
 from ..exceptions import InputError, ParameterError
 from . import _suda
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["suda2", "SudaResult", "suda_weights", "DIS_INTERVALS"]
 
@@ -89,7 +92,7 @@ def suda_weights(n_keys: int, *, max_size: int | None = None,
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SudaResult:
+class SudaResult(ResultBase):
     """MSUs, SUDA and DIS-SUDA scores of one file; record values on demand.
 
     Cell arrays are aligned with ``table.counts``; record-level values are read through
@@ -134,11 +137,6 @@ class SudaResult:
     dis: float
     q: float
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        for name in ("msu_cell", "msu_mask", "cell_score", "cell_dis_score", "cell_msu_counts",
-                     "cell_contributions", "weights"):
-            getattr(self, name).setflags(write=False)
 
     # --- sizes -------------------------------------------------------------------------------
     @property
@@ -265,7 +263,7 @@ class SudaResult:
         counts = np.bincount(bands, weights=self.table.counts, minlength=len(DIS_INTERVALS))
         return {label: int(c) for label, c in zip(DIS_INTERVALS, counts, strict=True)}
 
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """Variables with their contribution, MSU count and MSUs by size, as a DataFrame."""
         import pandas as pd
 
@@ -280,8 +278,8 @@ class SudaResult:
             rows.append(row)
         return pd.DataFrame(rows).set_index("variable")
 
-    def to_dict(self) -> dict:
-        """JSON-ready summary: no record-level data and no key values of cells."""
+    def _payload(self) -> dict[str, Any]:
+        """No record-level data and no key values of cells."""
         score = self.cell_score[self.table.record_cell]
         dis = self.cell_dis_score[self.table.record_cell]
         return {
@@ -311,15 +309,10 @@ class SudaResult:
                             for k, v in self.diagnostics.items()},
         }
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text."""
-        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
-
-    def __repr__(self) -> str:
-        score = self.total_score
-        return (f"SudaResult(n={self.n}, keys={len(self.keys)}, msus={self.n_msus}, "
-                f"records_with_score={int(np.count_nonzero(self.cell_score > 0))}, "
-                f"score_sum={score:.6g}, dis={self.dis:.4g})")
+    def _repr_parts(self) -> list[str]:
+        return [f"n={self.n}", f"keys={len(self.keys)}", f"msus={self.n_msus}",
+                f"records_with_score={int(np.count_nonzero(self.cell_score > 0))}",
+                f"score_sum={self.total_score:.6g}", f"dis={self.dis:.4g}"]
 
 
 def suda2(

@@ -22,18 +22,20 @@ per-cell law of F_k - f_k, so they are not :class:`~sdcrisk.Estimator` subclasse
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from scipy import optimize, special
 
+from ..core.base import ResultBase
 from ..data.table import CellTable, Microdata, tabulate
 from ..exceptions import InputError, ParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FrequencyProfile",
@@ -120,8 +122,8 @@ class FrequencyProfile:
         return int(self.classes[hit[0]]) if hit.size else 0
 
 
-@dataclass(frozen=True, eq=False)
-class UniquenessEstimate:
+@dataclass(frozen=True, eq=False, repr=False)
+class UniquenessEstimate(ResultBase):
     """One model's estimate of the population uniques.
 
     Attributes
@@ -147,10 +149,7 @@ class UniquenessEstimate:
     parameters: Mapping[str, float] = field(default_factory=dict)
     note: str = ""
 
-    def __post_init__(self):
-        object.__setattr__(self, "parameters", MappingProxyType(dict(self.parameters)))
-
-    def to_dict(self) -> dict:
+    def _payload(self) -> dict[str, Any]:
         return {"model": self.model, "uniques": _num(self.uniques), "share": _num(self.share),
                 "available": self.available,
                 "parameters": {k: _num(v) for k, v in self.parameters.items()},
@@ -461,7 +460,7 @@ def _shlosser(profile: FrequencyProfile, q: float, *, arx: bool) -> float:
 
 # --- Dankar's rule and the result ------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
-class PopulationUniqueness:
+class PopulationUniqueness(ResultBase):
     """Estimates of the number and share of population uniques, and the model chosen.
 
     Attributes
@@ -490,9 +489,6 @@ class PopulationUniqueness:
     dankar_reason: str
     threshold: float = DANKAR_THRESHOLD
     snb_equations: str = "model"
-
-    def __post_init__(self):
-        object.__setattr__(self, "estimates", MappingProxyType(dict(self.estimates)))
 
     @property
     def n(self) -> int:
@@ -536,7 +532,7 @@ class PopulationUniqueness:
         """Share of the population that is unique, by Dankar's rule."""
         return self.dankar.share
 
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """One row per model (and Dankar's choice) as a DataFrame."""
         import pandas as pd
 
@@ -547,8 +543,8 @@ class PopulationUniqueness:
                      "note": self.dankar_reason})
         return pd.DataFrame(rows).set_index("model")
 
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (counts and estimates only)."""
+    def _payload(self) -> dict[str, Any]:
+        """Counts and estimates only."""
         return {
             "method": "population_uniqueness",
             "n": self.n,
@@ -565,14 +561,10 @@ class PopulationUniqueness:
             "snb_equations": self.snb_equations,
         }
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text."""
-        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
-
-    def __repr__(self) -> str:
-        return (f"PopulationUniqueness(n={self.n}, N={self.population_size:g}, "
-                f"f={self.sampling_fraction:.4g}, sample_uniques={self.sample_uniques}, "
-                f"share={self.share:.6g} [{self.dankar_model}])")
+    def _repr_parts(self) -> list[str]:
+        return [f"n={self.n}", f"N={self.population_size:g}",
+                f"f={self.sampling_fraction:.4g}", f"sample_uniques={self.sample_uniques}",
+                f"share={self.share:.6g} [{self.dankar_model}]"]
 
 
 def population_uniqueness(

@@ -24,16 +24,20 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from ..core.base import ResultBase, jsonable
 from ..core.measures import roc_auc
-from ..core.result import jsonable
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import MODELS, Estimator, options_of
 from ..exceptions import InputError, ParameterError
+from ..runtime.progress import progress
 from .sampling import Bernoulli, HouseholdBernoulli, draw_sample, truth_of
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "Candidate",
@@ -217,8 +221,8 @@ class ValidationRow:
                 and bool(np.all(np.isfinite(self.tau1)) and np.all(np.isfinite(self.tau2))))
 
 
-@dataclass(frozen=True)
-class ValidationTable:
+@dataclass(frozen=True, eq=False, repr=False)
+class ValidationTable(ResultBase):
     """Every candidate's validated errors on the sub-samples of one file.
 
     Attributes
@@ -262,7 +266,22 @@ class ValidationTable:
         """(estimate - truth) / truth per replicate; NaN where the truth is 0."""
         return relative_errors(np.asarray(estimates, float), self.truth(measure))
 
-    def summary(self, row: ValidationRow) -> dict[str, Any]:
+    @overload
+    def summary(self, row: None = None) -> pd.DataFrame: ...
+
+    @overload
+    def summary(self, row: ValidationRow) -> dict[str, Any]: ...
+
+    def summary(self, row: ValidationRow | None = None) -> pd.DataFrame | dict[str, Any]:
+        """One row per candidate: status, median |relative error| of tau1 and tau2, median
+        AUC, seconds. With ``row``: :meth:`row_summary` of that row (a dict)."""
+        if row is not None:
+            return self.row_summary(row)
+        cols = ["candidate", "status", "median_abs_rel_err_tau1", "median_abs_rel_err_tau2",
+                "median_auc", "seconds"]
+        return self.to_frame().reset_index()[cols].set_index("candidate")
+
+    def row_summary(self, row: ValidationRow) -> dict[str, Any]:
         """Median |relative error|, median signed error and median AUC of one row."""
         out: dict[str, Any] = {}
         for m in ("tau1", "tau2"):
@@ -282,27 +301,32 @@ class ValidationTable:
                 entry[f"rel_err_{m}"] = [None if not math.isfinite(e) else float(e)
                                          for e in self.relative_errors(getattr(row, m), m)] \
                     if row.tau1 else []
-            entry.update(self.summary(row))
+            entry.update(self.row_summary(row))
             entry["auc"] = [None if not math.isfinite(a) else float(a) for a in row.auc]
             entry["warnings"] = row.warnings
             entry["seconds"] = row.seconds
             out.append(entry)
         return jsonable(out)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """:meth:`to_rows` as a pandas DataFrame (one row per candidate)."""
         import pandas as pd
 
         return pd.DataFrame(self.to_rows()).set_index("candidate")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The table with its design and replicates, JSON-ready."""
-        return jsonable({
+    def _payload(self) -> dict[str, Any]:
+        """The table with its design and replicates."""
+        return {
             "design": self.design, "fraction": self.fraction,
             "fraction_rule": self.fraction_rule, "pseudo_population_size": self.n,
             "replicates": [r.__dict__ for r in self.replicates],
             "candidates": self.to_rows(), "seconds": self.seconds,
-        })
+        }
+
+    def _repr_parts(self) -> list[str]:
+        return [f"candidates={[r.candidate.label for r in self.rows]}",
+                f"replicates={len(self.replicates)}", f"fraction={self.fraction:.4g}",
+                f"design={self.design!r}", f"n={self.n}", f"seconds={self.seconds:.3g}"]
 
 
 def relative_errors(estimates: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -427,9 +451,12 @@ def validate(
                          f"(n={table.n}); give a larger fraction")
     shared = {"random_state": random_state, **dict(estimator_options or {})}
     rows_out = []
-    for cand in cands:
-        left = None if time_budget is None else time_budget - (time.perf_counter() - start)
-        rows_out.append(_run_candidate(cand, subs, shared, left))
+    with progress(total=len(cands), desc="validating candidates", unit="candidate") as bar:
+        for cand in cands:
+            bar.set_postfix_str(cand.label)
+            left = None if time_budget is None else time_budget - (time.perf_counter() - start)
+            rows_out.append(_run_candidate(cand, subs, shared, left))
+            bar.update(1)
     return ValidationTable(rows=tuple(rows_out), replicates=tuple(reps), fraction=frac,
                            fraction_rule=rule, design=des.describe(), n=table.n,
                            seconds=time.perf_counter() - start)

@@ -4,7 +4,14 @@
 (:mod:`.assess`); ``sdcrisk evaluate POPULATION --keys ...``  draw samples, compare estimators
 with the truth (:mod:`.evaluate`: one sample, or a grid of fractions x seeds);
 ``sdcrisk report DATA --keys ... --out report.html``  the HTML risk report (:mod:`.report`);
-``sdcrisk decide`` and ``sdcrisk recommend`` (:mod:`.decide`).
+``sdcrisk decide`` and ``sdcrisk recommend`` (:mod:`.decide`); ``sdcrisk protect DATA --keys ...
+--k-anonymity K --out FILE``  write the protected file (:mod:`.protect`).
+
+Every command that estimates risk defaults to ``auto`` and needs the population size
+(``--population-size``, ``--sampling-fraction``, ``--weights`` or ``--population``) or
+``--whole-population``. While a command runs, warnings print as one line
+(``sdcrisk: warning: ...``) and long steps show a progress bar on a terminal's stderr
+(``--quiet``: none).
 
 Errors of the input or options exit with code 2 and a one-line message (exit 1 for an
 unexpected failure); ``--debug`` shows the traceback. ``--fail-above MEASURE=LIMIT`` (assess,
@@ -14,12 +21,15 @@ report) exits with code 3, after writing the output, when an estimate exceeds it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from .._version import __version__
 from ..exceptions import SdcRiskError
-from . import assess, decide, evaluate, report
+from ..runtime.progress import progress_enabled
+from . import assess, decide, evaluate, protect, report
 from ._output import check_arguments, check_outputs, cli_message, write_text
 
 __all__ = ["main", "build_parser"]
@@ -36,7 +46,32 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.register(sub)
     decide.register(sub)
     report.register(sub)
+    protect.register(sub)
     return parser
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """``sdcrisk: warning: ...`` on one line, without the source path (installed by main)."""
+    text = " ".join(str(message).split())
+    name = category.__name__
+    kind = "" if name in ("UserWarning", "SdcRiskWarning") else f" ({name})"
+    stream = sys.stderr if file is None else file
+    try:
+        stream.write(f"sdcrisk: warning: {text}{kind}\n")
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def _cli_messages(quiet: bool):
+    """While a command runs: one-line warnings, and progress bars unless --quiet."""
+    saved = warnings.showwarning
+    warnings.showwarning = _one_line_warning
+    try:
+        with progress_enabled(not quiet):
+            yield
+    finally:
+        warnings.showwarning = saved
 
 
 def _api_flags() -> dict[str, str]:
@@ -59,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_arguments(args)
         check_outputs(args)  # before any work: a run is not lost to an unwritable --out
-        text = args.run(args)
+        with _cli_messages(getattr(args, "quiet", False)):
+            text = args.run(args)
         if args.out:
             write_text(args.out, text + "\n")
         else:

@@ -44,22 +44,59 @@ def read_levels(path: str | None):
     return data
 
 
+NO_POPULATION_SIZE = (
+    "the population size is unknown: give --population-size N, --sampling-fraction F, "
+    "--weights COLUMN (N = their sum) or --population FILE; or --whole-population if this "
+    "file is the whole population (every sample unique is then a population unique)")
+
+
+def _population_options(args) -> tuple[bool, list[str]]:
+    whole = getattr(args, "whole_population", False)
+    given = [flag for flag, attr in (("--population-size", "population_size"),
+                                     ("--sampling-fraction", "sampling_fraction"),
+                                     ("--weights", "weights"), ("--population", "population"))
+             if getattr(args, attr, None) is not None]
+    if whole and given:
+        raise ParameterError(f"--whole-population says N = n; {given[0]} gives another N: "
+                             "drop one of them")
+    return whole, given
+
+
+def require_population_size(args) -> None:
+    """Refuse (ParameterError) when nothing gives N and --whole-population is not set; the
+    bundled examples carry their N. For paths that do not call :func:`data_defaults`."""
+    whole, given = _population_options(args)
+    if not whole and not given and not str(args.data).startswith("example:"):
+        raise ParameterError(NO_POPULATION_SIZE)
+
+
 def data_defaults(args) -> None:
-    """For ``example:NAME`` fill in the example's documented keys and N when not given."""
+    """For ``example:NAME`` fill in the example's documented keys and N when not given; then
+    refuse when nothing says how large the population is (unless --whole-population).
+
+    Raises
+    ------
+    ParameterError
+        No --keys; no N, sampling fraction, weights or population and no
+        --whole-population; --whole-population together with one of them.
+    """
+    whole, given = _population_options(args)
     if args.data.startswith("example:"):
         spec = EXAMPLES.get(args.data.split(":", 1)[1])
         if spec is not None:
             if args.keys is None:
                 args.keys = ",".join(spec["keys"])
-            if (args.population_size is None and args.sampling_fraction is None
-                    and args.weights is None):
+            if not given and not whole:
                 args.population_size = spec["population_size"]
+                given = ["--population-size"]
     if args.keys is None:
         raise ParameterError("--keys is required (comma-separated key variable names)")
+    if not given and not whole:
+        raise ParameterError(NO_POPULATION_SIZE)
 
 
 def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
-                  ) -> None:
+                        whole_population: bool = True) -> None:
     p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
     p.add_argument("--household", help="household id column")
     p.add_argument("--household-size", type=int, default=None, metavar="S",
@@ -71,8 +108,14 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--member-order", default=None,
                    help="with --household-size: member variables that order the members "
                    "(default: --keys in order; LV recommend sex then age)")
-    p.add_argument("--missing", choices=["category", "error"], default="category",
-                   help="missing key values: own category (default) or error")
+    p.add_argument("--missing", choices=["category", "error", "wildcard"],
+                   default="category",
+                   help="missing key values: own category (default), error, or wildcard "
+                   "(matches every category, as sdcMicro's freqCalc; only nb --mode sdcmicro "
+                   "estimates with it)")
+    p.add_argument("--wildcard-alpha", type=float, default=1.0, metavar="A",
+                   help="--missing wildcard: how much a matching record with missing values "
+                   "counts, in [0, 1] (sdcMicro's alpha; default 1)")
     p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
                    help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
     p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
@@ -107,6 +150,13 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
+    if whole_population:
+        p.add_argument("--whole-population", action="store_true",
+                       help="the file is the whole population (N = n): without this, "
+                       "--population-size, --sampling-fraction or --weights is required")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar on stderr (it is also off when stderr is not a "
+                   "terminal)")
     p.add_argument("--format", choices=list(formats), default=formats[0],
                    help=f"output format: {', '.join(formats)} (default {formats[0]})")
     p.add_argument("--out", help="write the output to this file instead of stdout")
@@ -115,7 +165,7 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
 
 
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
-                         default_method: str = "nb") -> None:
+                         default_method: str = "auto") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
     p.add_argument("data", help="CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
@@ -317,7 +367,8 @@ def sample_microdata(args) -> Microdata:
     md = Microdata.from_source(
         args.data, person_keys(args, keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
-        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels,
+        wildcard_alpha=getattr(args, "wildcard_alpha", 1.0))
     return to_households(args, md, keys)
 
 

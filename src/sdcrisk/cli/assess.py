@@ -19,6 +19,7 @@ from ._common import (
     parse_keys,
     parse_limits,
     read_levels,
+    require_population_size,
     sample_microdata,
 )
 from .scenarios import add_scenario_arguments, run_scenarios
@@ -97,6 +98,8 @@ def _assess(args) -> str:
     if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
         raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
                              "--all-subsets-up-to read the file in memory: drop one of them")
+    if args.key_sets is not None or args.all_subsets_up_to is not None:
+        require_population_size(args)
     text = run_scenarios(args, options_for(args))
     if text is not None:  # --key-sets / --all-subsets-up-to
         return text

@@ -58,7 +58,8 @@ def register(sub) -> None:
     d.add_argument("--max-enumeration", type=int, default=None,
                    help="cut-off: enumerate Y fully when N - n is below this (default 1e6)")
     d.add_argument("--csv", help="write the per-domain decisions (or the table) as CSV")
-    d.add_argument("--plot", help="draw the trade-off curve to this .png/.svg file")
+    d.add_argument("--plot", help="draw the trade-off curve to this .svg file (or .png, which "
+                   "needs matplotlib)")
     d.add_argument("--internal", action="store_true",
                    help="include class counts and risks per domain (disclosive)")
     d.add_argument("--missing", choices=["category", "error"], default="category")
@@ -71,7 +72,9 @@ def register(sub) -> None:
 
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
-    add_sample_arguments(r, method_help="estimator re-fitted after each change (default nb)")
+    add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
+                         "the candidate that validates best on sub-samples of the file, chosen "
+                         "once and re-fitted; nb is much faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
@@ -84,7 +87,8 @@ def register(sub) -> None:
                    help="recoding candidates (default auto: adjacent for numeric levels)")
     r.add_argument("--refit-candidates", type=int, default=1)
     r.add_argument("--max-pattern-size", type=int, default=2)
-    r.add_argument("--plot", help="draw the objective along each plan to a .png/.svg file")
+    r.add_argument("--plot", help="draw the objective along each plan to a .svg file (or .png, "
+                   "which needs matplotlib)")
     r.add_argument("--internal", action="store_true",
                    help="list the suppressed record indices (disclosive)")
     add_input_arguments(r)
@@ -119,7 +123,7 @@ def _cut_off(args, decision) -> dict:
 def _decide_types(args, decision) -> str:
     import pandas as pd
 
-    from ..report.tradeoff_plot import plot_tradeoff
+    from ..report.charts import plot_tradeoff
 
     for opt in ("domain", "class_definition", "population_size", "sampling_fraction",
                 "domain_sizes", "population", "weights", "ratio_threshold",
@@ -190,7 +194,7 @@ def _types_text(table, at) -> str:
 
 def _decide_microdata(args, decision) -> str:
     from ..data.table import Microdata
-    from ..report.tradeoff_plot import plot_tradeoff
+    from ..report.charts import plot_tradeoff
     from ._common import read_levels
 
     if not args.domain or not args.class_definition:
@@ -274,23 +278,32 @@ def _decision_text(result, *, internal: bool) -> str:
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
     from ..analyses.recommend import RiskTarget, recommend
+    from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
     md = sample_microdata(args)
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
-    rec = recommend(md, target, estimator=get_estimator(args.method, **options_for(args)),
+    est = get_estimator(args.method, **options_for(args))
+    chose = ""
+    if args.method == "auto":  # validate once, then re-fit the chosen candidate
+        from ..analyses.protect import concrete_estimator
+        from ..data.table import tabulate
+
+        est, auto_res = concrete_estimator(est, tabulate(md))
+        chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
+    rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
                     max_pattern_size=args.max_pattern_size)
     if args.plot:
         with atomic_path(args.plot) as tmp:
-            rec.plot(tmp)
+            plot_recommendations(rec, tmp)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
-    lines = [f"recommendations ({rec.method}): target {target.describe()}; before: "
+    lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "
              f"{rec.objective_before:.6g}",
              "", rec.summary().to_string(index=False)]
     for i, p in enumerate(rec.plans, 1):

@@ -40,8 +40,9 @@ def register(sub) -> None:
     how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
     how.add_argument("--n", type=int, help="simple random sample size")
     how.add_argument("--sample", help="a sample file whose records come from the population")
-    e.add_argument("--methods", default="nb,poisson-gamma,skinner-elliot",
-                   help="comma-separated estimators (default: all)")
+    e.add_argument("--methods", default="auto",
+                   help="comma-separated estimators (default: auto, the default of every "
+                   "command; e.g. nb,poisson-gamma,loglinear to compare several)")
     g = e.add_argument_group("grids (several fractions and sampling seeds)")
     g.add_argument("--fractions", metavar="F1,F2,...",
                    help="several Bernoulli sampling fractions, e.g. 0.01,0.03,0.05")
@@ -54,7 +55,7 @@ def register(sub) -> None:
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="grid: run the units on a Dask cluster, e.g. tcp://host:8786 (the "
                    "population file must be readable at the same path on the workers)")
-    add_input_arguments(e)
+    add_input_arguments(e, whole_population=False)  # N is the population file's size
     e.set_defaults(run=_evaluate, seed=None)  # None: tells an explicit --seed from --seeds
 
 

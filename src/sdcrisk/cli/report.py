@@ -1,11 +1,15 @@
 """CLI subcommand ``report``: the HTML risk report of a microdata file.
 
-``sdcrisk report DATA --keys a,b,c [--methods nb,loglinear] [--population POPFILE]
-[--internal] [--fail-above MEASURE=LIMIT] --out report.html``
+``sdcrisk report DATA --keys a,b,c [--methods auto,nb] [--population POPFILE]
+[--protected PROTECTED.csv] [--internal] [--fail-above MEASURE=LIMIT] --out report.html``
 
-Fits every method on the same table and writes :func:`sdcrisk.report.build_report`'s page
-(external by default). With ``--population`` the sample is coded with the population's levels,
-N is the population size and the report adds the true measures, ROC and calibration plots.
+Fits every method on the same table (default ``auto``, as ``assess``) and writes
+:func:`sdcrisk.report.build_report`'s page (external by default). The first method is the
+headline: the verdict, the cards and every section use it. ``--fail-above`` limits and the
+method's max global risk make the verdict line. With ``--population`` the sample is coded with
+the population's levels, N is the population size and the report adds the true measures, ROC
+and calibration plots. With ``--protected`` the headline method is also fitted on the
+protected file (same keys and N) for a before/after section.
 
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
@@ -29,10 +33,15 @@ def register(sub) -> None:
     size.add_argument("--population-size", type=float, help="population size N")
     size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
     r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
-    r.add_argument("--methods", default="nb",
-                   help="comma-separated estimators, the first is the headline (default nb)")
+    r.add_argument("--methods", default="auto",
+                   help="comma-separated estimators; the first is the headline, used by the "
+                   "verdict and every section (default auto: the method with the smallest "
+                   "error on sub-samples of this file, as in assess)")
     r.add_argument("--population", help="population file the sample was drawn from: true "
                    "measures, ROC and calibration plots (N = its number of records)")
+    r.add_argument("--protected", metavar="FILE",
+                   help="the protected version of DATA (same keys): the headline method is "
+                   "fitted on it too, with the same N, for a before/after section")
     r.add_argument("--internal", action="store_true",
                    help="internal report: lists the key values of the riskiest combinations "
                    "(disclosive; for the data owner only)")
@@ -45,9 +54,10 @@ def register(sub) -> None:
     r.add_argument("--risk-threshold", type=float,
                    help="record risk above which a record counts as high risk (default: the "
                    "mu-Argus threshold for --max-global-risk when it is not met)")
-    r.add_argument("--contributions", default="auto",
-                   help="leave-one-key-out method: auto (the headline method if fast, else "
-                   "nb), a method name, or none")
+    r.add_argument("--contributions", default="headline",
+                   help="leave-one-key-out method: headline (the headline method again; nb "
+                   "for the MCMC methods hdp and mixed-membership; 'auto' is read as "
+                   "headline, its former name), another method name, or none")
     r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
     r.add_argument("--no-uniqueness", action="store_true",
                    help="leave out the population-uniqueness estimators (ARX models)")
@@ -75,7 +85,8 @@ def _report(args) -> str:
     if not methods:
         raise ParameterError("--methods is empty")
     limits = parse_limits(args.fail_above)
-    contributions = {"auto": True, "none": False}.get(args.contributions, args.contributions)
+    contributions = {"headline": True, "auto": True, "none": False}.get(
+        args.contributions, args.contributions)
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "
@@ -98,8 +109,17 @@ def _report(args) -> str:
     for name in methods:
         results[name] = get_estimator(name, **options[name]).fit(table)
     args.breaches = limit_breaches(results, limits)
+    protected = None
+    if args.protected:
+        head = methods[0]
+        prot = Microdata.from_source(
+            args.protected, list(table.keys), weights=args.weights, household=args.household,
+            population_size=float(table.population_size), missing=args.missing,
+            max_levels=args.max_levels)
+        protected = get_estimator(head, **options[head]).fit(tabulate(prot))
     return build_report(results, kind="internal" if args.internal else "external",
                         min_count=args.min_count, title=args.title,
                         risk_threshold=args.risk_threshold, top=args.top,
                         contributions=contributions, suda=not args.no_suda,
-                        uniqueness=not args.no_uniqueness)
+                        uniqueness=not args.no_uniqueness, limits=limits,
+                        protected=protected)

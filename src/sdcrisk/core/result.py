@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._version import __version__
 from ..data.table import CellTable
 from ..exceptions import ParameterError
+from .base import ResultBase, jsonable
 from .measures import Measure, household_risk
 
-__all__ = ["RiskResult"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["RiskResult", "ResultBase", "jsonable", "provenance"]
 
 RiskKind = Literal["reidentification", "population_unique"]
-
-
-def _freeze(mapping: Mapping | None) -> Mapping:
-    return MappingProxyType(dict(mapping or {}))
 
 
 def provenance(table: CellTable, seed: int | None = None) -> dict:
@@ -39,7 +37,7 @@ def provenance(table: CellTable, seed: int | None = None) -> dict:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class RiskResult:
+class RiskResult(ResultBase):
     """Measures, record-level risk on demand, diagnostics and provenance of one fit.
 
     The result keeps the cell table (cell codes, counts and the record -> cell map) so that
@@ -76,17 +74,12 @@ class RiskResult:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     cell_risk_values: Mapping[str, np.ndarray] = field(default_factory=dict)
 
-    def __post_init__(self):
-        for name in ("measures", "parameters", "fitted", "thresholds", "diagnostics",
-                     "provenance"):
-            object.__setattr__(self, name, _freeze(getattr(self, name)))
-        frozen = {}
-        for k, v in self.cell_risk_values.items():
-            arr = np.array(v, dtype=float, copy=True)
-            arr.setflags(write=False)
-            frozen[k] = arr
-        object.__setattr__(self, "cell_risk_values", MappingProxyType(frozen))
+    def __post_init__(self) -> None:
+        # the result owns copies of its risk arrays; the base makes them read-only
+        object.__setattr__(self, "cell_risk_values", {
+            k: np.array(v, dtype=float, copy=True) for k, v in self.cell_risk_values.items()})
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        super().__post_init__()
 
     # --- sizes -----------------------------------------------------------------------------
     @property
@@ -148,7 +141,7 @@ class RiskResult:
         return pd.DataFrame(data)
 
     # --- summaries ---------------------------------------------------------------------------
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """Measures as a DataFrame (estimate, lower, upper, level, interval)."""
         import pandas as pd
 
@@ -156,8 +149,8 @@ class RiskResult:
                 for k, m in self.measures.items()]
         return pd.DataFrame(rows).set_index("measure")
 
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary: no record-level data and no cell key values."""
+    def _payload(self) -> dict[str, Any]:
+        """No record-level data and no cell key values."""
         return {
             "method": self.method,
             "n": self.n,
@@ -171,37 +164,19 @@ class RiskResult:
             "k_anonymity_violations": {
                 str(k): v for k, v in self.table.k_anonymity_violations().items()},
             "measures": {k: m.to_dict() for k, m in self.measures.items()},
-            "parameters": jsonable(self.parameters),
-            "fitted": jsonable(self.fitted),
-            "thresholds": jsonable(self.thresholds),
+            "parameters": self.parameters,
+            "fitted": self.fitted,
+            "thresholds": self.thresholds,
             "assumptions": list(self.assumptions),
-            "diagnostics": jsonable(self.diagnostics),
-            "provenance": jsonable(self.provenance),
+            "diagnostics": self.diagnostics,
+            "provenance": self.provenance,
         }
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text."""
-        return json.dumps(self.to_dict(), **{"indent": 2, **kwargs})
-
-    def __repr__(self) -> str:
-        parts = []
+    def _repr_parts(self) -> list[str]:
+        parts = [f"method={self.method!r}", f"n={self.n}", f"N={self.population_size:g}",
+                 f"sample_uniques={self.sample_uniques}"]
         for name in ("tau1", "tau2", "theta", "expected_reidentifications"):
             m = self.measures.get(name)
             if m is not None and m.estimate is not None:
                 parts.append(f"{name}={m.estimate:.4g}")
-        return (f"RiskResult(method={self.method!r}, n={self.n}, N={self.population_size:g}, "
-                f"sample_uniques={self.sample_uniques}, {', '.join(parts)})")
-
-
-def jsonable(obj):
-    if isinstance(obj, Mapping):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    return obj
+        return parts

@@ -20,12 +20,12 @@ from typing import Any, Literal
 import numpy as np
 
 from ..exceptions import InputError, MemoryLimitError, ParameterError
-from . import _cells
+from . import _cells, wildcard
 from .io import read_columns, source_name
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "memory_limit", "check_memory"]
 
-MissingPolicy = Literal["category", "error"]
+MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
 
 DEFAULT_MAX_LEVELS = 1000
@@ -116,6 +116,11 @@ class Microdata:
         weights, or (when none is given) N = n: the file is taken to be the population.
     population_size_source : str
         Which of the above gave N.
+    missing : {"category", "error", "wildcard"}
+        How missing key values count; with ``"wildcard"`` :func:`tabulate` adds sdcMicro's
+        wildcard fk/Fk (:mod:`sdcrisk.data.wildcard`).
+    wildcard_alpha : float
+        sdcMicro's ``alpha``: the weight of a matching record with missing values.
     """
 
     keys: tuple[str, ...]
@@ -128,6 +133,8 @@ class Microdata:
     source: str = "data"
     weights_column: str | None = None
     household_column: str | None = None
+    missing: MissingPolicy = "category"
+    wildcard_alpha: float = 1.0
 
     @property
     def n(self) -> int:
@@ -155,6 +162,15 @@ class Microdata:
             f"N={self.population_size:g} [{self.population_size_source}])"
         )
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
+                       for k, m in zip(self.keys, self.n_levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
+
     @classmethod
     def from_source(
         cls,
@@ -168,6 +184,7 @@ class Microdata:
         levels: Mapping[str, Sequence] | None = None,
         missing: MissingPolicy = "category",
         max_levels: int | None = DEFAULT_MAX_LEVELS,
+        wildcard_alpha: float = 1.0,
     ) -> Microdata:
         """Read and validate microdata.
 
@@ -188,11 +205,16 @@ class Microdata:
         levels : mapping, optional
             Declared category levels per key (may include levels with zero count). Values
             outside the declared levels are an error.
-        missing : {"category", "error"}
-            Missing key values become their own level (default) or an error. Nothing is
-            ever dropped silently.
+        missing : {"category", "error", "wildcard"}
+            Missing key values become their own level (default), an error, or wildcards
+            that match every category of their key (sdcMicro ``freqCalc``; the level is
+            still coded ``None`` and :func:`tabulate` adds the wildcard counts, see
+            :mod:`sdcrisk.data.wildcard`). Nothing is ever dropped silently.
         max_levels : int or None
             Refuse a key with more distinct values than this (default 1000).
+        wildcard_alpha : float
+            With ``missing="wildcard"``: how much a matching record with missing values
+            counts, in [0, 1] (sdcMicro's ``alpha``, default 1).
 
         Raises
         ------
@@ -224,8 +246,12 @@ class Microdata:
             raise ParameterError("give at least one key variable")
         if len(set(keys)) != len(keys):
             raise ParameterError(f"key variables repeat: {list(keys)}")
-        if missing not in ("category", "error"):
-            raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+        if missing not in ("category", "error", "wildcard"):
+            raise ParameterError(f"missing={missing!r}; use 'category', 'error' or 'wildcard'")
+        wildcard_alpha = wildcard.check_alpha(wildcard_alpha)
+        if wildcard_alpha != 1.0 and missing != "wildcard":
+            raise ParameterError(f"wildcard_alpha={wildcard_alpha:g} applies to "
+                                 "missing='wildcard' only (--missing wildcard)")
         if max_levels is not None and (isinstance(max_levels, bool)
                                        or not isinstance(max_levels, int | np.integer)
                                        or max_levels < 1):
@@ -264,7 +290,7 @@ class Microdata:
                 col.values,
                 col.missing,
                 levels=None if not levels or name not in levels else levels[name],
-                missing_policy=missing,
+                missing_policy="category" if missing == "wildcard" else missing,
                 max_levels=max_levels,
             )
             codes.append(c)
@@ -296,6 +322,8 @@ class Microdata:
             source=source_name(source),
             weights_column=weights,
             household_column=household,
+            missing=missing,
+            wildcard_alpha=wildcard_alpha,
         )
 
     def subset(self, rows: np.ndarray, *, population_size: float | None = None,
@@ -324,6 +352,8 @@ class Microdata:
             source=self.source,
             weights_column=self.weights_column,
             household_column=self.household_column,
+            missing=self.missing,
+            wildcard_alpha=self.wildcard_alpha,
         )
 
     def with_population_size(self, population_size: float) -> Microdata:
@@ -485,6 +515,10 @@ class CellTable:
     inclusion_sums : ndarray or None
         Sum of 1/weight in each cell (sdcMicro ``modRisk``'s ``inclProb``; for a sample unique
         the inclusion probability of its record).
+    wildcard : WildcardCounts or None
+        With ``missing="wildcard"``: fk and Fk where a missing key value matches every
+        category (:mod:`sdcrisk.data.wildcard`). Estimators that cannot use them refuse a
+        table whose cells have missing values.
     """
 
     keys: tuple[str, ...]
@@ -499,6 +533,7 @@ class CellTable:
     population: PopulationCounts | None = None
     source: str = "data"
     inclusion_sums: np.ndarray | None = None
+    wildcard: wildcard.WildcardCounts | None = None
 
     @property
     def n(self) -> int:
@@ -530,6 +565,16 @@ class CellTable:
             f"CellTable(n={self.n}, cells={self.n_cells}, K={self.cell_space}, "
             f"sample_uniques={self.sample_uniques}, N={self.population_size:g})"
         )
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the repr and the number of levels of each key, escaped (no cell's
+        key values: they can disclose)."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{len(lv)}</td></tr>"
+                       for k, lv in zip(self.keys, self.levels, strict=True))
+        return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
+                f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
     def fingerprint(self) -> str:
         """SHA-256 of keys, levels and cell counts: identifies the input without revealing it."""
@@ -636,6 +681,8 @@ def tabulate(microdata: Microdata, *, population: Microdata | None = None) -> Ce
         population=pop,
         source=md.source,
         inclusion_sums=inclusion_sums,
+        wildcard=None if md.missing != "wildcard" else wildcard.wildcard_cell_counts(
+            cell_codes, md.n_levels, counts, weight_sums, md.levels, md.wildcard_alpha),
     )
 
 

@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_getattr
 from ._base import Estimator
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
+    from .graphical import GraphicalRisk
+    from .loglinear import LogLinearRisk
+    from .mixed_membership import HdpRisk, MixedMembershipRisk
 
 __all__ = [
     "Estimator",

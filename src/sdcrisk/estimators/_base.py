@@ -101,6 +101,10 @@ class Estimator(ABC):
     def _validate(self) -> None:  # noqa: B027 - optional hook, subclasses extend
         """Check the settings; raise ParameterError."""
 
+    def supports_wildcards(self) -> bool:
+        """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
+        return False
+
     def get_params(self) -> dict[str, Any]:
         """The settings as a dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -148,6 +152,14 @@ class Estimator(ABC):
                                  f"not {type(table).__name__}")
         if table.n == 0:
             raise InputError("the sample is empty")
+        wc = table.wildcard
+        if wc is not None and wc.n_missing_cells and not self.supports_wildcards():
+            raise ParameterError(
+                f"method {self.name!r} cannot treat missing key values as wildcards "
+                f"(missing='wildcard'; {wc.n_missing_cells} observed cell(s) have missing "
+                "values): its model counts exact key combinations. Use method 'nb' with "
+                "mode='sdcmicro' (sdcMicro's measure_risk on wildcard counts; --method nb "
+                "--mode sdcmicro), or missing='category' to make missing its own category")
         if population_size is not None:
             big_n = check_population_size(population_size, table.n)
             table = dataclasses.replace(table, population_size=big_n,
@@ -184,6 +196,7 @@ class Estimator(ABC):
         assumptions: tuple[str, ...] = (),
         diagnostics: dict | None = None,
         seed: int | None = None,
+        sample_unique: np.ndarray | None = None,
     ) -> RiskResult:
         """Measures, record risks and sdcMicro-style global figures from a predictive law.
 
@@ -194,7 +207,7 @@ class Estimator(ABC):
                                        level=self.ci_level)
         exact = pred.expected_inverse()
         risk = exact if reid_risk is None else np.asarray(reid_risk, float)
-        su = table.counts == 1
+        su = (table.counts == 1) if sample_unique is None else sample_unique
         if reid_risk is not None:
             tau2 = float(risk[su].sum())
             old = measures["tau2"]

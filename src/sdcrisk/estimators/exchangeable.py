@@ -83,7 +83,7 @@ def bf_risk(f: np.ndarray, p: np.ndarray, mode: BFMode = "exact") -> np.ndarray:
     val[m1] = _closed_f1(pr[m1], qr[m1])
     val[m2] = _closed_f2(pr[m2], qr[m2])
     if mode in ("sdcmicro", "sdcmicro_legacy"):
-        m3 = fr >= 3
+        m3 = ~(m1 | m2)  # f >= 3, and sdcMicro's branch for wildcard counts such as 1.5
         val[m3] = pr[m3] / (fr[m3] - qr[m3])
     else:
         m3 = fr == 3
@@ -142,9 +142,17 @@ class NegativeBinomialRisk(Estimator):
         if self.mode not in _BF_MODES:
             raise ParameterError(f"mode={self.mode!r}; use one of {list(_BF_MODES)}")
 
+    def supports_wildcards(self) -> bool:
+        return self.mode in ("sdcmicro", "sdcmicro_legacy")
+
     def _fit(self, table: CellTable) -> RiskResult:
-        f = table.counts.astype(float)
-        if table.weight_sums is not None:
+        wc = table.wildcard if self.supports_wildcards() else None
+        f = table.counts.astype(float) if wc is None else wc.counts
+        if wc is not None and wc.weight_sums is not None:
+            f_hat = wc.weight_sums
+            how = ("p_k = fk / Fk with missing key values as wildcards (sdcMicro freqCalc, "
+                   f"alpha = {wc.alpha:g})")
+        elif table.weight_sums is not None:
             f_hat = table.weight_sums
             how = "p_k = f_k / (sum of survey weights in cell k)"
         else:
@@ -165,10 +173,14 @@ class NegativeBinomialRisk(Estimator):
         if table.population_size_source == "assumed_population":
             assumptions += ("no weights or population size given: the file is taken to be the "
                             "whole population (N = n, risk = 1/f), as sdcMicro does",)
+        if wc is not None:
+            assumptions += (f"missing key values match every category (wildcards, sdcMicro "
+                            f"freqCalc, alpha = {wc.alpha:g}); f_k is the wildcard count",)
         return self._predictive_result(
             table, pred, reid_risk=None if self.mode == "exact" else risk,
             fitted={"p_min": float(p.min()), "p_max": float(p.max())},
             assumptions=assumptions,
+            sample_unique=None if wc is None else wc.counts == 1,
         )
 
 

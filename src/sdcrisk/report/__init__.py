@@ -1,12 +1,18 @@
-"""The risk report a release panel reads (:mod:`.collect` gathers the numbers, :mod:`.html`
-renders them) and the charts. Names are imported on first use, so that importing one piece
-does not load pandas or the decision model."""
+"""The risk report a release panel reads and the charts.
+
+:mod:`.collect` gathers the numbers, :mod:`.page` (with :mod:`.page_more` and :mod:`.verdict`)
+lays them out as sections of blocks (:mod:`.blocks`), :mod:`.render` renders them with the
+Jinja2 templates in ``templates/`` (autoescape on; number formats from :mod:`.formats`), and
+:mod:`.charts` draws every chart as SVG -- the report's and those of ``decide`` and
+``recommend`` (matplotlib only for PNG files). Names are imported on first use, so that
+importing one piece does not load pandas or the decision model."""
 
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from .charts import plot_tradeoff
     from .collect import (
         FAST_METHODS,
         build_report,
@@ -18,11 +24,10 @@ if TYPE_CHECKING:
         variable_contributions,
         write_report,
     )
-    from .tradeoff_plot import plot_tradeoff
 
 __all__ = ["build_report", "write_report", "variable_contributions", "category_contributions",
            "riskiest_cells", "roc_curve", "calibration_table", "sdcmicro_high_risk",
            "FAST_METHODS", "plot_tradeoff"]
 
 __getattr__ = lazy_getattr(__name__, {**{name: "collect" for name in __all__},
-                                      "plot_tradeoff": "tradeoff_plot"})
+                                      "plot_tradeoff": "charts"})

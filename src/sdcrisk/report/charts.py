@@ -1,22 +1,42 @@
-"""Plain inline-SVG charts for the HTML risk report (no plotting library needed).
+"""The one chart module: SVG drawn by our own code for the report, ``decide`` and ``recommend``.
 
 Every chart is a self-contained ``<svg>`` element: no external fonts, images, scripts or
 namespace URLs, so the report stays one offline file and its text (axis labels, legends)
 is searchable and can be checked for disclosive content like the rest of the page.
 Charts: bars (histogram on a log or linear axis, horizontal bars) and lines (ROC,
-calibration, MCMC traces), with optional vertical threshold markers.
+calibration, MCMC traces, the decision trade-off curve, recommendation paths), with
+optional vertical threshold markers.
+
+Safety contract: every piece of text put into an SVG here goes through
+:func:`html.escape`, and every number is formatted by us, so a chart is safe markup and the
+report's template inserts it with ``|safe`` (the only place it does so).
+
+Files: :func:`plot_tradeoff` and :func:`plot_recommendations` write ``.svg`` with this code
+(a standalone file with its own style rules) and ``.png`` through matplotlib, which is used
+for PNG export only (``pip install 'sdcrisk[plot]'``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-__all__ = ["Series", "Marker", "histogram", "hbars", "lines", "nice_ticks"]
+from ..analyses.decision import TradeoffCurve
+from ..exceptions import ParameterError
+
+if TYPE_CHECKING:
+    from ..analyses.recommend import Recommendations
+
+__all__ = ["Series", "Marker", "histogram", "hbars", "lines", "nice_ticks", "tradeoff",
+           "recommendation_paths", "standalone", "plot_tradeoff", "plot_recommendations"]
 
 # Okabe-Ito colour-blind safe palette
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
@@ -30,10 +50,11 @@ class Series:
     """One line of a line chart."""
 
     label: str
-    x: Sequence[float]
-    y: Sequence[float]
+    x: ArrayLike
+    y: ArrayLike
     dashed: bool = False
     points: bool = False
+    colour: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,9 +164,10 @@ def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
         anchor = "end" if x > (frame.x0 + frame.x1) / 2 else "start"
         dx = -4 if anchor == "end" else 4
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y0}" y2="{frame.y1}" '
-                   f'stroke="{m.colour}" stroke-width="1.5" stroke-dasharray="5 3"/>')
+                   f'stroke="{escape(m.colour)}" stroke-width="1.5" stroke-dasharray="5 3"/>')
         out.append(f'<text x="{x + dx:.1f}" y="{y}" text-anchor="{anchor}" class="marker" '
-                   f'fill="{m.colour}">{escape(m.label)}</text>')
+                   f'fill="{escape(m.colour)}" stroke="#fff" stroke-width="3" paint-order="stroke">'
+                   f'{escape(m.label)}</text>')
     return out
 
 
@@ -162,18 +184,23 @@ def _legend(frame: _Frame, labels: Sequence[tuple[str, str, bool]]) -> list[str]
     return out
 
 
-def histogram(edges: Sequence[float], counts: Sequence[float], *, title: str, xlabel: str,
+def histogram(edges: ArrayLike, counts: ArrayLike, *, title: str, xlabel: str,
               ylabel: str, log_x: bool = False, markers: Sequence[Marker] = ()) -> str:
     """Bars over ``edges`` (len(counts) + 1); ``log_x``: edges are log10 values."""
     edges = np.asarray(edges, float)
     counts = np.asarray(counts, float)
     top = float(counts.max()) if counts.size else 1.0
     yt = nice_ticks(0.0, top if top > 0 else 1.0)
-    frame = _Frame((float(edges[0]), float(edges[-1])), (0.0, max(yt[-1], top, 1.0)),
+    lo, hi = float(edges[0]), float(edges[-1])
+    for m in markers:  # widen the axis so that every marker is drawn
+        v = math.log10(m.x) if log_x and m.x > 0 else (m.x if not log_x else math.nan)
+        if math.isfinite(v):
+            lo, hi = min(lo, math.floor(v) if log_x else v), max(hi, v)
+    frame = _Frame((lo, hi), (0.0, max(yt[-1], top, 1.0)),
                    xlabel=xlabel, ylabel=ylabel, log_x=log_x)
     xt = None
     if log_x:
-        xt = [float(e) for e in range(math.ceil(edges[0]), math.floor(edges[-1]) + 1)]
+        xt = [float(e) for e in range(math.ceil(lo), math.floor(hi) + 1)]
     parts = frame.axes(xticks=xt, yticks=yt)
     for a, b, c in zip(edges[:-1], edges[1:], counts, strict=True):
         if c <= 0:
@@ -187,7 +214,7 @@ def histogram(edges: Sequence[float], counts: Sequence[float], *, title: str, xl
     return frame.svg(parts, title)
 
 
-def hbars(labels: Sequence[str], values: Sequence[float], *, title: str, xlabel: str,
+def hbars(labels: Sequence[str], values: ArrayLike, *, title: str, xlabel: str,
           value_format: str = "{:.1f}") -> str:
     """Horizontal bars, one per label (values may be negative)."""
     values = np.asarray(values, float)
@@ -298,7 +325,7 @@ def lines(series: Sequence[Series], *, title: str, xlabel: str, ylabel: str,
                      f' y2="{frame.sy(b):.1f}" stroke="#888" stroke-dasharray="3 3"/>')
     legend = []
     for i, (s, x, y) in enumerate(prepared):
-        colour = PALETTE[i % len(PALETTE)]
+        colour = s.colour or PALETTE[i % len(PALETTE)]
         if x.size:
             pts = " ".join(f"{frame.sx(a):.1f},{frame.sy(b):.1f}" for a, b in zip(x, y,
                                                                                     strict=True))
@@ -312,3 +339,150 @@ def lines(series: Sequence[Series], *, title: str, xlabel: str, ylabel: str,
     if show_legend:
         parts += _legend(frame, legend)
     return frame.svg(parts, title)
+
+
+# --- decision and recommendation charts, and files ---------------------------------------------
+_STYLE = (".plotbg{fill:#fbfcfd;stroke:none}.grid{stroke:#e6e9ef;stroke-width:1}"
+          ".axis{stroke:#6b7385;stroke-width:1}.tick{font-size:11px;fill:#4a5263}"
+          ".label{font-size:12px;fill:#2b3242}.legend{font-size:11px;fill:#2b3242}"
+          ".marker{font-size:11px}text{font-family:system-ui,Arial,sans-serif}")
+
+
+def _curves(curves) -> list[TradeoffCurve]:
+    if isinstance(curves, TradeoffCurve):
+        return [curves]
+    if isinstance(curves, Mapping):
+        return [dataclasses.replace(c, label=k) for k, c in curves.items()]
+    return list(curves)
+
+
+def tradeoff(curves: TradeoffCurve | Sequence[TradeoffCurve] | Mapping[str, TradeoffCurve], *,
+             risk_fraction: float | None = None, title: str | None = None) -> str:
+    """Disclosure risk against nonpublication loss (Zaslavsky & Horton 2002, Fig. 1) as SVG.
+
+    The dotted anti-diagonal is random suppression; ``risk_fraction`` draws a horizontal
+    guide at that risk fraction.
+    """
+    series = [Series("random suppression", [0.0, 1.0], [1.0, 0.0], dashed=True,
+                     colour="#888888")]
+    for i, c in enumerate(_curves(curves)):
+        series.append(Series(str(c.label or f"curve {i + 1}"), c.loss_fraction,
+                             c.risk_fraction, dashed=i > 0, colour=PALETTE[i % len(PALETTE)]))
+    if risk_fraction is not None:
+        series.append(Series(f"risk fraction {risk_fraction:g}", [0.0, 1.0],
+                             [risk_fraction, risk_fraction], dashed=True, colour="#555555"))
+    return lines(series, title=title or "Disclosure risk against nonpublication loss",
+                 xlabel="nonpublication loss (fraction of full suppression)",
+                 ylabel="disclosure risk (fraction of full publication)",
+                 xlim=(0, 1), ylim=(0, 1), width=560, height=420, max_points=2000)
+
+
+def recommendation_paths(rec: Recommendations) -> str:
+    """The objective against records changed along each plan's greedy path, as SVG."""
+    series = []
+    xs: list[float] = []
+    for i, p in enumerate(rec.plans):
+        x = [float(s["records_changed"]) for s in p.path]
+        y = [float(s["objective"]) for s in p.path]
+        xs += x
+        series.append(Series(p.label(), x, y, points=True, colour=PALETTE[i % len(PALETTE)]))
+    hi = max(xs) if xs else 1.0
+    series.append(Series(f"target {rec.target.value:g}", [0.0, hi or 1.0],
+                         [rec.target.value] * 2, dashed=True, colour="#555555"))
+    return lines(series, title=f"{rec.target.objective} along each plan ({rec.method})",
+                 xlabel="records changed", ylabel=f"{rec.target.objective} ({rec.method})",
+                 width=600, height=380)
+
+
+def standalone(svg: str) -> str:
+    """An inline chart as a standalone ``.svg`` file: namespace and style rules added."""
+    head = '<svg xmlns="http://www.w3.org/2000/svg" '
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + svg.replace("<svg ", head, 1)
+            .replace("</title>", f"</title><style>{_STYLE}</style>", 1) + "\n")
+
+
+def _check_path(path: str | Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ParameterError(f"plot file {str(path)!r}: use a .png or .svg name")
+    return path
+
+
+def _matplotlib():
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ParameterError("PNG plots need matplotlib: pip install 'sdcrisk[plot]' (or "
+                             "write a .svg, which needs nothing)") from exc
+    return Figure, FigureCanvasAgg
+
+
+def plot_tradeoff(curves: TradeoffCurve | Sequence[TradeoffCurve] | Mapping[str, TradeoffCurve],
+                  path: str | Path, *, risk_fraction: float | None = None,
+                  title: str | None = None) -> Path:
+    """Draw trade-off curves (ZH Fig. 1) to an SVG or PNG file.
+
+    ``.svg`` is drawn by :func:`tradeoff` (no plotting library needed); ``.png`` needs
+    matplotlib (``pip install sdcrisk[plot]``). The dotted diagonal is random suppression;
+    ``risk_fraction`` draws a horizontal guide (e.g. 0.2).
+
+    Raises
+    ------
+    ParameterError
+        The file suffix is not .png/.svg, or a PNG is asked for without matplotlib.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from sdcrisk import BetaBinomialPrior, decision_table, plot_tradeoff
+    >>> t = decision_table([(3, 8, 1), (5, 20, 3)], BetaBinomialPrior(1, 10), l1="exp:10")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     plot_tradeoff(t.curve, pathlib.Path(tmp) / "curve.svg").exists()
+    True
+    """
+    path = _check_path(path)
+    items = _curves(curves)
+    if path.suffix.lower() == ".svg":
+        path.write_text(standalone(tradeoff(items, risk_fraction=risk_fraction, title=title)),
+                        encoding="utf-8")
+        return path
+    figure_cls, canvas = _matplotlib()
+    fig = figure_cls(figsize=(5.5, 5))
+    canvas(fig)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [1, 0], ":", color="grey", label="random suppression")
+    for i, c in enumerate(items):
+        ax.plot(c.loss_fraction, c.risk_fraction, "-" if i == 0 else "--", label=c.label)
+    if risk_fraction is not None:
+        ax.axhline(risk_fraction, color="grey", lw=0.5)
+    ax.set_xlabel("nonpublication loss (fraction of full suppression)")
+    ax.set_ylabel("disclosure risk (fraction of full publication)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(title or "Disclosure risk against nonpublication loss")
+    ax.legend(loc="upper right", fontsize="small")
+    fig.savefig(path)
+    return path
+
+
+def plot_recommendations(rec: Recommendations, path: str | Path) -> Path:
+    """The objective against records changed along each plan (``recommend --plot``): ``.svg``
+    by :func:`recommendation_paths`, ``.png`` through matplotlib."""
+    path = _check_path(path)
+    if path.suffix.lower() == ".svg":
+        path.write_text(standalone(recommendation_paths(rec)), encoding="utf-8")
+        return path
+    figure_cls, canvas = _matplotlib()
+    fig = figure_cls(figsize=(6, 4.5))
+    canvas(fig)
+    ax = fig.add_subplot()
+    for p in rec.plans:
+        ax.plot([s["records_changed"] for s in p.path], [s["objective"] for s in p.path],
+                marker=".", label=p.label())
+    ax.axhline(rec.target.value, color="grey", ls=":", label="target")
+    ax.set_xlabel("records changed")
+    ax.set_ylabel(rec.target.objective + f" ({rec.method})")
+    ax.legend(fontsize="small")
+    fig.savefig(path)
+    return path

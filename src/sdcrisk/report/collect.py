@@ -44,6 +44,8 @@ from ..data import _cells
 from ..data.table import CellTable, Microdata, population_counts
 from ..estimators import Estimator
 from ..exceptions import ParameterError, SdcRiskError
+from .render import render
+from .verdict import normalise_limits
 
 __all__ = [
     "build_report",
@@ -58,8 +60,10 @@ __all__ = [
 ]
 
 ReportKind = Literal["external", "internal"]
+RiskKind = Literal["reidentification", "population_unique"]
 
-#: methods cheap enough to re-fit once per key for the leave-one-key-out contributions
+#: methods cheap enough to re-fit once per key (kept for compatibility: every method but the
+#: MCMC ones of :data:`SLOW_METHODS` is now re-fitted for the leave-one-key-out contributions)
 FAST_METHODS = ("nb", "poisson-gamma")
 
 
@@ -106,6 +110,20 @@ def _reduce_table(table: CellTable, drop: int) -> CellTable:
         weight_sums=weights, record_cell=inverse[table.record_cell], population=None)
 
 
+#: methods too slow to fit again once per key: leave-one-key-out uses ``nb`` for them
+SLOW_METHODS = ("hdp", "mixed-membership")
+
+
+def _chosen_candidates(result: RiskResult) -> list[str]:
+    """auto's chosen candidates as ``"method:key=value"`` specs (empty for other methods)."""
+    choice = result.fitted.get("choice")
+    if result.method != "auto" or not isinstance(choice, Mapping):
+        return []
+    return [m if s == "default" else f"{m}:{s}"
+            for m, s in zip(choice.get("methods", []), choice.get("settings", []),
+                            strict=True)]
+
+
 def _contribution_estimator(result: RiskResult, estimator: Estimator | str | None
                             ) -> Estimator:
     if isinstance(estimator, Estimator):
@@ -113,9 +131,13 @@ def _contribution_estimator(result: RiskResult, estimator: Estimator | str | Non
     common = {"ci_level": result.parameters.get("ci_level", 0.95),
               "max_global_risk": result.parameters.get("max_global_risk", 0.01)}
     if estimator is None:
-        if result.method in FAST_METHODS and result.method in ESTIMATORS:
-            return get_estimator(result.method, **dict(result.parameters))
-        return get_estimator("nb", **common)
+        if result.method not in ESTIMATORS or result.method in SLOW_METHODS:
+            return get_estimator("nb", **common)
+        params = dict(result.parameters)
+        chosen = _chosen_candidates(result)
+        if chosen:  # auto: the same choice among the candidates it chose on the whole file
+            params["candidates"] = tuple(chosen)
+        return get_estimator(result.method, **params)
     if not isinstance(estimator, str):
         raise ParameterError(f"contributions={estimator!r}: give a method name or an "
                              "Estimator")
@@ -145,9 +167,11 @@ def variable_contributions(result: RiskResult, *, estimator: Estimator | str | N
     result : RiskResult
         The fit on all keys.
     estimator : Estimator, method name or None
-        The estimator re-fitted on each reduced table. Default: the result's own estimator
-        when it is one of :data:`FAST_METHODS`, otherwise ``nb`` (exact Benedetti-Franconi)
-        with the result's ``ci_level`` and ``max_global_risk``.
+        The estimator re-fitted on each reduced table. Default: the result's own method
+        with its parameters (``auto`` restricted to the candidates it chose on the whole
+        file, so that the choice is made again on each reduced table), except the MCMC
+        methods of :data:`SLOW_METHODS`, for which ``nb`` (exact Benedetti-Franconi) with
+        the result's ``ci_level`` and ``max_global_risk`` is used.
 
     Returns
     -------
@@ -195,7 +219,7 @@ def _contribution_row(key: str | None, res: RiskResult) -> dict:
 
 
 def category_contributions(result: RiskResult, *, min_count: int = 1,
-                           kind: str = "reidentification", threshold: float | None = None,
+                           kind: RiskKind = "reidentification", threshold: float | None = None,
                            ) -> tuple[pd.DataFrame, dict]:
     """Share of the risk per category of each key, against its share of the file.
 
@@ -413,8 +437,8 @@ def _population_of(table: CellTable, population: Microdata | None):
     if not isinstance(population, Microdata):
         raise ParameterError(f"truth must be the population as a Microdata, not "
                              f"{type(population).__name__}")
-    return population_counts(SimpleNamespace(keys=table.keys, levels=table.levels),
-                              population, table.cell_codes)
+    sample = SimpleNamespace(keys=table.keys, levels=table.levels)  # what it reads of a sample
+    return population_counts(sample, population, table.cell_codes)  # type: ignore[arg-type]
 
 
 def _truth_section(results: Mapping[str, RiskResult], pop, bins: int = 10) -> dict:
@@ -465,7 +489,7 @@ def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: i
         return None
     levels = res.level_contributions()
     f = table.counts
-    records = []
+    records: list[int] = []
     for j, _key in enumerate(table.keys):
         counts = np.bincount(table.cell_codes[:, j], weights=f, minlength=len(table.levels[j]))
         present = np.flatnonzero(counts > 0)
@@ -537,6 +561,22 @@ def _validate(kind, min_count, top, risk_threshold, bins):
         raise ParameterError(f"bins={bins!r} must be an integer >= 2")
 
 
+def _protected(protected, original: RiskResult) -> dict | None:
+    """The protected file's fit, checked against the original's (same method and keys)."""
+    if protected is None:
+        return None
+    if not isinstance(protected, RiskResult):
+        raise ParameterError(f"protected must be the RiskResult of the protected file, not "
+                             f"{type(protected).__name__}")
+    if protected.method != original.method:
+        raise ParameterError(f"protected: fitted with {protected.method!r}, the headline "
+                             f"with {original.method!r}; fit the same method on both files")
+    if tuple(protected.table.keys) != tuple(original.table.keys):
+        raise ParameterError(f"protected: keys {', '.join(protected.table.keys)} differ from "
+                             f"the original's {', '.join(original.table.keys)}")
+    return {"result": protected, "source": protected.table.source}
+
+
 def _risk_histogram(record_risk: np.ndarray, per_decade: int = 4) -> dict:
     r = np.asarray(record_risk, float)
     pos = r[r > 0]
@@ -549,8 +589,49 @@ def _risk_histogram(record_risk: np.ndarray, per_decade: int = 4) -> dict:
             "n": len(r)}
 
 
+def _assumption_groups(results: dict[str, RiskResult], notes: list[str]) -> dict:
+    """auto's assumptions split by the model they belong to: one group per chosen candidate
+    (labelled with its weights) and auto's own. Other methods: none (a single list)."""
+    from ..analyses.validation import Candidate
+
+    out: dict[str, list[dict]] = {}
+    for label, res in results.items():
+        specs = _chosen_candidates(res)
+        if not specs:
+            continue
+        choice = res.fitted["choice"]
+        names = list(choice.get("candidates", []))
+        weights = choice.get("weights", {})
+        own = list(res.assumptions)
+        groups = []
+        if len(specs) == 1:
+            parts = [own[:-1]]
+        else:  # a blend: each candidate's own list, from a fit of it on the same table
+            shared = {"ci_level": res.parameters.get("ci_level"),
+                      "max_global_risk": res.parameters.get("max_global_risk"),
+                      "random_state": res.parameters.get("random_state")}
+            try:
+                parts = [list(_quiet_fit(Candidate.parse(s).estimator(**shared), res.table,
+                                         None).assumptions) for s in specs]
+            except SdcRiskError as exc:
+                notes.append(f"auto's assumptions are not split by model: {exc}")
+                continue
+        for i, (name, items) in enumerate(zip(names, parts, strict=True)):
+            w = {m: v[i] for m, v in weights.items() if i < len(v)}
+            title = f"candidate {name}"
+            if len(specs) > 1 and w:
+                title += " · weight " + ", ".join(f"{v:.0%} for {m}" for m, v in w.items())
+            groups.append({"title": title, "assumptions": items})
+        used = {a for p in parts for a in p}
+        groups.append({"title": "auto: the method choice",
+                       "assumptions": [a for a in own if a not in used]})
+        out[label] = groups
+    return out
+
+
 def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_threshold, top,
-             contributions, suda, uniqueness, title, date, bins) -> dict:
+             contributions, suda, uniqueness, title, date, bins, limits=(),
+             protected=None) -> dict:
     notes: list[str] = []
     labels = list(results)
     primary_label = labels[0]
@@ -562,7 +643,9 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
         "kind": kind, "min_count": min_count, "title": title, "version": __version__,
         "date": date or datetime.date.today().isoformat(), "results": results,
         "primary": primary_label, "record_method": record_label, "table": table,
-        "notes": notes, "top": top,
+        "notes": notes, "top": top, "limits": list(limits),
+        "assumption_groups": _assumption_groups(results, notes),
+        "protected": _protected(protected, primary),
     }
     pop = _population_of(table, truth)
     data["k_anonymity"] = table.k_anonymity_violations((2, 3, 5))
@@ -588,6 +671,14 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
                                           else pop.counts)
     data["truth"] = None if pop is None else _truth_section(results, pop, bins)
     cat_res = results[record_label] if record_label else primary
+    data["variables_note"] = None
+    if contributions is True and cat_res.method in SLOW_METHODS:
+        data["variables_note"] = (f"{cat_res.method} is an MCMC method, too slow to fit "
+                                  "once per key: nb is fitted instead")
+    elif contributions is True and _chosen_candidates(cat_res):
+        data["variables_note"] = (
+            "on each reduced table auto chooses again among the candidates it chose on the "
+            f"whole file ({', '.join(cat_res.fitted['choice']['candidates'])})")
     cats, hidden = category_contributions(
         cat_res, min_count=min_count if kind == "external" else 1,
         threshold=data.get("risk_threshold") if record_label else None)
@@ -627,6 +718,8 @@ def build_report(
     uniqueness: bool = True,
     bins: int = 10,
     date: str | None = None,
+    limits: Mapping[str, float] | Sequence[tuple[str, str, float]] | None = None,
+    protected: RiskResult | None = None,
 ) -> str:
     """The HTML risk report of one file, from the results of one or more methods.
 
@@ -653,9 +746,9 @@ def build_report(
     top : int
         Number of riskiest key combinations listed (default 20).
     contributions : bool, method name or Estimator
-        Leave-one-key-out contributions: ``True`` (default) re-fits the headline method when
-        it is one of :data:`FAST_METHODS` and ``nb`` otherwise; a name or estimator chooses;
-        ``False`` skips them.
+        Leave-one-key-out contributions: ``True`` (default) re-fits the headline method
+        (``auto`` among the candidates it chose; ``nb`` for the MCMC methods, said on the
+        page); a name or estimator chooses; ``False`` skips them.
     suda : bool
         Include SUDA2 scores and attribute contributions (:func:`sdcrisk.suda2`).
     uniqueness : bool
@@ -665,6 +758,15 @@ def build_report(
         Calibration groups when the truth is known (default 10).
     date : str, optional
         Date printed in the header (default today, ISO format).
+    limits : dict, optional
+        Thresholds of the verdict line besides the method's ``max_global_risk``:
+        ``{"global_risk": 0.01, "tau2.upper": 5, "k3_violations": 0}`` (MEASURE[.BOUND] ->
+        largest acceptable value; the CLI's ``--fail-above``). The verdict says "passes" or
+        "fails" for each, for the headline method.
+    protected : RiskResult, optional
+        The same method fitted on the protected version of the file (same keys and N): adds
+        a before/after section (measures, sample uniques, k-anonymity violations, missing
+        values per key).
 
     Returns
     -------
@@ -703,14 +805,12 @@ def build_report(
     >>> html.startswith("<!DOCTYPE html>")
     True
     """
-    from .html import render
-
     _validate(kind, min_count, top, risk_threshold, bins)
     res = _as_results(results)
     data = _collect(res, kind=kind, min_count=int(min_count), truth=truth,
                     risk_threshold=risk_threshold, top=int(top), contributions=contributions,
                     suda=suda, uniqueness=uniqueness, title=title, date=date,
-                    bins=int(bins))
+                    bins=int(bins), limits=normalise_limits(limits), protected=protected)
     return render(data)
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ParameterError
+from .progress import progress
 
 __all__ = ["SerialExecutor", "executor_scope", "map_units", "unit_seed", "unit_seeds",
            "describe_executor", "chunked", "use_executor",
@@ -225,8 +226,13 @@ def map_units(fn: Callable, units: Iterable[Any], *, executor: Any = None,
     units = list(units)
     if not units:
         return []
-    with executor_scope(executor, workers=workers, scheduler=scheduler) as ex:
-        futures = [ex.submit(fn, u) for u in units]
+    with executor_scope(executor, workers=workers, scheduler=scheduler) as ex, \
+            progress(total=len(units), desc="work units", unit="unit") as bar:
+        futures = []
+        for u in units:
+            f = ex.submit(fn, u)
+            f.add_done_callback(lambda _f: bar.update(1))
+            futures.append(f)
         return [f.result() for f in futures]
 
 

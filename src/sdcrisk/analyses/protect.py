@@ -1,0 +1,651 @@
+"""Protect a microdata file: user recodes, k-anonymity by local suppression, or the
+recommended changes for a risk target; the protected file written with every other column
+unchanged.
+
+* :func:`local_suppression` - sdcMicro ``localSuppression`` semantics: missing values are
+  wildcards (a suppressed value matches every category), and the least important key is
+  suppressed first;
+* :func:`apply_recodes` - a user's own category merges, ``{key: {old: new}}``;
+* :func:`protect` - the whole workflow on a file or DataFrame, returning a
+  :class:`Protection` with the protected frame, what changed, the information loss and the
+  before/after figures; :func:`write_frame` writes it atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.table import Microdata, tabulate
+from ..data.wildcard import wildcard_record_counts
+from ..exceptions import InputError, ParameterError
+from ..runtime.progress import progress
+
+__all__ = ["Protection", "local_suppression", "apply_recodes", "protect", "read_frame",
+           "write_frame", "output_format", "check_output_path", "default_importance",
+           "information_loss", "k_anonymity_violations", "concrete_estimator"]
+
+#: text read as a missing value in a CSV key column (pandas' defaults, and the empty string)
+MISSING_TEXT = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "NULL", "null",
+                          "None", "<NA>", "#N/A", "#NA", "1.#IND", "1.#QNAN", "-1.#IND",
+                          "-1.#QNAN", "#N/A N/A"})
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".parquet": "parquet",
+           ".pq": "parquet", ".dta": "dta"}
+
+
+# --- files ---------------------------------------------------------------------------------
+def output_format(path: str | os.PathLike) -> str:
+    """``csv``, ``parquet`` or ``dta`` from the file name's extension.
+
+    Raises
+    ------
+    ParameterError
+        Any other extension, naming those accepted.
+    """
+    name = Path(path).name.lower()
+    for ext in sorted(FORMATS, key=len, reverse=True):
+        if name.endswith(ext):
+            return FORMATS[ext]
+    raise ParameterError(f"--out {str(path)!r}: the format comes from the extension; use one "
+                         f"of {', '.join(FORMATS)}")
+
+
+def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, an output that is the input, exists, or cannot be written.
+
+    Raises
+    ------
+    ParameterError
+        The output is the input file, exists (without ``overwrite``), has an unknown
+        extension, or its folder does not exist or is not writable.
+    """
+    out = Path(out)
+    output_format(out)
+    if isinstance(source, str | os.PathLike) and not str(source).startswith("example:"):
+        src = Path(source)
+        if src.exists() and (src.resolve() == out.resolve()
+                             or (out.exists() and os.path.samefile(src, out))):
+            raise ParameterError(f"--out {str(out)!r} is the input file; protect never "
+                                 "overwrites its input: give another file name")
+    if out.exists() and not overwrite:
+        raise ParameterError(f"--out {str(out)!r} exists; remove it, choose another name or "
+                             "add --overwrite")
+    folder = out.resolve().parent
+    if not folder.is_dir():
+        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} is not writable")
+    return out
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def read_frame(source: Any):
+    """The whole file as a pandas DataFrame. CSV cells are kept as their text (so that the
+    columns protect does not change are written back byte for byte); gzip is recognised by
+    content. Parquet and Stata ``.dta`` are read with pandas. A DataFrame is copied."""
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    text = str(source)
+    if text.startswith("example:"):
+        from ..data.datasets import example_path
+
+        path = example_path(text.split(":", 1)[1])
+    else:
+        path = Path(text)
+        if not path.exists():
+            raise InputError(f"file not found: {text!r}")
+    name = path.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq")):
+            return pd.read_parquet(path)
+        if name.endswith(".dta"):
+            return pd.read_stata(path, convert_categoricals=False)
+        compression = "gzip" if _is_gzip(path) else "infer"
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, compression=compression)
+        opener = gzip.open if compression == "gzip" else open
+        with opener(path, "rb") as fh:
+            head = fh.read(1 << 16)
+        frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+        return frame
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: {exc})"
+                         ) from exc
+
+
+def write_frame(frame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` to ``path`` in the format of its extension, atomically: a temporary
+    file in the same folder, then ``os.replace`` (a reader never sees half a file)."""
+    path = Path(path)
+    fmt = output_format(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if fmt == "csv":  # the input's line ending (CSV input), else "\n"
+            eol = frame.attrs.get("lineterminator", "\n")
+            if path.name.lower().endswith(".gz"):
+                with gzip.open(tmp, "wt", encoding="utf-8", newline="") as fh:
+                    frame.to_csv(fh, index=False, lineterminator=eol)
+            else:
+                frame.to_csv(tmp, index=False, lineterminator=eol)
+        else:
+            if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
+                frame = _typed(frame)             # types pandas reads the CSV with
+            if fmt == "parquet":
+                frame.to_parquet(tmp, index=False)
+            else:
+                frame.to_stata(tmp, write_index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return path
+
+
+def _typed(frame):
+    """A frame of CSV text with the column types pandas reads that CSV with (blank = NA)."""
+    import io
+
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
+def _unlink_quietly(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+# --- key columns ---------------------------------------------------------------------------
+def _missing_mask(col) -> np.ndarray:
+    import pandas as pd
+
+    if col.dtype == object or pd.api.types.is_string_dtype(col):
+        return col.isna().to_numpy() | col.astype(str).str.strip().isin(MISSING_TEXT).to_numpy()
+    return col.isna().to_numpy()
+
+
+def _key_values(col):
+    """A key column for Microdata: numbers where every present value is a number, else
+    text; missing entries as None/NaN."""
+    import pandas as pd
+
+    miss = _missing_mask(col)
+    present = col[~miss]
+    if col.dtype == object or pd.api.types.is_string_dtype(col):
+        num = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
+        if not num.isna().any():
+            out = pd.Series(np.nan, index=col.index, dtype=float)
+            out[~miss] = num.to_numpy(float)
+            return out
+        out = col.astype(object).where(~miss, None)
+        return out.map(lambda v: v if v is None else str(v).strip())
+    return col.where(~miss)
+
+
+def _value_text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v).strip()
+
+
+def microdata_of(frame, keys: Sequence[str], **options) -> Microdata:
+    """The validated Microdata of a frame's key columns, missing values as wildcards."""
+    cols = {}
+    for k in keys:
+        if k not in frame.columns:
+            raise InputError(f"key column {k!r} not found; columns: {list(frame.columns)}")
+        cols[k] = _key_values(frame[k])
+    w = options.pop("weights", None)
+    if w is not None:
+        if w not in frame.columns:
+            raise InputError(f"weights column {w!r} not found")
+        import pandas as pd
+
+        cols[w] = pd.to_numeric(frame[w], errors="coerce")
+    options.setdefault("missing", "wildcard")
+    return Microdata.from_source(cols, list(keys), weights=w, **options)
+
+
+# --- recodes -------------------------------------------------------------------------------
+def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) -> tuple[Any, dict]:
+    """The frame with the user's category merges: ``{key: {old: new, ...}}``.
+
+    Values are matched as text (``1`` and ``"1"`` are the same category; a float ``1.0``
+    matches ``"1"``). Returns the new frame and, per key, ``{new: [old values merged]}``.
+
+    Raises
+    ------
+    ParameterError
+        A recode for a column that is not a key, a mapping that is not an object, or an old
+        value that does not occur in the column.
+    """
+    if not isinstance(recodes, Mapping):
+        raise ParameterError("--recode: the JSON must be an object {key: {old: new}}")
+    frame = frame.copy()
+    merged: dict[str, dict[str, list[str]]] = {}
+    for key, mapping in recodes.items():
+        if key not in keys:
+            raise ParameterError(f"--recode names {key!r}, which is not a key; keys: "
+                                 f"{', '.join(keys)}")
+        if not isinstance(mapping, Mapping):
+            raise ParameterError(f"--recode {key!r}: give an object {{old: new}}")
+        col = frame[key]
+        miss = _missing_mask(col)
+        text = col.map(lambda v: None if v is None else _value_text(v))
+        present = set(text[~miss])
+        table = {str(old).strip(): new for old, new in mapping.items()}
+        unknown = [o for o in table if o not in present]
+        if unknown:
+            raise ParameterError(f"--recode {key!r}: value {unknown[0]!r} does not occur in "
+                                 "the column")
+        hit = (text.isin(list(table)) & ~miss).to_numpy()
+        new = text[hit].map(table)
+        col = col.copy()
+        if col.dtype.kind in "iuf":
+            try:
+                new = new.astype(float)
+                if col.dtype.kind in "iu" and (new == new.round()).all():
+                    new = new.astype(col.dtype)
+            except (TypeError, ValueError):
+                col = col.astype(object)
+        else:  # text (CSV cells, strings): the new label as text
+            new = new.map(_value_text)
+        col[hit] = new.to_numpy()
+        frame[key] = col
+        groups: dict[str, list[str]] = {}
+        for old, nv in table.items():
+            groups.setdefault(_value_text(nv), []).append(old)
+        merged[key] = groups
+    return frame, merged
+
+
+# --- local suppression ---------------------------------------------------------------------
+def default_importance(md: Microdata) -> list[str]:
+    """sdcMicro's default: keys with more categories are less important (suppressed first).
+    Most important first; ties keep the key order."""
+    order = sorted(range(len(md.keys)), key=lambda j: (len(md.levels[j]), j))
+    return [md.keys[j] for j in order]
+
+
+def _codes_matrix(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
+    codes = np.stack([np.asarray(c, np.int64) for c in md.codes], axis=1)
+    miss = np.zeros_like(codes, dtype=bool)
+    for j, lv in enumerate(md.levels):
+        if None in lv:
+            miss[:, j] = codes[:, j] == lv.index(None)
+    return codes, miss
+
+
+def _fk_one(i: int, codes: np.ndarray, miss: np.ndarray, skip: int = -1) -> int:
+    """Wildcard fk of record i (alpha = 1), as if its key ``skip`` were suppressed."""
+    match = None
+    for j in range(codes.shape[1]):
+        if j == skip or miss[i, j]:
+            continue
+        m = (codes[:, j] == codes[i, j]) | miss[:, j]
+        match = m if match is None else (match & m)
+    return codes.shape[0] if match is None else int(np.count_nonzero(match))
+
+
+def k_anonymity_violations(md: Microdata, k: int) -> int:
+    """Records whose wildcard fk (missing matches every category, alpha = 1) is below k."""
+    fk, _ = wildcard_record_counts(md.codes, md.levels)
+    return int(np.count_nonzero(fk < k))
+
+
+def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None = None
+                      ) -> np.ndarray:
+    """Key values to suppress so that every record shares its key values with at least
+    k - 1 others, missing values matching every category (sdcMicro ``localSuppression``).
+
+    Parameters
+    ----------
+    md : Microdata
+        The records (missing key values, if any, already count as wildcards).
+    k : int
+        The k of k-anonymity (>= 2).
+    importance : sequence of str or int, optional
+        The keys from most to least important; the least important is suppressed first
+        (default: :func:`default_importance`, sdcMicro's rule). Or, as sdcMicro's
+        ``importance`` vector, one number per key in key order, 1 = most important (ties
+        keep the key order).
+
+    Returns
+    -------
+    ndarray (m, 2)
+        (record index, key index) of each value to suppress.
+
+    Notes
+    -----
+    Records below k are taken from the rarest up (fk, then row order). For each, its fk is
+    recomputed (earlier suppressions may have raised it); if it is still below k, the keys
+    are tried from the least important up and the first whose suppression alone brings fk
+    to k is suppressed; when none does, the least important key still present is suppressed
+    and the record is tried again. With alpha = 1 a suppression never lowers another
+    record's fk, so one pass suffices; the result is checked with
+    :func:`sdcrisk.data.wildcard.wildcard_record_counts`. Greedy, not minimal (sdcMicro's
+    ``localSuppression`` is also a heuristic).
+
+    Examples
+    --------
+    >>> from sdcrisk import Microdata
+    >>> md = Microdata.from_source({"a": [1, 1, 1, 2], "b": [1, 1, 1, 1]}, ["a", "b"],
+    ...                            missing="wildcard")
+    >>> local_suppression(md, 2, importance=["b", "a"]).tolist()
+    [[3, 0]]
+    """
+    if not isinstance(k, int | np.integer) or k < 2:
+        raise ParameterError(f"k-anonymity k={k!r} must be an integer >= 2")
+    if k > md.n:
+        raise ParameterError(f"k={k} is larger than the number of records n={md.n}")
+    order = list(importance) if importance is not None else default_importance(md)
+    if order and all(str(v).strip().isdigit() for v in order):  # sdcMicro's numeric vector
+        ranks = [int(str(v).strip()) for v in order]
+        if len(ranks) != len(md.keys) or not all(1 <= r <= len(ranks) for r in ranks):
+            raise ParameterError(f"--importance {','.join(map(str, order))}: as numbers, give "
+                                 f"one per key in key order, 1 (most important) to "
+                                 f"{len(md.keys)}; keys: {', '.join(md.keys)}")
+        order = [md.keys[j] for j in sorted(range(len(ranks)), key=lambda j: (ranks[j], j))]
+    unknown = [v for v in order if v not in md.keys]
+    if unknown or len(set(order)) != len(order) or set(order) != set(md.keys):
+        raise ParameterError(f"--importance {','.join(order)}: list every key once, most "
+                             f"important first; keys: {', '.join(md.keys)}")
+    least_first = [md.keys.index(v) for v in reversed(order)]
+    codes, miss = _codes_matrix(md)
+    fk, _ = wildcard_record_counts(md.codes, md.levels)
+    todo = np.flatnonzero(fk < k)
+    todo = todo[np.argsort(fk[todo], kind="stable")]
+    done: list[tuple[int, int]] = []
+    with progress(total=len(todo), desc="local suppression") as bar:
+        for i in todo:
+            i = int(i)
+            while _fk_one(i, codes, miss) < k:
+                left = [j for j in least_first if not miss[i, j]]
+                pick = next((j for j in left if _fk_one(i, codes, miss, skip=j) >= k), left[0])
+                miss[i, pick] = True
+                done.append((i, pick))
+            bar.update(1)
+    return np.array(done, np.int64).reshape(-1, 2)
+
+
+# --- the workflow --------------------------------------------------------------------------
+def information_loss(before: Microdata, after: Microdata) -> dict:
+    """Share of key values suppressed and the non-uniform entropy lost (in bits).
+
+    The entropy loss of a published value y for an original value x is -log2 P(x | y), with
+    P estimated from the original file: for an unchanged category 0, for a merged category
+    count(x and y) / count(y), for a suppressed value (a wildcard) count(x) / n. It is also
+    given as a share of the keys' information, the sum over records and keys of -log2 p(x).
+    """
+    n, per_key, total_bits, info, suppressed_total = before.n, {}, 0.0, 0.0, 0
+    for j, key in enumerate(before.keys):
+        lv_b, lv_a = before.levels[j], after.levels[j]
+        cb = np.asarray(before.codes[j], np.int64)
+        ca = np.asarray(after.codes[j], np.int64)
+        counts = np.bincount(cb, minlength=len(lv_b)).astype(float)
+        nz = counts > 0
+        info += float(-(counts[nz] * np.log2(counts[nz] / n)).sum())
+        miss_b = lv_b.index(None) if None in lv_b else -1
+        sup = ((ca == lv_a.index(None)) & (cb != miss_b) if None in lv_a
+               else np.zeros(n, bool))
+        bits = float(-np.log2(counts[cb[sup]] / n).sum())
+        kept = ~sup
+        pair = ca[kept] * len(lv_b) + cb[kept]
+        _, pair_inv, pair_n = np.unique(pair, return_inverse=True, return_counts=True)
+        _, out_inv, out_n = np.unique(ca[kept], return_inverse=True, return_counts=True)
+        bits += float(-np.log2(pair_n[pair_inv.ravel()] / out_n[out_inv.ravel()]).sum())
+        per_key[key] = {"suppressed": int(sup.sum()), "entropy_loss_bits": bits}
+        total_bits += bits
+        suppressed_total += int(sup.sum())
+    return {"values_suppressed": suppressed_total,
+            "share_of_key_values_suppressed": suppressed_total / (n * len(before.keys)),
+            "entropy_loss_bits": total_bits,
+            "entropy_loss_share": total_bits / info if info > 0 else 0.0,
+            "per_key": per_key}
+
+
+def concrete_estimator(estimator, table):
+    """For ``auto``: fit it once and return the estimator of its chosen candidate (the first
+    of a blend), so that re-fits after each change cost one fit; other estimators as given.
+    Returns (estimator, auto's result or None)."""
+    from .validation import Candidate
+
+    if getattr(estimator, "name", None) != "auto":
+        return estimator, None
+    res = estimator.fit(table)
+    choice = res.fitted["choice"]
+    method, setting = choice["methods"][0], choice["settings"][0]
+    cand = Candidate.parse(method if setting == "default" else f"{method}:{setting}")
+    shared = {"ci_level": estimator.ci_level, "max_global_risk": estimator.max_global_risk,
+              "random_state": getattr(estimator, "random_state", None)}
+    return cand.estimator(**shared), res
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Protection:
+    """The protected file and what it cost.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The protected records; only key columns differ from the input.
+    keys : tuple of str
+    suppressed : dict
+        Values suppressed per key.
+    merged : dict
+        Per key, categories merged: ``{new label: [old labels]}`` (user recodes and
+        recommended recodes).
+    k : int or None
+        The k-anonymity asked for.
+    k_violations_before, k_violations_after : int or None
+        Records with wildcard fk < k before and after.
+    risk_before, risk_after : dict
+        Measures of the risk method (estimate of tau1, tau2, expected re-identifications,
+        global risk) and its name under ``"method"``.
+    information_loss : dict
+        :func:`information_loss`.
+    notes : tuple of str
+        How the risk was computed, what the recommendation chose.
+    """
+
+    frame: Any
+    keys: tuple[str, ...]
+    suppressed: dict
+    merged: dict
+    k: int | None
+    k_violations_before: int | None
+    k_violations_after: int | None
+    risk_before: dict
+    risk_after: dict
+    information_loss: dict
+    notes: tuple[str, ...] = ()
+    microdata_after: Microdata | None = field(default=None)
+
+    def to_dict(self) -> dict:
+        """Everything but the records (no key values)."""
+        return {"keys": list(self.keys), "k_anonymity": self.k,
+                "k_violations_before": self.k_violations_before,
+                "k_violations_after": self.k_violations_after,
+                "values_suppressed_per_key": dict(self.suppressed),
+                "values_suppressed": int(sum(self.suppressed.values())),
+                "categories_merged": {k: dict(v) for k, v in self.merged.items()},
+                "risk_before": self.risk_before, "risk_after": self.risk_after,
+                "information_loss": self.information_loss, "notes": list(self.notes)}
+
+
+_RISK_FIGURES = ("tau1", "tau2", "expected_reidentifications", "global_risk")
+
+
+def _risk(estimator, md: Microdata) -> dict:
+    res = estimator.fit(tabulate(md))
+    out: dict[str, Any] = {"method": res.method}
+    for name in _RISK_FIGURES:
+        m = res.measures.get(name)
+        if m is not None and m.estimate is not None:
+            out[name] = float(m.estimate)
+    return out
+
+
+def _parse_target(spec: str):
+    from .recommend import RiskTarget
+
+    name, sep, value = str(spec).partition("=")
+    name = name.strip().replace("-", "_")
+    try:
+        v = float(value)
+    except ValueError:
+        v = math.nan
+    if not sep or not v == v:
+        raise ParameterError(f"--target {spec!r}: use MEASURE=VALUE, e.g. tau2=5")
+    if name != "tau2":
+        raise ParameterError(f"--target {spec!r}: the recommended changes aim at tau2 "
+                             "(expected correct matches of sample uniques); use tau2=VALUE, "
+                             "or --k-anonymity K")
+    return RiskTarget(objective="tau2", value=v)
+
+
+def _frame_suppress(frame, key: str, rows: np.ndarray):
+    """Blank ``rows`` of a key column: "" in a text column (CSV cells, Stata strings), a
+    missing value otherwise (integer columns become float to hold it)."""
+    import pandas as pd
+
+    col = frame[key].copy()
+    if col.dtype.kind in "iub":
+        col = col.astype(float)
+    if pd.api.types.is_string_dtype(col) or col.dtype == object:
+        col.iloc[rows] = "" if col.map(lambda v: isinstance(v, str)).all() else None
+    else:
+        col.iloc[rows] = np.nan
+    frame[key] = col
+
+
+def _frame_merges(frame, key: str, merges) -> dict:
+    """Merge each group of categories into its first one, in the frame's own type."""
+    col = frame[key]
+    text = col.map(lambda v: None if v is None else _value_text(v))
+    new, groups = col.copy(), {}
+    for g in merges:
+        labels = [_value_text(v) for v in g]
+        mask = text.isin(labels).to_numpy()
+        new[mask] = g[0] if col.dtype.kind in "iuf" else labels[0]
+        groups[labels[0]] = labels
+    frame[key] = new
+    return groups
+
+
+def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
+            target: str | None = None, importance: Sequence[str] | None = None,
+            recodes: Mapping[str, Mapping] | None = None, estimator=None,
+            weights: str | None = None, population_size: float | None = None,
+            sampling_fraction: float | None = None, max_levels: int | None = 1000,
+            ) -> Protection:
+    """Recode, then suppress to k-anonymity or to a tau2 target; the protected records.
+
+    Parameters
+    ----------
+    source : path, ``example:NAME`` or DataFrame
+    keys : sequence of str
+    k : int, optional
+        k-anonymity by :func:`local_suppression` (missing = wildcard).
+    target : str, optional
+        ``"tau2=VALUE"``: the best plan of :func:`sdcrisk.analyses.recommend.recommend`.
+        Exactly one of ``k`` and ``target`` (``recodes`` alone is also allowed).
+    importance : sequence of str, optional
+        Keys from most to least important (for ``k``).
+    recodes : mapping, optional
+        User recodes ``{key: {old: new}}``, applied first.
+    estimator : Estimator, optional
+        The risk method for the before/after figures (default nb, mode sdcmicro). ``auto``
+        is fitted once and its choice re-used. A method that cannot count suppressed
+        values as wildcards is replaced by nb (mode sdcmicro) for both figures, with a note.
+    weights, population_size, sampling_fraction, max_levels : as in Microdata.from_source
+
+    Returns
+    -------
+    Protection
+    """
+    from ..estimators import NegativeBinomialRisk
+    from .recommend import recommend
+
+    if k is not None and target is not None:
+        raise ParameterError("give --k-anonymity K or --target MEASURE=VALUE, not both")
+    if k is None and target is None and not recodes:
+        raise ParameterError("nothing to do: give --k-anonymity K, --target MEASURE=VALUE "
+                             "or --recode FILE.json")
+    keys = list(keys)
+    opts = {"weights": weights, "population_size": population_size,
+            "sampling_fraction": sampling_fraction, "max_levels": max_levels}
+    frame0 = read_frame(source)
+    md0 = microdata_of(frame0, keys, **opts)
+    notes: list[str] = []
+    merged: dict = {}
+    frame = frame0
+    if recodes:
+        frame, merged = apply_recodes(frame0, keys, recodes)
+    md1 = microdata_of(frame, keys, **opts)
+    suppress = np.zeros((0, 2), np.int64)
+    if k is not None:
+        suppress = local_suppression(md1, int(k), importance=importance)
+    elif target is not None:
+        est, _ = concrete_estimator(estimator if estimator is not None
+                                    else NegativeBinomialRisk(), tabulate(md1))
+        goal = _parse_target(target)
+        rec = recommend(dataclasses.replace(md1, missing="category"), goal, estimator=est)
+        plan = rec.best
+        if plan is None:
+            best = min(rec.plans, key=lambda p: p.objective_after)
+            raise ParameterError(f"no plan reaches {goal.describe()} (best: {best.label()}, "
+                                 f"tau2 {best.objective_after:.4g}); raise the target or "
+                                 "recode coarser categories first (--recode)")
+        notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
+                     f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
+        if plan.kind == "suppression":
+            suppress = np.asarray(plan.suppressions)
+        else:
+            frame = frame.copy()
+            merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key, plan.merges))
+    if len(suppress):
+        frame = frame.copy() if frame is frame0 else frame
+        for j, key in enumerate(keys):
+            rows = suppress[suppress[:, 1] == j, 0]
+            if len(rows):
+                _frame_suppress(frame, key, rows)
+    md2 = microdata_of(frame, keys, **opts)
+    est = estimator if estimator is not None else NegativeBinomialRisk(mode="sdcmicro")
+    has_wildcards = any(None in lv for lv in md2.levels) or any(None in lv for lv in md0.levels)
+    if has_wildcards and not est.supports_wildcards():
+        notes.append(f"risk by nb (mode sdcmicro) on wildcard counts: method {est.name!r} "
+                     "cannot count missing (suppressed) values as wildcards")
+        est = NegativeBinomialRisk(mode="sdcmicro",
+                                   max_global_risk=getattr(est, "max_global_risk", 0.01))
+    est, _ = concrete_estimator(est, tabulate(md0))
+    risk_before, risk_after = _risk(est, md0), _risk(est, md2)
+    per_key = {key: 0 for key in keys}
+    for _, j in suppress.tolist():
+        per_key[keys[j]] += 1
+    return Protection(
+        frame=frame, keys=tuple(keys), suppressed=per_key, merged=merged,
+        k=None if k is None else int(k),
+        k_violations_before=None if k is None else k_anonymity_violations(md0, int(k)),
+        k_violations_after=None if k is None else k_anonymity_violations(md2, int(k)),
+        risk_before=risk_before, risk_after=risk_after,
+        information_loss=information_loss(md0, md2),
+        notes=tuple(notes), microdata_after=md2)
+

@@ -1,0 +1,201 @@
+"""Missing key values as wildcards (sdcMicro ``freqCalc`` semantics).
+
+A record whose key value is missing could be any category of that key, so an intruder cannot
+tell it apart from any record that agrees with it on the keys both have. sdcMicro, mu-Argus
+and ARX count frequencies that way; it is what makes local suppression (blanking a key value)
+protect a record. With ``Microdata(..., missing="wildcard")`` the tabulation adds these
+counts to the :class:`~sdcrisk.data.table.CellTable` (``table.wildcard``).
+
+Definition (sdcMicro 5.8 ``freqCalc(x, keyVars, w, alpha)``): records i and j *match* when,
+on every key where both are observed, their values are equal. For record i,
+
+    fk_i = sum over matching j of a_ij,      Fk_i = sum over matching j of a_ij * w_j,
+
+with a_ii = 1, a_ij = 1 for a record j without missing key values and a_ij = alpha for a
+record j with at least one missing key value (alpha in [0, 1], default 1: every wildcard
+match counts fully; alpha = 0: records with missing values count only for themselves).
+Without weights Fk = fk. This reproduces sdcMicro's documented ``?freqCalc`` example
+(francdat, with and without missing values, alpha 1, 0.5 and 0.1) exactly.
+
+The computation never compares records pairwise: records are grouped by their pattern of
+missing keys; for every pair of patterns (P, Q) the two groups are matched on the keys
+observed in both, by tabulating Q's cells on those keys. Cost O(patterns^2 x cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import ParameterError
+from . import _cells
+
+__all__ = ["WildcardCounts", "wildcard_cell_counts", "wildcard_record_counts",
+           "missing_codes", "check_alpha"]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class WildcardCounts:
+    """Wildcard frequencies of a table's observed cells.
+
+    Attributes
+    ----------
+    alpha : float
+        Weight of a matching record that has missing key values (sdcMicro's ``alpha``).
+    counts : ndarray (n_cells,)
+        fk of every record of the cell (the same for all of them).
+    weight_sums : ndarray (n_cells,) or None
+        Fk with survey weights. For a cell with missing values, alpha < 1 and unequal
+        weights inside the cell, Fk differs by record (its own weight counts fully); this is
+        the cell's mean. :func:`wildcard_record_counts` gives the per-record values.
+    n_missing_cells : int
+        Observed cells with at least one missing key value.
+    """
+
+    alpha: float
+    counts: np.ndarray
+    weight_sums: np.ndarray | None
+    n_missing_cells: int
+
+    def __repr__(self) -> str:
+        return (f"WildcardCounts(alpha={self.alpha:g}, cells={len(self.counts)}, "
+                f"cells_with_missing={self.n_missing_cells})")
+
+
+def check_alpha(alpha: float) -> float:
+    """alpha as a float in [0, 1]; ParameterError otherwise."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise ParameterError(f"wildcard_alpha={alpha!r} is not a number in [0, 1]") from None
+    if not 0.0 <= a <= 1.0:
+        raise ParameterError(f"wildcard_alpha={alpha!r} must lie in [0, 1] (sdcMicro's alpha: "
+                             "1 counts a wildcard match fully, 0 ignores it)")
+    return a
+
+
+def missing_codes(levels) -> list[int]:
+    """For each key, the code of its missing level (``None``), or -1 when it has none."""
+    return [lv.index(None) if None in lv else -1 for lv in levels]
+
+
+def _pattern_ids(cell_codes: np.ndarray, miss: list[int]) -> np.ndarray:
+    """A bit mask per cell: bit j set when key j is missing."""
+    out = np.zeros(len(cell_codes), np.int64)
+    for j, m in enumerate(miss):
+        if m >= 0:
+            out |= (cell_codes[:, j] == m).astype(np.int64) << j
+    return out
+
+
+def _base_sums(cell_codes, n_levels, counts, weight_sums, miss, alpha):
+    """Per cell: sum over cells matching it of a * count and a * weight sum, with a = alpha
+    for cells that have missing values (their own records included), 1 otherwise."""
+    n_cells, n_keys = cell_codes.shape
+    pattern = _pattern_ids(cell_codes, miss)
+    fk = np.zeros(n_cells)
+    big = None if weight_sums is None else np.zeros(n_cells)
+    groups = {int(p): np.flatnonzero(pattern == p) for p in np.unique(pattern)}
+    for p, rows_i in groups.items():
+        for q, rows_j in groups.items():
+            shared = [j for j in range(n_keys) if not (p >> j) & 1 and not (q >> j) & 1]
+            a = 1.0 if q == 0 else alpha
+            if a == 0.0 and p != q:
+                continue
+            if shared:
+                both = np.concatenate([rows_i, rows_j])
+                ids, _ = _cells.cell_ids([cell_codes[both, j] for j in shared],
+                                         [n_levels[j] for j in shared])
+                ids_i, ids_j = ids[: len(rows_i)], ids[len(rows_i):]
+                uniq, inv = np.unique(ids_j, return_inverse=True)
+                c_sum = np.bincount(inv, weights=counts[rows_j], minlength=len(uniq))
+                pos = np.clip(np.searchsorted(uniq, ids_i), 0, len(uniq) - 1)
+                hit = uniq[pos] == ids_i
+                fk[rows_i] += a * np.where(hit, c_sum[pos], 0.0)
+                if big is not None:
+                    w_sum = np.bincount(inv, weights=weight_sums[rows_j], minlength=len(uniq))
+                    big[rows_i] += a * np.where(hit, w_sum[pos], 0.0)
+            else:  # no key observed in both: everything matches
+                fk[rows_i] += a * float(counts[rows_j].sum())
+                if big is not None:
+                    big[rows_i] += a * float(weight_sums[rows_j].sum())
+    return fk, big, pattern != 0
+
+
+def wildcard_cell_counts(cell_codes: np.ndarray, n_levels, counts: np.ndarray,
+                         weight_sums: np.ndarray | None, levels, alpha: float = 1.0
+                         ) -> WildcardCounts:
+    """Wildcard fk (and Fk) of each observed cell; see the module docstring.
+
+    Parameters
+    ----------
+    cell_codes : ndarray (n_cells, J)
+        Level codes of the observed cells.
+    n_levels : sequence of int
+        Number of levels of each key.
+    counts, weight_sums : ndarray (n_cells,)
+        Exact sample counts and sums of weights (None without weights).
+    levels : sequence of tuple
+        The keys' levels; ``None`` marks the missing level.
+    alpha : float
+        sdcMicro's ``alpha``.
+    """
+    alpha = check_alpha(alpha)
+    counts = np.asarray(counts, float)
+    miss = missing_codes(levels)
+    fk, big, has_missing = _base_sums(np.asarray(cell_codes), list(n_levels), counts,
+                                      weight_sums, miss, alpha)
+    # a record counts fully for itself: (1 - alpha) back for each record of a cell with
+    # missing values (its own record was counted with alpha)
+    fk = fk + np.where(has_missing, 1.0 - alpha, 0.0)
+    if big is not None:
+        big = big + np.where(has_missing, (1.0 - alpha) * weight_sums / counts, 0.0)
+    return WildcardCounts(alpha=alpha, counts=fk, weight_sums=big,
+                          n_missing_cells=int(has_missing.sum()))
+
+
+def wildcard_record_counts(codes, levels, weights: np.ndarray | None = None,
+                           alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record wildcard fk and Fk: sdcMicro's ``freqCalc(x, keyVars, w, alpha)``.
+
+    Parameters
+    ----------
+    codes : sequence of ndarray
+        One code array per key (as ``Microdata.codes``).
+    levels : sequence of tuple
+        The keys' levels, ``None`` being the missing level.
+    weights : ndarray, optional
+        Survey weights (Fk = fk without them).
+    alpha : float
+        Weight of a matching record with missing key values (default 1).
+
+    Returns
+    -------
+    fk, Fk : ndarray (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = [np.array([0, 0, 1]), np.array([0, 1, 0])]
+    >>> levels = [("a", None), ("x", "y")]
+    >>> wildcard_record_counts(codes, levels)[0]     # record 3 is (missing, x)
+    array([2., 1., 2.])
+    """
+    alpha = check_alpha(alpha)
+    n_levels = [len(lv) for lv in levels]
+    ids, bound = _cells.cell_ids(list(codes), n_levels)
+    cells, counts, record_cell = _cells.observed_cells(ids, bound)
+    rep = np.empty(len(cells), np.int64)
+    rep[record_cell] = np.arange(len(record_cell))
+    cell_codes = np.stack([np.asarray(c)[rep] for c in codes], axis=1)
+    w = None if weights is None else np.asarray(weights, float)
+    w_sums = None if w is None else np.bincount(record_cell, weights=w, minlength=len(cells))
+    fk, big, has_missing = _base_sums(cell_codes, n_levels, counts.astype(float), w_sums,
+                                      missing_codes(levels), alpha)
+    rec_missing = has_missing[record_cell]
+    fk_rec = fk[record_cell] + np.where(rec_missing, 1.0 - alpha, 0.0)
+    if w is None:
+        return fk_rec, fk_rec.copy()
+    big_rec = big[record_cell] + np.where(rec_missing, (1.0 - alpha) * w, 0.0)
+    return fk_rec, big_rec

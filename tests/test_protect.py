@@ -1,0 +1,405 @@
+"""``sdcrisk protect`` and :mod:`sdcrisk.analyses.protect` (issue 18 item 3), the CLI's one
+default and population-size refusal (item 1), and the message plumbing (item 5).
+
+There are no sdcMicro ``localSuppression`` reference outputs in ../shared (only freqCalc,
+measure_risk, modRisk, suda2, ldiversity), so k-anonymity is checked directly: every record
+of the protected file is compared with every other, a missing value matching any category.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import shared_data
+from sdcrisk import Microdata
+from sdcrisk.analyses.protect import (
+    apply_recodes,
+    information_loss,
+    local_suppression,
+    microdata_of,
+    protect,
+)
+from sdcrisk.cli import main
+from sdcrisk.exceptions import ParameterError
+
+KEYS5 = ["urbrur", "roof", "walls", "water", "sex"]
+
+
+def _brute_force_fk(frame: pd.DataFrame, keys) -> np.ndarray:
+    """Wildcard fk of every record by comparing it with every record (alpha = 1)."""
+    vals = frame[keys].astype(str).to_numpy()
+    miss = np.isin(vals, ["", "nan", "None"])
+    out = np.empty(len(frame), np.int64)
+    for i in range(len(frame)):
+        ok = np.ones(len(frame), bool)
+        for j in range(len(keys)):
+            if not miss[i, j]:
+                ok &= (vals[:, j] == vals[i, j]) | miss[:, j]
+        out[i] = ok.sum()
+    return out
+
+
+def test_done_when_testdata_5_keys_k3_is_3_anonymous(tmp_path, capsys):
+    src = shared_data("sdcmicro_testdata", "sdcmicro_testdata.csv.gz")
+    out = tmp_path / "protected.csv"
+    code = main(["protect", str(src), "--keys", ",".join(KEYS5), "--k-anonymity", "3",
+                 "--whole-population", "--out", str(out)])
+    text, err = capsys.readouterr()
+    assert code == 0, err
+    before = pd.read_csv(src, dtype=str, keep_default_na=False)
+    after = pd.read_csv(out, dtype=str, keep_default_na=False)
+    # before: 24 records below k = 3 (sdcMicro: 12 sample uniques + 12 with fk = 2)
+    assert int((_brute_force_fk(before, KEYS5) < 3).sum()) == 24
+    fk = _brute_force_fk(after, KEYS5)
+    assert fk.min() >= 3
+    suppressed = int((after[KEYS5] == "").to_numpy().sum())
+    assert 0 < suppressed <= 24 * 2
+    assert f"values suppressed: {suppressed} (" in text
+    assert "24 records below k before, 0 after" in text
+    # only suppressions: every key value is either unchanged or blank
+    same = (after[KEYS5] == before[KEYS5]) | (after[KEYS5] == "")
+    assert same.to_numpy().all()
+    # every non-key column byte-identical, and the header and row order kept
+    assert list(after.columns) == list(before.columns)
+    other = [c for c in before.columns if c not in KEYS5]
+    assert after[other].equals(before[other])
+    raw_in = [line.split(",") for line in
+              pd.io.common.get_handle(src, "r", compression="gzip").handle.read().splitlines()]
+    raw_out = [line.split(",") for line in out.read_text().splitlines()]
+    idx = [raw_in[0].index(c) for c in other]
+    assert [[r[i] for i in idx] for r in raw_out] == [[r[i] for i in idx] for r in raw_in]
+    # nothing left behind by the atomic write
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["protected.csv"]
+
+
+def test_importance_order_is_honoured():
+    # record 4 (2, 1, 1) is alone; suppressing a or b alone makes it match 3 records
+    data = {"a": [1, 1, 1, 2], "b": [1, 1, 1, 1], "c": [1, 1, 1, 1]}
+    md = Microdata.from_source(data, ["a", "b", "c"], missing="wildcard")
+    assert local_suppression(md, 2, importance=["b", "c", "a"]).tolist() == [[3, 0]]
+    # only a helps: it is suppressed even though it is the most important (one value, not
+    # three: the least important key that suffices on its own is taken)
+    assert local_suppression(md, 2, importance=["a", "b", "c"]).tolist() == [[3, 0]]
+    # record 7 (1, 2): suppressing a gives (*, 2) -> 4 records, b gives (1, *) -> 4 records;
+    # the importance decides which
+    md2 = Microdata.from_source({"a": [1, 1, 1, 2, 2, 2, 1], "b": [1, 1, 1, 2, 2, 2, 2]},
+                                ["a", "b"], missing="wildcard")
+    assert local_suppression(md2, 3, importance=["a", "b"]).tolist() == [[6, 1]]
+    assert local_suppression(md2, 3, importance=["b", "a"]).tolist() == [[6, 0]]
+    # sdcMicro's numeric importance (key order a, b; 1 = most important)
+    assert local_suppression(md2, 3, importance=[1, 2]).tolist() == [[6, 1]]
+    assert local_suppression(md2, 3, importance=["2", "1"]).tolist() == [[6, 0]]
+    with pytest.raises(ParameterError, match="one per key in key order"):
+        local_suppression(md2, 3, importance=[1, 3])
+    # nothing suffices alone: the least important goes first, then the next; records 1-2
+    # then match the two blanked records and need nothing
+    md3 = Microdata.from_source({"a": [1, 1, 2, 3], "b": [1, 1, 2, 3]}, ["a", "b"],
+                                missing="wildcard")
+    assert local_suppression(md3, 4, importance=["a", "b"]).tolist() == [
+        [2, 1], [2, 0], [3, 1], [3, 0]]
+    with pytest.raises(ParameterError, match="list every key once"):
+        local_suppression(md, 2, importance=["a", "b"])
+    with pytest.raises(ParameterError, match="larger than the number of records"):
+        local_suppression(md, 5)
+
+
+def test_default_importance_suppresses_the_key_with_most_categories_first():
+    # sdcMicro: more categories = less important. b has 4 categories, a has 2
+    data = {"a": [1, 1, 2, 2, 1], "b": [1, 1, 2, 2, 3]}
+    md = Microdata.from_source(data, ["a", "b"], missing="wildcard")
+    assert local_suppression(md, 2).tolist() == [[4, 1]]
+
+
+def test_information_loss_hand_worked():
+    data = {"a": [1, 1, 1, 2], "b": [1, 2, 3, 3]}
+    before = Microdata.from_source(data, ["a", "b"], missing="wildcard")
+    after = Microdata.from_source({"a": [1, 1, 1, None], "b": [1, 1, 3, 3]}, ["a", "b"],
+                                  missing="wildcard")
+    il = information_loss(before, after)
+    # a: record 4 suppressed, P(a = 2) = 1/4 -> 2 bits; b: 1 and 2 merged, each 1 bit
+    assert il["per_key"]["a"] == {"suppressed": 1, "entropy_loss_bits": pytest.approx(2.0)}
+    assert il["per_key"]["b"]["entropy_loss_bits"] == pytest.approx(2.0)
+    assert il["share_of_key_values_suppressed"] == pytest.approx(1 / 8)
+    info = -(3 * np.log2(0.75) + np.log2(0.25)) - (2 * np.log2(0.25) + 2 * np.log2(0.5))
+    assert il["entropy_loss_share"] == pytest.approx(4.0 / info)
+
+
+def _small_csv(tmp_path):
+    df = pd.DataFrame({"id": [f"r{i:02d}" for i in range(12)],
+                       "age": [30, 31, 32, 33, 30, 31, 32, 33, 40, 41, 42, 43],
+                       "sex": [1, 2] * 6,
+                       "income": ["1.50", "2", "3.25", "007", "5", "6", "7", "8", "9", "10",
+                                  "11", "12"]})
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    return df, path
+
+
+def test_recodes_from_json_and_formats(tmp_path, capsys):
+    df, path = _small_csv(tmp_path)
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"age": {"31": 30, "33": 32, "41": 40, "43": 42}}))
+    for name in ("out.csv", "out.parquet", "out.dta"):
+        out = tmp_path / name
+        code = main(["protect", str(path), "--keys", "age,sex", "--recode", str(rec),
+                     "--population-size", "1200", "--method", "nb", "--out", str(out)])
+        text, err = capsys.readouterr()
+        assert code == 0, err
+        assert "categories merged in age: {31} -> 30; {33} -> 32" in text
+        got = (pd.read_csv(out, dtype=str, keep_default_na=False) if name.endswith(".csv")
+               else pd.read_parquet(out) if name.endswith(".parquet") else pd.read_stata(out))
+        ages = got["age"].astype(float).astype(int).tolist()
+        assert ages == [30, 30, 32, 32, 30, 30, 32, 32, 40, 40, 42, 42]
+        assert got["income"].astype(str).tolist() == df["income"].astype(str).tolist() or \
+            name != "out.csv"
+        assert got["id"].tolist() == df["id"].tolist()
+    # the CSV keeps the text of the other columns ("007", "1.50") byte for byte
+    assert "r03,32,2,007" in (tmp_path / "out.csv").read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"age": {"99": 1}}))
+    code = main(["protect", str(path), "--keys", "age,sex", "--recode", str(bad),
+                 "--population-size", "1200", "--out", str(tmp_path / "x.csv")])
+    assert code == 2 and "'99' does not occur" in capsys.readouterr().err
+
+
+def test_output_path_checked_before_any_work(tmp_path, capsys):
+    df, path = _small_csv(tmp_path)
+    before = path.read_bytes()
+    base = ["protect", str(path), "--keys", "age,sex", "--k-anonymity", "2",
+            "--population-size", "1200"]
+    assert main([*base, "--out", str(path)]) == 2
+    assert "is the input file" in capsys.readouterr().err
+    assert main([*base, "--out", str(path), "--overwrite"]) == 2
+    assert "never overwrites its input" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    assert main([*base, "--out", str(tmp_path / "x.xlsx")]) == 2
+    assert "format comes from the extension" in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "no" / "x.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    existing = tmp_path / "old.csv"
+    existing.write_text("keep")
+    assert main([*base, "--out", str(existing)]) == 2
+    assert "exists" in capsys.readouterr().err and existing.read_text() == "keep"
+    assert main([*base, "--out", str(existing), "--overwrite", "--method", "nb"]) == 0
+    assert existing.read_text() != "keep"
+    # no population size: refused (exit 2), naming the options
+    code = main(["protect", str(path), "--keys", "age,sex", "--k-anonymity", "2",
+                 "--out", str(tmp_path / "y.csv")])
+    assert code == 2 and "--whole-population" in capsys.readouterr().err
+
+
+def test_target_applies_the_recommended_plan(tmp_path, capsys):
+    df, path = _small_csv(tmp_path)
+    out = tmp_path / "t.csv"
+    code = main(["protect", str(path), "--keys", "age,sex", "--target", "tau2=0",
+                 "--population-size", "120", "--method", "nb", "--out", str(out),
+                 "--format", "json"])
+    text, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(text)
+    assert d["risk_after"]["tau2"] == 0.0 < d["risk_before"]["tau2"]
+    assert any(n.startswith("recommended plan (nb)") for n in d["notes"])
+    got = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert got["id"].tolist() == df["id"].tolist()
+
+
+def test_protect_api_k_anonymity_and_risk_before_after(shared_data):
+    src = shared_data("sdcmicro", "testdata.csv")
+    p = protect(src, KEYS5, k=3, weights="sampling_weight")
+    # sdcMicro measure_risk(testdata, keys5, w = "sampling_weight"): ER = 1.5272044885239107
+    assert p.risk_before["expected_reidentifications"] == pytest.approx(1.5272044885239107,
+                                                                        rel=1e-12)
+    assert p.risk_after["expected_reidentifications"] < p.risk_before[
+        "expected_reidentifications"]
+    assert p.k_violations_before == 24 and p.k_violations_after == 0
+    assert sum(p.suppressed.values()) == p.information_loss["values_suppressed"]
+    md = microdata_of(p.frame, KEYS5, population_size=None)
+    assert md.missing == "wildcard"
+
+
+def test_apply_recodes_rejects_non_keys():
+    frame = pd.DataFrame({"a": ["1", "2"], "b": ["x", "y"]})
+    with pytest.raises(ParameterError, match="not a key"):
+        apply_recodes(frame, ["a"], {"b": {"x": "y"}})
+    got, merged = apply_recodes(frame, ["a", "b"], {"b": {"x": "y"}})
+    assert got["b"].tolist() == ["y", "y"] and merged == {"b": {"y": ["x"]}}
+    assert frame["b"].tolist() == ["x", "y"]  # input not mutated
+
+
+# --- one default (item 1) ------------------------------------------------------------------
+def test_defaults_are_auto_and_help_tells_the_truth(capsys):
+    from sdcrisk.cli import build_parser
+
+    p = build_parser()
+    for cmd, attr in (("assess", "method"), ("recommend", "method"), ("protect", "method"),
+                      ("evaluate", "methods")):
+        argv = {"assess": ["assess", "x"], "recommend": ["recommend", "x", "--target", "1"],
+                "protect": ["protect", "x", "--out", "y.csv"],
+                "evaluate": ["evaluate", "x"]}[cmd]
+        assert getattr(p.parse_args(argv), attr) == "auto", cmd
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "estimators (default: auto" in help_text
+    assert "estimators (default: all)" not in help_text
+
+
+def test_whole_population_gives_the_old_assumed_population(tmp_path, capsys):
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1, 1, 2], "b": [1, 1, 2]}).to_csv(path, index=False)
+    code = main(["assess", str(path), "--keys", "a,b", "--method", "nb", "--format", "json",
+                 "--whole-population"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["population_size_source"] == "assumed_population"
+    assert d["measures"]["tau1"]["estimate"] == 1.0
+    code = main(["recommend", str(path), "--keys", "a,b", "--target", "0", "--method", "nb"])
+    assert code == 2 and "--sampling-fraction" in capsys.readouterr().err
+    code = main(["report", str(path), "--keys", "a,b", "--out", str(tmp_path / "r.html")])
+    assert code == 2 and "--whole-population" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+    sets = tmp_path / "sets.txt"
+    sets.write_text("ab: a,b\n")
+    code = main(["assess", str(path), "--key-sets", str(sets), "--method", "nb"])
+    assert code == 2 and "population size is unknown" in capsys.readouterr().err
+
+
+# --- progress and warnings (item 5) --------------------------------------------------------
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_switch(monkeypatch):
+    import sys
+
+    from sdcrisk.runtime import progress as prog
+
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert not prog.progress_on()  # library default: silent
+    with prog.progress_enabled():
+        assert prog.progress_on()
+        monkeypatch.setattr(prog, "DELAY", 0.0)
+        with prog.progress(total=3, desc="test") as bar:
+            bar.update(3)
+    assert "sdcrisk: test" in tty.text
+    monkeypatch.setattr(sys, "stderr", _NotTty())
+    with prog.progress_enabled():
+        assert not prog.progress_on()
+
+
+class _NotTty(_Tty):
+    def isatty(self):
+        return False
+
+
+def test_warnings_are_one_line_without_source_paths(monkeypatch, capsys, tmp_path):
+    from sdcrisk.cli import assess
+    from sdcrisk.exceptions import ConvergenceWarning
+
+    def fake(args):
+        warnings.warn("the chain did not\n  converge", ConvergenceWarning, stacklevel=1)
+        return "done"
+
+    monkeypatch.setattr(assess, "_assess", fake)
+    before = warnings.showwarning
+    assert main(["assess", "x.csv", "--keys", "a", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "done\n"
+    assert err == "sdcrisk: warning: the chain did not converge (ConvergenceWarning)\n"
+    assert os.sep + "sdcrisk" not in err and warnings.showwarning is before
+
+
+def test_auto_is_validated_once_then_its_choice_refitted():
+    """recommend/protect with auto: the chosen candidate's estimator gives auto's estimate."""
+    from sdcrisk import tabulate
+    from sdcrisk.analyses.auto import AutoRisk
+    from sdcrisk.analyses.protect import concrete_estimator
+
+    rng = np.random.default_rng(4)
+    md = Microdata.from_source({"a": rng.integers(0, 8, 500), "b": rng.integers(0, 6, 500)},
+                               ["a", "b"], population_size=10_000)
+    table = tabulate(md)
+    auto = AutoRisk(candidates=("nb", "poisson-gamma:fit_method=moments"), replicates=2,
+                    combine=False)
+    est, res = concrete_estimator(auto, table)
+    choice = res.fitted["choice"]
+    assert est.name == choice["methods"][0] and est.name in ("nb", "poisson-gamma")
+    if est.name == "poisson-gamma":
+        assert est.fit_method == "moments"
+    assert est.fit(table).measures["tau2"].estimate == pytest.approx(
+        res.measures["tau2"].estimate, rel=1e-12)
+    from sdcrisk import NegativeBinomialRisk
+
+    same, none = concrete_estimator(NegativeBinomialRisk(), table)  # others pass through
+    assert none is None and same == NegativeBinomialRisk()
+
+
+def test_csv_bytes_of_other_columns_and_line_endings_kept(tmp_path, capsys):
+    text = ('id,age,sex,note\r\n'
+            + "".join(f'{i:03d},{30 + i % 3},{i % 2},"x, {i}.50"\r\n' for i in range(9))
+            + '009,99,1,"last, 0.1"\r\n')
+    path = tmp_path / "in.csv"
+    path.write_bytes(text.encode())
+    out = tmp_path / "out.csv.gz"
+    assert main(["protect", str(path), "--keys", "age,sex", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(out)]) == 0
+    import gzip
+
+    got = gzip.open(out, "rb").read().decode().split("\r\n")
+    want = text.split("\r\n")
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):  # id and note exactly as written, quotes too
+        assert g.split(",")[0] == w.split(",")[0] and g.split(",", 3)[3:] == w.split(",", 3)[3:]
+    blanks = sum(1 for g in got[1:-1] if ",," in g.split('"')[0])
+    assert blanks > 0 and f"values suppressed: {blanks} (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("keys,expected", [
+    # sdcMicro createSdcObj(testdata, keyVars, w = "sampling_weight")@risk: kAnon_violations
+    (["urbrur", "roof", "walls", "water", "electcon"], {2: 2, 3: 8, 5: 46}),
+    (["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"],
+     {2: 157, 3: 281, 5: 458}),
+])
+def test_k_anonymity_violations_match_sdcmicro(keys, expected):
+    from sdcrisk.analyses.protect import k_anonymity_violations
+
+    frame = pd.read_csv(shared_data("sdcmicro", "testdata.csv"))
+    md = microdata_of(frame, keys)
+    assert {k: k_anonymity_violations(md, k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".dta"])
+def test_csv_in_typed_format_out_keeps_values_and_writes_missing(tmp_path, suffix, capsys):
+    src = shared_data("sdcmicro", "testdata.csv")
+    out = tmp_path / f"p{suffix}"
+    assert main(["protect", str(src), "--keys", ",".join(KEYS5), "--k-anonymity", "3",
+                 "--weights", "sampling_weight", "--method", "nb", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    got = pd.read_parquet(out) if suffix == ".parquet" else pd.read_stata(out)
+    orig = pd.read_csv(src)
+    other = [c for c in orig.columns if c not in KEYS5]
+    np.testing.assert_array_equal(got[other].to_numpy(float), orig[other].to_numpy(float))
+    n_missing = int(got[KEYS5].isna().to_numpy().sum())
+    assert n_missing > 0 and f"values suppressed: {n_missing} (" in text
+    # read back, the protected file is 3-anonymous with missing values as wildcards
+    from sdcrisk.analyses.protect import k_anonymity_violations
+
+    assert k_anonymity_violations(microdata_of(got, KEYS5), 3) == 0

@@ -1,0 +1,335 @@
+"""The report a panel acts on (issue 18 item 6) and the templated page (issue 16 item 5).
+
+One method throughout (the headline's), auto's assumptions grouped per model, the verdict
+line against the thresholds given, the histogram's threshold lines, human labels in the
+diagnostics, guidance by the uniqueness table, the before/after section for a protected file,
+the CLI defaults, autoescaping templates shipped as package data, and the SVG charts of
+decide/recommend drawn without matplotlib.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+import warnings
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sdcrisk
+from sdcrisk import Microdata, tabulate
+from sdcrisk.cli import build_parser, main
+from sdcrisk.report import charts
+from sdcrisk.report.collect import build_report, variable_contributions
+from sdcrisk.report.formats import LABELS
+
+KEYS = ["region", "age", "sex", "job"]
+
+
+def _frame(n: int = 600, seed: int = 4) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+
+    def skewed(k):
+        return rng.choice(k, size=n, p=rng.dirichlet(np.full(k, 0.7)))
+
+    return pd.DataFrame({"region": skewed(8), "age": skewed(9), "sex": rng.integers(1, 3, n),
+                         "job": skewed(6)})
+
+
+@pytest.fixture(scope="module")
+def table():
+    return tabulate(Microdata.from_source(_frame(), KEYS, population_size=12_000))
+
+
+@pytest.fixture(scope="module")
+def blend_table():
+    return tabulate(Microdata.from_source(_frame(), KEYS, population_size=3_000))
+
+
+@pytest.fixture(scope="module")
+def auto_blend(blend_table):
+    """auto between poisson-gamma and graphical: on this file it averages the two."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sdcrisk.get_estimator("auto", candidates=("poisson-gamma", "graphical")).fit(
+            blend_table)
+    assert len(res.fitted["choice"]["candidates"]) == 2  # a blend
+    return res
+
+
+# --- one method throughout -------------------------------------------------------------------
+def test_drivers_use_the_headline_method_not_nb(blend_table, auto_blend):
+    table = blend_table
+    page = build_report(auto_blend, suda=False, uniqueness=False)
+    drivers = page[page.index('id="drivers"'):page.index("</section>",
+                                                         page.index('id="drivers"'))]
+    assert "Method: auto:" in drivers and "Method: nb:" not in drivers
+    df = variable_contributions(auto_blend)
+    assert (df["method"] == "auto").all()
+    # the all-keys row is auto among the candidates it chose, fitted again: its ER is the
+    # headline's when the choice is the same
+    chosen = auto_blend.fitted["choice"]["candidates"]
+    refit = sdcrisk.get_estimator("auto", candidates=tuple(chosen)).fit(table)
+    assert df["expected_reidentifications"].iloc[0] == pytest.approx(
+        refit.estimate("expected_reidentifications"), rel=1e-12)
+    # the table shows the same figure
+    assert f"{df['expected_reidentifications'].iloc[0]:.4g}" in drivers
+
+
+def test_mcmc_headline_falls_back_to_nb_and_says_so(table):
+    res = sdcrisk.NegativeBinomialRisk().fit(table)
+    import dataclasses
+
+    fake = dataclasses.replace(res, method="hdp")
+    df = variable_contributions(fake)
+    assert (df["method"] == "nb").all()
+    page = build_report(fake, suda=False, uniqueness=False)
+    assert "hdp is an MCMC method, too slow to fit once per key: nb is fitted instead" in page
+
+
+def test_auto_assumptions_are_grouped_by_model(blend_table, auto_blend):
+    table = blend_table
+    page = build_report(auto_blend, contributions=False, suda=False, uniqueness=False)
+    choice = auto_blend.fitted["choice"]
+    assert "Assumptions, by model" in page
+    own = {}
+    for label, method in zip(choice["candidates"], choice["methods"], strict=True):
+        fit = sdcrisk.get_estimator(method).fit(table)
+        own[label] = fit.assumptions
+        start = page.index(f"<h4>candidate {html.escape(label)}")
+        block = page[start:page.index("</ul>", start)]
+        for a in fit.assumptions:
+            assert f"<li>{html.escape(a, quote=False)}</li>" in block.replace("&#39;", "'")
+    start = page.index("<h4>auto: the method choice</h4>")
+    block = page[start:page.index("</ul>", start)]
+    assert "pseudo-population validation" in block
+    # a blend: each group carries its weights, and no assumption is left out or repeated
+    w = choice["weights"]["tau1"][0]
+    assert f"weight {w:.0%} for tau1" in page
+    listed = [a for group in own.values() for a in group]
+    assert set(listed) | {auto_blend.assumptions[-1]} == set(auto_blend.assumptions)
+
+
+# --- verdict ------------------------------------------------------------------------------------
+def test_verdict_line_against_the_thresholds_given(table):
+    res = sdcrisk.NegativeBinomialRisk(max_global_risk=0.05).fit(table)
+    gr = res.estimate("global_risk")
+    tau2 = res.measures["tau2"]
+    assert gr > 0.05  # this file fails its target
+    page = build_report(res, contributions=False, suda=False, uniqueness=False,
+                        limits={"tau2.upper": tau2.upper * 1.01, "sample_uniques": 1})
+    assert 'data-verdict="fail"' in page
+    assert f"fails max global risk 0.05: global risk {gr:.4g}" in page
+    assert f"passes tau2 (upper bound) ≤ {tau2.upper * 1.01:.4g}: {tau2.upper:.4g}" in page
+    assert (f"fails sample uniques ≤ 1: {table.sample_uniques:,}") in page
+    # a generous target and limit: passes
+    easy = sdcrisk.NegativeBinomialRisk(max_global_risk=0.9).fit(table)
+    page = build_report(easy, contributions=False, suda=False, uniqueness=False,
+                        limits={"global_risk": 0.95})
+    assert 'data-verdict="pass"' in page
+    assert "passes max global risk 0.9" in page and "passes global risk ≤ 95%" in page
+    # the same limit as the target is said once
+    page = build_report(easy, contributions=False, suda=False, uniqueness=False,
+                        limits={"global_risk": 0.9})
+    assert page.count("max global risk 0.9:") == 1 and "global risk ≤" not in page
+    with pytest.raises(sdcrisk.ParameterError, match="bound 'middle'"):
+        build_report(easy, limits={"tau2.middle": 1})
+
+
+def test_cli_report_defaults_to_auto_and_prints_the_verdict(tmp_path, capsys):
+    parser = build_parser()
+    rep = next(a for a in parser._subparsers._group_actions[0].choices["report"]._actions
+               if a.dest == "methods")
+    assert rep.default == "auto" and "default auto" in rep.help
+    path = tmp_path / "s.csv"
+    _frame(300).to_csv(path, index=False)
+    out = tmp_path / "r.html"
+    code = main(["report", str(path), "--keys", ",".join(KEYS), "--population-size", "6000",
+                 "--no-suda", "--no-uniqueness", "--contributions", "none",
+                 "--fail-above", "global_risk=0.001", "--out", str(out)])
+    capsys.readouterr()
+    assert code == 3
+    page = out.read_text(encoding="utf-8")
+    assert "<h3>auto</h3>" in page and 'data-verdict="fail"' in page
+    assert "fails max global risk 0.01" in page and "fails global risk ≤ 0.1%" in page
+
+
+# --- histogram threshold lines ------------------------------------------------------------------
+def test_histogram_draws_its_threshold_lines():
+    edges = np.linspace(-3, 0, 13)
+    counts = np.arange(12)
+    markers = [charts.Marker(0.01, "max global risk 0.01"),
+               charts.Marker(0.0001, "far left")]  # outside the data: the axis widens
+    svg = charts.histogram(edges, counts, title="t", xlabel="x", ylabel="y", log_x=True,
+                           markers=markers)
+    assert svg.count('stroke-dasharray="5 3"') == 2
+    # x positions on the log axis: from 1e-4 to 1 over the plot width 64 .. 624
+    x0, x1 = 64, 640 - 16
+    for value, label in ((0.01, "max global risk 0.01"), (0.0001, "far left")):
+        line = re.search(r'<line x1="([-0-9.]+)"[^>]*stroke-dasharray="5 3"', svg[
+            svg.index(f">{label}") - 400:])
+        expected = x0 + (x1 - x0) * (np.log10(value) + 4) / 4
+        assert float(line.group(1)) == pytest.approx(expected, abs=0.1)
+    assert ">1e-4<" in svg  # the widened axis has a tick at 10^-4
+
+
+def test_report_histogram_shows_target_and_mean(table):
+    res = sdcrisk.NegativeBinomialRisk().fit(table)
+    page = build_report(res, contributions=False, suda=False, uniqueness=False)
+    dist = page[page.index('id="distribution"'):page.index("</section>",
+                                                            page.index('id="distribution"'))]
+    gr = res.estimate("global_risk")
+    for label in ("max global risk 0.01", f"mean risk {gr:.4g}", "sdcMicro high-risk cut"):
+        assert f">{label}" in dist, label
+    thr = res.thresholds["record_risk_threshold"]
+    if thr:
+        assert f">mu-Argus threshold {thr:.4g}" in dist
+    assert "Dashed lines:" in dist
+
+
+# --- labels and guidance -------------------------------------------------------------------------
+def test_diagnostics_use_human_labels(auto_blend):
+    page = build_report(auto_blend, contributions=False, suda=False, uniqueness=False)
+    for internal in ("rel_err_tau1", "rel_err_tau2", "median_abs_rel_err", "median_auc",
+                     "validation_design", "record_risk_threshold_rule"):
+        assert internal not in page, internal
+    assert LABELS["median_abs_rel_err_tau1"] in page
+    assert "Method-choice validation" in page
+    # the errors are percentages of the validation rows
+    row = auto_blend.diagnostics["validation"][0]
+    assert f"{100 * row['median_abs_rel_err_tau1']:.3g}%" in page
+
+
+def test_uniqueness_guidance_and_headline_highlight(blend_table, auto_blend):
+    page = build_report({"auto": auto_blend,
+                         "nb": sdcrisk.NegativeBinomialRisk().fit(blend_table)},
+                        contributions=False, suda=False)
+    sec = page[page.index('id="uniqueness"'):page.index("</section>",
+                                                         page.index('id="uniqueness"'))]
+    assert "Which estimate to trust" in sec and "auto chose it by its error" in sec
+    assert '<tr class="base"><td>auto: P(PU) × N</td>' in sec
+    assert sec.count('<tr class="base">') == 1
+
+
+# --- before / after a protected file ------------------------------------------------------------
+def test_protected_section_compares_the_same_method(tmp_path, table):
+    frame = _frame()
+    prot = frame.copy()
+    prot["region"] = prot["region"].where(prot["region"] < 4, 99)  # top-code region
+    f = prot.groupby(KEYS)["sex"].transform("size")
+    prot.loc[f < 2, "job"] = None  # suppress job in the sample uniques
+    before = sdcrisk.NegativeBinomialRisk().fit(table)
+    pt = tabulate(Microdata.from_source(prot, KEYS, population_size=12_000))
+    after = sdcrisk.NegativeBinomialRisk().fit(pt)
+    page = build_report(before, protected=after, contributions=False, suda=False,
+                        uniqueness=False)
+    sec = page[page.index('id="protected"'):page.index("</section>",
+                                                        page.index('id="protected"'))]
+
+    def row(name):
+        m = re.search(rf"<td>{re.escape(html.escape(name))}</td><td class=\"num\">([^<]+)</td>"
+                      r'<td class="num">([^<]+)</td><td class="num">([^<]+)</td>', sec)
+        assert m is not None, name
+        return m.groups()
+
+    assert row("sample uniques (f = 1)")[:2] == (f"{table.sample_uniques:,}",
+                                                f"{pt.sample_uniques:,}")
+    k3 = (int(table.counts[table.counts < 3].sum()), int(pt.counts[pt.counts < 3].sum()))
+    assert row("records violating 3-anonymity (f < 3)") == (
+        f"{k3[0]:,}", f"{k3[1]:,}", f"{k3[1] - k3[0]:,}")
+    er = row("Expected re-identifications (sdcMicro global_risk_ER)")
+    assert float(er[1]) == pytest.approx(after.estimate("expected_reidentifications"),
+                                         rel=5e-4)
+    n_missing = int(prot["job"].isna().sum())
+    assert row("missing values of job (suppressed)") == ("0", f"{n_missing:,}",
+                                                          f"+{n_missing:,}")
+    assert 'href="#protected"' in page
+    with pytest.raises(sdcrisk.ParameterError, match="fit the same method"):
+        build_report(before, protected=sdcrisk.PoissonGammaRisk().fit(pt))
+
+
+def test_cli_report_protected(tmp_path, capsys):
+    frame = _frame(300)
+    orig, prot = tmp_path / "o.csv", tmp_path / "p.csv"
+    frame.to_csv(orig, index=False)
+    p = frame.copy()
+    p.loc[p.groupby(KEYS)["sex"].transform("size") < 2, "age"] = None
+    p.to_csv(prot, index=False)
+    out = tmp_path / "r.html"
+    code = main(["report", str(orig), "--keys", ",".join(KEYS), "--population-size", "6000",
+                 "--methods", "nb", "--protected", str(prot), "--no-suda", "--no-uniqueness",
+                 "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    page = out.read_text(encoding="utf-8")
+    assert "Before and after protection" in page and "<dd>p.csv</dd>" in page
+    su = tabulate(Microdata.from_source(p, KEYS, population_size=6000)).sample_uniques
+    assert re.search(rf'<td>sample uniques \(f = 1\)</td><td class="num">[^<]+</td>'
+                     rf'<td class="num">{su:,}</td>', page)
+
+
+# --- templates ------------------------------------------------------------------------------------
+def test_templates_are_package_data_and_autoescape(table):
+    names = {p.name for p in resources.files("sdcrisk.report").joinpath("templates").iterdir()}
+    assert {"report.html.j2", "blocks.html.j2", "report.css"} <= names
+    page = build_report(sdcrisk.NegativeBinomialRisk().fit(table), contributions=False,
+                        suda=False, uniqueness=False, title='<script>x("1")</script> & co')
+    assert "<script" not in page
+    assert "<title>&lt;script&gt;x(&#34;1&#34;)&lt;/script&gt; &amp; co</title>" in page
+
+
+# --- decide / recommend charts -------------------------------------------------------------------
+def test_tradeoff_svg_without_matplotlib(monkeypatch, tmp_path):
+    # every import of matplotlib fails, even when an earlier test loaded it
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)
+    t = sdcrisk.decision_table([(3, 8, 1), (5, 20, 3)], sdcrisk.BetaBinomialPrior(1, 10),
+                               l1="exp:10")
+    curve = t.curve
+    path = charts.plot_tradeoff({"optimal <&>": curve}, tmp_path / "c.svg", risk_fraction=0.2)
+    text = path.read_text(encoding="utf-8")
+    root = ET.fromstring(text.split("?>", 1)[1])  # a well-formed standalone SVG
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg"
+    assert "optimal &lt;&amp;&gt;" in text
+    lines = root.findall(f".//{ns}polyline")
+    # random suppression, the curve and the risk-fraction guide
+    assert len(lines) == 3
+    pts = [tuple(map(float, p.split(","))) for p in lines[1].get("points").split()]
+    # the plot area of a 560 x (420 + legend) chart: x from 64 to 544, y from 16 down
+    x0, x1 = 64, 560 - 16
+    xs = np.asarray([p[0] for p in pts])
+    np.testing.assert_allclose(xs, x0 + (x1 - x0) * np.asarray(curve.loss_fraction), atol=0.06)
+    with pytest.raises(sdcrisk.ParameterError, match="matplotlib"):
+        charts.plot_tradeoff(curve, tmp_path / "c.png")
+
+
+def test_recommendation_paths_svg(tmp_path):
+    md = Microdata.from_source(_frame(300), KEYS, population_size=6000)
+    target = sdcrisk.RiskTarget(objective="tau2", value=20.0)
+    rec = sdcrisk.recommend(md, target, actions=("suppression",), max_steps=5)
+    path = charts.plot_recommendations(rec, tmp_path / "r.svg")
+    text = path.read_text(encoding="utf-8")
+    root = ET.fromstring(text.split("?>", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f".//{ns}polyline")) == len(rec.plans) + 1  # plans + target
+    assert "target 20" in text and rec.plans[0].label() in html.unescape(text)
+
+
+def test_protected_section_of_the_external_report_leaks_nothing():
+    from test_report import KEYS as SECRET_KEYS
+    from test_report import _leaks, _secret_frame
+
+    frame = _secret_frame()
+    prot = frame.copy()
+    prot.loc[[17, 99], "region"] = None  # one secret suppressed, the others left
+    before = sdcrisk.NegativeBinomialRisk().fit(tabulate(Microdata.from_source(
+        frame, SECRET_KEYS, population_size=40_000)))
+    after = sdcrisk.NegativeBinomialRisk().fit(tabulate(Microdata.from_source(
+        prot, SECRET_KEYS, population_size=40_000)))
+    page = build_report(before, protected=after, top=1000)
+    assert "Before and after protection" in page and _leaks(page) == []
+    assert "<td>missing values of region (suppressed)</td>" in page

@@ -1,0 +1,140 @@
+"""Missing key values as wildcards: sdcMicro freqCalc parity, the CellTable hook, and which
+estimators use or refuse wildcard counts.
+
+Reference: sdcMicro 5.8.1 ``freqCalc(francdat, keyVars = c(2,4,5,6), w = 8, alpha)`` with the
+``?freqCalc`` NA pattern (x[3,5], x[4,2], x[4,4], x[5,6], x[6,2] <- NA) and ``indivRisk``;
+values in ../shared/data/sdcmicro/reference/francdat_freqCalc_indivRisk.csv (see
+../shared/methods/sdcmicro-reference.md section 3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import shared_data
+from sdcrisk import Microdata, NegativeBinomialRisk, tabulate
+from sdcrisk.cli import main
+from sdcrisk.data.wildcard import wildcard_cell_counts, wildcard_record_counts
+from sdcrisk.exceptions import ParameterError
+
+KEYS = ["Key1", "Key2", "Key3", "Key4"]
+NA_CELLS = [(3, 5), (4, 2), (4, 4), (5, 6), (6, 2)]  # 1-based (row, column), as in ?freqCalc
+
+
+def _francdat(with_na: bool):
+    df = pd.read_csv(shared_data("sdcmicro", "francdat.csv"))
+    ref = pd.read_csv(shared_data("sdcmicro", "reference", "francdat_freqCalc_indivRisk.csv"))
+    if with_na:
+        df = df.astype({k: float for k in KEYS})
+        for r, c in NA_CELLS:
+            df.iloc[r - 1, c - 1] = np.nan
+    return df, ref
+
+
+@pytest.mark.parametrize("with_na,alpha,fk_col,big_col", [
+    (False, 1.0, "fk", "Fk"),
+    (True, 1.0, "fk_na", "Fk_na"),
+    (True, 0.5, "fk_na_alpha0.5", "Fk_na_alpha0.5"),
+    (True, 0.1, "fk_na_alpha0.1", "Fk_na_alpha0.1"),
+])
+def test_freqcalc_parity_per_record(with_na, alpha, fk_col, big_col):
+    df, ref = _francdat(with_na)
+    md = Microdata.from_source(df, KEYS, weights="w", missing="wildcard", wildcard_alpha=alpha)
+    fk, big = wildcard_record_counts(md.codes, md.levels, md.weights, alpha)
+    np.testing.assert_allclose(fk, ref[fk_col], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(big, ref[big_col], rtol=1e-14, atol=1e-12)
+    # the table hook: every record's cell carries its fk and Fk (weights differ only between
+    # cells here, so the cell mean is the record's own Fk)
+    t = tabulate(md)
+    np.testing.assert_allclose(t.wildcard.counts[t.record_cell], ref[fk_col], atol=1e-12)
+    np.testing.assert_allclose(t.wildcard.weight_sums[t.record_cell], ref[big_col],
+                               rtol=1e-14, atol=1e-12)
+    assert t.wildcard.n_missing_cells == (4 if with_na else 0)
+
+
+@pytest.mark.parametrize("with_na,col", [(False, "rk"), (True, "rk_na")])
+def test_indivrisk_parity_with_wildcards(with_na, col):
+    df, ref = _francdat(with_na)
+    md = Microdata.from_source(df, KEYS, weights="w", missing="wildcard")
+    res = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(md))
+    np.testing.assert_allclose(res.record_risk(), ref[col], rtol=1e-13)
+    if with_na:  # sdcMicro: with NAs, n1 = 0 (no record has fk = 1)
+        assert res.measures["tau2"].estimate == 0.0
+
+
+def test_missing_as_category_differs_from_wildcard():
+    df, ref = _francdat(True)
+    md = Microdata.from_source(df, KEYS, weights="w", missing="category")
+    t = tabulate(md)
+    assert t.wildcard is None
+    # record 3 (Key3 missing) is alone in its cell as a category, fk = 4 as a wildcard
+    assert t.counts[t.record_cell[2]] == 1 and ref["fk_na"][2] == 4
+
+
+def test_hand_worked_alpha_and_no_shared_key():
+    # (a, x), (a, y), (NA, x), (NA, NA): record 4 shares no observed key with anyone
+    codes = [np.array([0, 0, 1, 1]), np.array([0, 1, 0, 2])]
+    levels = [("a", None), ("x", "y", None)]
+    fk, _ = wildcard_record_counts(codes, levels, alpha=1.0)
+    assert fk.tolist() == [3.0, 2.0, 3.0, 4.0]
+    fk, big = wildcard_record_counts(codes, levels, np.array([1.0, 2.0, 3.0, 4.0]), alpha=0.5)
+    # record 1: itself 1 + record 3 (alpha) + record 4 (alpha); record 3: itself, record 1
+    # (complete: 1) and record 4 (alpha); record 4: itself, records 1 and 2, record 3 (alpha)
+    assert fk.tolist() == [2.0, 1.5, 2.5, 3.5]
+    assert big.tolist() == [1 + 0.5 * 3 + 0.5 * 4, 2 + 0.5 * 4, 3 + 1 + 0.5 * 4,
+                            4 + 1 + 2 + 0.5 * 3]
+    cells = wildcard_cell_counts(np.array([[0, 0], [0, 1], [1, 0], [1, 2]]), [2, 3],
+                                 np.ones(4), None, levels, alpha=1.0)
+    assert cells.counts.tolist() == [3.0, 2.0, 3.0, 4.0]
+
+
+def test_model_based_estimators_refuse_wildcards():
+    from sdcrisk.analyses.methods import get_estimator
+
+    df, _ = _francdat(True)
+    t = tabulate(Microdata.from_source(df, KEYS, weights="w", missing="wildcard"))
+    for name in ("poisson-gamma", "loglinear", "auto"):
+        with pytest.raises(ParameterError, match="cannot treat missing key values as wild"):
+            get_estimator(name).fit(t)
+    with pytest.raises(ParameterError, match="mode='sdcmicro'"):
+        NegativeBinomialRisk(mode="exact").fit(t)
+
+
+def test_wildcard_without_missing_values_is_accepted_everywhere():
+    df, _ = _francdat(False)
+    t = tabulate(Microdata.from_source(df, KEYS, weights="w", missing="wildcard"))
+    a = NegativeBinomialRisk().fit(t).measures["tau2"].estimate
+    b = NegativeBinomialRisk().fit(tabulate(Microdata.from_source(df, KEYS, weights="w"))
+                                   ).measures["tau2"].estimate
+    assert a == b
+
+
+def test_bad_alpha_and_policy():
+    df, _ = _francdat(True)
+    with pytest.raises(ParameterError, match="wildcard_alpha"):
+        Microdata.from_source(df, KEYS, missing="wildcard", wildcard_alpha=1.5)
+    with pytest.raises(ParameterError, match="'wildcard'"):
+        Microdata.from_source(df, KEYS, missing="ignore")
+    with pytest.raises(ParameterError, match="applies to missing='wildcard' only"):
+        Microdata.from_source(df, KEYS, wildcard_alpha=0.5)
+
+
+def test_cli_missing_wildcard(tmp_path, capsys):
+    df, _ = _francdat(True)
+    path = tmp_path / "francdat_na.csv"
+    df.to_csv(path, index=False)
+    args = [str(path), "--keys", ",".join(KEYS), "--weights", "w", "--missing", "wildcard",
+            "--format", "json"]
+    assert main(["assess", *args, "--method", "nb", "--mode", "sdcmicro"]) == 0
+    out = capsys.readouterr().out
+    import json
+
+    d = json.loads(out)
+    ref = pd.read_csv(shared_data("sdcmicro", "reference", "francdat_freqCalc_indivRisk.csv"))
+    assert d["measures"]["expected_reidentifications"]["estimate"] == pytest.approx(
+        ref["rk_na"].sum(), rel=1e-12)
+    assert main(["assess", *args, "--method", "poisson-gamma"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot treat missing key values as wildcards" in err and "--method nb" in err
