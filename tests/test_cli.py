@@ -53,15 +53,15 @@ def test_assess_example_json_has_the_contract_fields(capsys):
 
 
 def test_assess_example_defaults_and_table_output(capsys):
-    # the default method is auto: the table names it, shows every candidate's validated
-    # error and the reason for the choice in words
+    # the default method is auto: the table names it, shows every candidate's estimate
+    # and the reason for the combination in words
     code, out, _ = run(capsys, "assess", "example:uk_census2011")
     assert code == 0
     assert "tau2" in out and "sample uniques 1,001" in out and "assumptions" in out
-    assert "method: auto" in out and "method choice (validated on sub-samples" in out
+    assert "method: auto" in out and "method choice (calibrated combination" in out
     for candidate in ("nb", "poisson-gamma", "graphical"):
         assert f"\n  {candidate} " in out
-    assert "On 5 sub-samples of this file" in out
+    assert "regression learned on the calibration corpus" in out
 
 
 def test_assess_weights_household_hand_values(capsys, small_csv):

@@ -333,3 +333,43 @@ def test_protected_section_of_the_external_report_leaks_nothing():
     page = build_report(before, protected=after, top=1000)
     assert "Before and after protection" in page and _leaks(page) == []
     assert "<td>missing values of region (suppressed)</td>" in page
+
+
+def test_wildcard_counts_in_kanonymity_and_before_after():
+    # keys a, b: (1, 1) twice and (1, missing) once. With missing = wildcard the missing value
+    # matches b = 1, so every record has f = 3 (sdcMicro's freqCalc); as its own category the
+    # (1, missing) record is alone. Two other records (2, 2) and (2, 3) stay sample unique.
+    original = pd.DataFrame({"a": [1, 1, 1, 2, 2], "b": [1, 1, 2, 2, 3]})
+    protected = original.assign(b=[1, 1, None, 2, 3])
+    opts = {"population_size": 50, "missing": "wildcard"}
+    before = sdcrisk.NegativeBinomialRisk(mode="sdcmicro").fit(
+        tabulate(Microdata.from_source(original, ["a", "b"], **opts)))
+    after_table = tabulate(Microdata.from_source(protected, ["a", "b"], **opts))
+    # the table counts with the wildcard fk too (exact cells would give 5: every f < 3)
+    assert after_table.k_anonymity_violations((3,))[3] == 2
+    after = sdcrisk.NegativeBinomialRisk(mode="sdcmicro").fit(after_table)
+    page = build_report(before, protected=after, contributions=False, suda=False,
+                        uniqueness=False)
+    sec = page[page.index('id="protected"'):]
+    assert re.search(r'<td>records violating 3-anonymity \(f &lt; 3\)</td><td class="num">5'
+                     r'</td><td class="num">2</td><td class="num">-3</td>', sec)
+    assert "missing = wildcard" in sec
+    page = build_report(after, contributions=False, suda=False, uniqueness=False)
+    kanon = page[page.index('id="kanon"'):]
+    assert re.search(r'<td class="num">3</td><td class="num">2</td>', kanon)  # k=3: 2 records
+    assert re.search(r'data-figure="sample_uniques">2<', page)
+
+
+def test_report_of_auto_fitted_unvalidated():
+    # no sample uniques: auto fits its first candidate without validation and its choice
+    # names no settings; the report still uses it throughout
+    twice = pd.concat([_frame(30, seed=1)] * 2, ignore_index=True)
+    tiny = tabulate(Microdata.from_source(twice, KEYS, population_size=600))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sdcrisk.get_estimator("auto").fit(tiny)
+    assert res.fitted["choice"]["rule"] == "not validated"
+    page = build_report(res, suda=False, uniqueness=False)
+    assert "<h3>auto</h3>" in page and "fitted without validation" in page
+    df = variable_contributions(res)
+    assert (df["method"] == "auto").all()

@@ -138,3 +138,55 @@ def test_cli_missing_wildcard(tmp_path, capsys):
     assert main(["assess", *args, "--method", "poisson-gamma"]) == 2
     err = capsys.readouterr().err
     assert "cannot treat missing key values as wildcards" in err and "--method nb" in err
+
+
+def test_k_anonymity_counts_use_wildcard_frequencies():
+    # hand-worked: (1,1) x2 -> fk 2; (1,2) matches (NA,2) -> 2; (2,2) x2 + (NA,2) -> 3;
+    # (NA,2) matches every b = 2 and (3,NA) -> 5; (3,NA) matches (NA,2) -> 2
+    df = pd.DataFrame({"a": [1, 1, 1, 2, 2, None, 3], "b": [1, 1, 2, 2, 2, 2, None]})
+    wild = tabulate(Microdata.from_source(df, keys=["a", "b"], missing="wildcard",
+                                          population_size=100))
+    own = tabulate(Microdata.from_source(df, keys=["a", "b"], population_size=100))
+    assert wild.k_anonymity_violations((2, 3, 6)) == {2: 0, 3: 4, 6: 7}
+    assert own.k_anonymity_violations((2, 3)) == {2: 3, 3: 7}  # missing as its own category
+
+
+def test_leave_one_key_out_recomputes_wildcard_counts():
+    # the report's "what drives the risk" re-fits without each key: with wildcards the
+    # merged table's fk must be recomputed (it was an internal error: shapes differed)
+    from sdcrisk.report import variable_contributions
+
+    df = pd.DataFrame({"a": [1, 1, 1, 2, 2, None, 3, 3], "b": [1, 1, 2, 2, 2, 2, None, 1],
+                       "c": [0, 1, 0, 1, 0, 1, 0, 1]})
+    md = Microdata.from_source(df, keys=["a", "b", "c"], missing="wildcard",
+                               population_size=100)
+    res = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(md))
+    rows = variable_contributions(res).set_index("dropped")
+    for key in ("a", "b", "c"):
+        rest = [k for k in ("a", "b", "c") if k != key]
+        direct = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(Microdata.from_source(
+            df, keys=rest, missing="wildcard", population_size=100)))
+        assert rows.loc[key, "expected_reidentifications"] == pytest.approx(
+            direct.measures["expected_reidentifications"].estimate, rel=1e-12)
+
+
+def test_assess_passes_wildcard_alpha_and_refuses_out_of_core(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "w.csv"
+    pd.DataFrame({"a": [1, 1, 1, 2, 2, None, 3, 3], "b": [1, 1, 2, 2, 2, 2, None, 1]}).to_csv(
+        path, index=False)
+    base = ["assess", str(path), "--keys", "a,b", "--population-size", "100", "--method",
+            "nb", "--mode", "sdcmicro", "--missing", "wildcard", "--format", "json"]
+    er = {}
+    for alpha in ("1", "0.1"):
+        assert main(base + ["--wildcard-alpha", alpha]) == 0
+        er[alpha] = json.loads(capsys.readouterr().out)["expected_reidentifications"]
+        direct = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(Microdata.from_source(
+            str(path), keys=["a", "b"], missing="wildcard", wildcard_alpha=float(alpha),
+            population_size=100)))
+        assert er[alpha] == pytest.approx(
+            direct.measures["expected_reidentifications"].estimate, rel=1e-12)
+    assert er["1"] != pytest.approx(er["0.1"])
+    assert main(base + ["--out-of-core"]) == 2
+    assert "--out-of-core does not count missing values as wildcards" in capsys.readouterr().err

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     )
     from .analyses.evaluate import Evaluation, evaluate
     from .analyses.methods import ESTIMATORS, get_estimator
+    from .analyses.protect import Protection, protect
     from .analyses.recommend import Plan, Recommendations, RiskTarget, recommend
     from .analyses.sampling import Bernoulli, HouseholdBernoulli, SimpleRandomSample, draw_sample
     from .analyses.scenarios import KeySet, assess_scenarios
@@ -80,7 +81,15 @@ if TYPE_CHECKING:
     from .core.result import RiskResult
     from .data.household import household_microdata, household_sizes
     from .data.outofcore import tabulate_file
-    from .data.table import CellTable, Microdata, PopulationCounts, check_memory, tabulate
+    from .data.route import tabulate_path
+    from .data.table import (
+        CellTable,
+        Microdata,
+        PopulationCounts,
+        check_memory,
+        tabulate,
+        tabulate_source,
+    )
     from .estimators import (
         Estimator,
         GraphicalRisk,
@@ -88,15 +97,19 @@ if TYPE_CHECKING:
         LogLinearRisk,
         MixedMembershipRisk,
         NegativeBinomialRisk,
+        PitmanYorRisk,
         PoissonGammaRisk,
         SkinnerElliotTheta,
         bf_risk,
     )
     from .report.charts import plot_tradeoff
+    from .runtime.tabulate_parts import tabulate_parts
 
 _MODULES = {
-    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate",
+    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate tabulate_source",
     "data.outofcore": "tabulate_file",
+    "data.route": "tabulate_path",
+    "runtime.tabulate_parts": "tabulate_parts",
     "data.household": "household_microdata household_sizes",
     "core.measures": "Measure global_risk_threshold household_risk roc_auc truth_measures",
     "core.predictive": (
@@ -105,7 +118,7 @@ _MODULES = {
     "core.result": "RiskResult",
     "estimators": (
         "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
-        "NegativeBinomialRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
+        "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
     "analyses.methods": "ESTIMATORS get_estimator",
@@ -114,6 +127,7 @@ _MODULES = {
     "analyses.validation": "ValidationTable validate",
     "analyses.scenarios": "KeySet assess_scenarios",
     "analyses.recommend": "Plan Recommendations RiskTarget recommend",
+    "analyses.protect": "Protection protect",
     "analyses.decision": (
         "BetaBinomialFit BetaBinomialPrior CallableLoss DecisionTable DomainDecision "
         "DomainTable ExponentialLoss GammaLoss Loss LossSensitivity MixtureLoss "
@@ -158,6 +172,7 @@ __all__ = [
     "MixedMembershipRisk",
     "AutoRisk",
     "PoissonGammaRisk",
+    "PitmanYorRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",
@@ -176,6 +191,9 @@ __all__ = [
     "household_microdata",
     "household_sizes",
     "tabulate_file",
+    "tabulate_path",
+    "tabulate_source",
+    "tabulate_parts",
     "assess_scenarios",
     "KeySet",
     "draw_sample",
@@ -203,6 +221,8 @@ __all__ = [
     "Plan",
     "Recommendations",
     "recommend",
+    "protect",
+    "Protection",
     "suda2",
     "SudaResult",
     "suda_weights",

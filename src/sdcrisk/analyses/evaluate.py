@@ -40,6 +40,9 @@ class MethodEvaluation(ResultBase):
     auc: float | None
     result: RiskResult | None = field(default=None, repr=False)
     error: str | None = None
+    #: per measure (tau1, tau2): whether the method's interval holds the truth (None: no
+    #: interval)
+    covered: dict[str, bool | None] | None = None
 
     def _payload(self) -> dict[str, Any]:
         model = {}
@@ -53,6 +56,7 @@ class MethodEvaluation(ResultBase):
             "auc": self.auc,
             "relative_error": self.relative_errors,
             **model,
+            **({"interval_covers_truth": self.covered} if self.covered is not None else {}),
             **({"error": self.error} if self.error else {}),
         }
 
@@ -206,8 +210,11 @@ def evaluate(
     is_pu = table.population.counts[su] == 1
     methods: dict[str, MethodEvaluation] = {}
     for est in estimators:
+        label = None
+        if isinstance(est, tuple):  # (label, estimator): a labelled variant
+            label, est = est
         est = get_estimator(est) if isinstance(est, str) else est
-        label = est.name
+        label = label or est.name
         if label in methods:
             label = f"{est.name}[{len(methods)}]"
         methods[label] = _run_one(est, table, truth, su, is_pu)
@@ -233,4 +240,10 @@ def _run_one(est: Estimator, table: CellTable, truth: dict, su: np.ndarray,
     auc = None
     if "population_unique" in result.cell_risk_values:
         auc = roc_auc(result.cell_risk("population_unique")[su], is_pu)
-    return MethodEvaluation(est.name, estimates, errors, seconds, auc, result)
+    covered: dict[str, bool | None] = {}
+    for name in ("tau1", "tau2"):
+        m, t = result.measures.get(name), truth.get(name)
+        covered[name] = (None if m is None or m.lower is None or m.upper is None or t is None
+                         else bool(m.lower <= t <= m.upper))
+    return MethodEvaluation(est.name, estimates, errors, seconds, auc, result,
+                            covered=covered)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .._version import __version__
 from ..analyses.methods import get_estimator
-from ..data.table import tabulate
+from ..data.table import tabulate, tabulate_source
 from ..exceptions import ParameterError
 from ._common import (
     add_fail_above,
@@ -36,7 +37,8 @@ def register(sub) -> None:
     a.add_argument("--out-of-core", action="store_true",
                    help="tabulate the file in two streaming passes without loading it "
                    "(CSV/Parquet larger than memory; see docs/scale.md); the result is the "
-                   "in-memory one")
+                   "in-memory one. Chosen automatically when the file would not fit the "
+                   "memory limit (SDCRISK_MEMORY_LIMIT)")
     a.set_defaults(run=_assess)
 
 
@@ -63,6 +65,52 @@ def _out_of_core_table(args):
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
         levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
     return table if source is None else dataclasses.replace(table, source=source)
+
+
+def _sample_table(args, out_of_core: bool):
+    """The sample's CellTable: streamed from the file (``--out-of-core``, or chosen because
+    the file would not fit the memory limit), else read in memory one column at a time."""
+    if (getattr(args, "scheduler", None) is not None and args.household is None
+            and getattr(args, "household_size", None) is None
+            and Path(str(args.data)).is_dir()):
+        return _cluster_table(args)
+    if getattr(args, "household_size", None) is None:
+        for opt, flag in (("household_keys", "--household-keys"),
+                          ("member_order", "--member-order")):
+            if getattr(args, opt, None) is not None:
+                raise ParameterError(f"{flag} needs --household-size")
+    if args.missing == "wildcard":  # the wildcard counts need every record's key codes
+        if out_of_core:
+            raise ParameterError("--out-of-core does not count missing values as wildcards; "
+                                 "drop --out-of-core or use --missing category")
+        return tabulate(sample_microdata(args))
+    if out_of_core:
+        return _out_of_core_table(args)
+    if getattr(args, "household_size", None) is not None:
+        return tabulate(sample_microdata(args))
+    data_defaults(args)
+    if not str(args.data).startswith("example:"):
+        from ..data.route import needs_out_of_core  # not for the bundled examples
+
+        if needs_out_of_core(args.data, parse_keys(args.keys), weights=args.weights,
+                             household=args.household):
+            return _out_of_core_table(args)
+    return tabulate_source(
+        args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
+
+
+def _cluster_table(args):
+    """``assess FOLDER --scheduler ADDR``: the folder's Parquet parts tabulated on the
+    cluster's workers (:func:`sdcrisk.runtime.tabulate_parts.tabulate_parts`)."""
+    from ..runtime.tabulate_parts import tabulate_parts
+
+    data_defaults(args)
+    return tabulate_parts(
+        args.data, parse_keys(args.keys), executor=args.scheduler, weights=args.weights,
+        population_size=args.population_size, sampling_fraction=args.sampling_fraction,
+        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels)
 
 
 def _where(args) -> str | None:
@@ -105,7 +153,7 @@ def _assess(args) -> str:
         return text
     if args.method == "loglinear":
         _warm_up_in_background()
-    table = _out_of_core_table(args) if out_of_core else tabulate(sample_microdata(args))
+    table = _sample_table(args, out_of_core)
     est = get_estimator(args.method, **options_for(args))
     limits = parse_limits(args.fail_above)
     where = _where(args)
@@ -168,6 +216,17 @@ def _choice_lines(result) -> list[str]:
     """The validation table and the reason, for a result that chose its method (auto)."""
     reason = result.fitted.get("reason")
     rows = result.diagnostics.get("validation")
+    cands = result.diagnostics.get("candidates")
+    if reason and isinstance(cands, list) and rows is None:  # auto's calibrated rule
+        lines = ["", "method choice (calibrated combination learned on the corpus; "
+                 "candidates fitted on this file):",
+                 f"  {'candidate':<30}{'tau1':>11}{'tau2':>11}"]
+        for r in cands:
+            if r.get("tau1") is None:
+                lines.append(f"  {r['candidate']:<30} {r.get('status')}")
+                continue
+            lines.append(f"  {r['candidate']:<30}{r['tau1']:>11.4g}{r['tau2']:>11.4g}")
+        return [*lines, "  " + reason]
     if not reason or not isinstance(rows, list):
         return []
     lines = ["", "method choice (validated on sub-samples of this file; median relative error):",

@@ -42,7 +42,8 @@ def register(sub) -> None:
     how.add_argument("--sample", help="a sample file whose records come from the population")
     e.add_argument("--methods", default="auto",
                    help="comma-separated estimators (default: auto, the default of every "
-                   "command; e.g. nb,poisson-gamma,loglinear to compare several)")
+                   "command), each with options as auto's candidates take them: "
+                   "nb,loglinear:terms=search,graphical:prior_weight=50")
     g = e.add_argument_group("grids (several fractions and sampling seeds)")
     g.add_argument("--fractions", metavar="F1,F2,...",
                    help="several Bernoulli sampling fractions, e.g. 0.01,0.03,0.05")
@@ -183,9 +184,11 @@ def _evaluate_one(args) -> str:
     pop = Microdata.from_source(args.population, read, household=args.household,
                                 levels=read_levels(args.levels), missing=args.missing,
                                 max_levels=args.max_levels)
-    methods = parse_methods(args.methods)
+    specs = split_method_specs(args.methods)
+    methods = parse_methods(",".join(dict.fromkeys(c.method for c in specs)))
     options = method_options(args, methods)
-    estimators = [get_estimator(m, **options[m]) for m in methods]
+    estimators = [(c.label, get_estimator(c.method, **{**options[c.method], **dict(c.options)}))
+                  for c in specs]
     if args.sample is not None:
         try:
             sample = Microdata.from_source(args.sample, read, household=args.household,
@@ -223,6 +226,35 @@ def _evaluate_one(args) -> str:
     return _evaluation_table(ev)
 
 
+def split_method_specs(text: str) -> list:
+    """``--methods`` as auto's candidates are written: ``nb,loglinear:terms=search,graphical``
+    -> nb, loglinear(terms=search), graphical. An item with ``=`` and no ``:`` continues the
+    previous method's options (``loglinear:terms=search,max_models=5``). ``auto`` is kept by
+    name (it takes no option string)."""
+    from ..analyses.validation import Candidate
+
+    items: list[str] = []
+    for raw in (t.strip() for t in text.split(",")):
+        if not raw:
+            continue
+        if "=" in raw and ":" not in raw and items:
+            items[-1] += "," + raw
+        else:
+            items.append(raw)
+    if not items:
+        raise ParameterError("--methods is empty; give e.g. nb,loglinear:terms=search")
+    out = []
+    for item in items:
+        if item.partition(":")[0].strip() == "auto":
+            if ":" in item:
+                raise ParameterError("--methods auto takes no options here; run "
+                                     "'assess --method auto' with its flags instead")
+            out.append(Candidate("auto"))  # not checked: auto is no validation candidate
+            continue
+        out.append(Candidate.parse(item))
+    return out
+
+
 def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
     from ..analyses.grid import evaluate_grid
     from ..analyses.methods import get_estimator
@@ -233,10 +265,13 @@ def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
     if keys is None:
         raise ParameterError("--keys is required")
     read = person_keys(args, keys)
-    methods = parse_methods(args.methods)
-    base = method_options(args, methods)
-    for m in methods:  # bad estimator options fail here, before any unit starts
-        get_estimator(m, **base[m])
+    specs = split_method_specs(args.methods)
+    names = parse_methods(",".join(dict.fromkeys(c.method for c in specs)))
+    base = method_options(args, names)
+    variants = {c.label: (c.method, {**base[c.method], **dict(c.options)}) for c in specs}
+    methods = list(variants)
+    for m, opts in variants.values():  # bad estimator options fail here, before any unit
+        get_estimator(m, **opts)
     levels = read_levels(args.levels)
     options = {"levels": levels,
                "missing": args.missing, "max_levels": args.max_levels}
@@ -253,7 +288,7 @@ def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
     # the estimators' random_state is the unit's sampling seed, as in one evaluate run;
     # rows come in grid order: fraction, seed, method
     rows = [_row(r) for r in evaluate_grid(
-        {name: population}, fractions, {m: (m, base[m]) for m in methods}, seeds=seeds,
+        {name: population}, fractions, variants, seeds=seeds,
         seed_estimators=True, workers=args.workers, scheduler=args.scheduler)]
     if args.scheduler is not None:
         where = describe_executor(args.scheduler)
@@ -368,13 +403,21 @@ def _evaluation_table(ev) -> str:
         f"P(PU|SU) = {t['p_pu_given_su']:.4g}, theta = {t['theta']:.4g}",
         "",
         f"{'method':<16}{'tau1':>10}{'err':>9}{'tau2':>10}{'err':>9}{'theta':>10}"
-        f"{'AUC':>7}{'seconds':>9}",
+        f"{'AUC':>7}{'seconds':>9}  interval holds truth (tau1/tau2)",
     ]
+    width = max([16, *(len(name) + 1 for name in ev.methods)])
+    lines[-1] = f"{'method':<{width}}" + lines[-1][16:]
     for name, m in ev.methods.items():
         e, r = m.estimates, m.relative_errors
+        cov = m.covered or {}
         lines.append(
-            f"{name:<16}{fmt(e['tau1']):>10}{_pct(r['tau1']):>9}{fmt(e['tau2']):>10}"
+            f"{name:<{width}}{fmt(e['tau1']):>10}{_pct(r['tau1']):>9}{fmt(e['tau2']):>10}"
             f"{_pct(r['tau2']):>9}{fmt(e['theta']):>10}"
-            f"{'-' if m.auc is None else f'{m.auc:.3f}':>7}{m.seconds:>9.3f}")
+            f"{'-' if m.auc is None else f'{m.auc:.3f}':>7}{m.seconds:>9.3f}  "
+            + "/".join(_yes(cov.get(k)) for k in ("tau1", "tau2")))
     return "\n".join(lines)
+
+
+def _yes(x) -> str:
+    return "-" if x is None else ("yes" if x else "no")
 

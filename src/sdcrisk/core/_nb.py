@@ -72,16 +72,83 @@ def nb_variance(r: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.asarray(r, float) * (1.0 - p) / (p * p)
 
 
+def _factorize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values of a 1-D float array and each entry's index among them.
+
+    Constant arrays and small non-negative integer values (cell counts) skip the sort.
+    """
+    if x.size == 0 or (x == x[0]).all():
+        return x[:1].copy(), np.zeros(x.size, np.intp)
+    lo, hi = x.min(), x.max()
+    if lo >= 0 and hi < (1 << 22) and (x == np.floor(x)).all():
+        ints = x.astype(np.intp)
+        seen = np.bincount(ints, minlength=int(hi) + 1) > 0
+        values = np.flatnonzero(seen)
+        rank = np.cumsum(seen) - 1
+        return values.astype(float), rank[ints]
+    values, inverse = np.unique(x, return_inverse=True)
+    return values, inverse.ravel()
+
+
 def _unique_triples(f, r, p):
+    """Distinct (f, r, p) triples in lexicographic order and each entry's index among them.
+
+    Each coordinate is factorised on its own (cheap for counts and constant probabilities),
+    a coordinate equal to f (r = f, Benedetti-Franconi) or constant adds nothing, and the
+    combined code is made unique in 1-D; ``np.unique(axis=0)`` on millions of cells took
+    seconds per call and a dozen cell-long temporaries (issue 20).
+    """
+    same_r = r is f
     f, r, p = np.broadcast_arrays(
         np.asarray(f, float), np.asarray(r, float), np.asarray(p, float)
     )
     shape = f.shape
-    stacked = np.stack([f.ravel(), r.ravel(), p.ravel()], axis=1)
-    if stacked.shape[0] == 0:
-        return shape, stacked[:, 0], stacked[:, 1], stacked[:, 2], np.zeros(0, np.intp)
-    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    return shape, uniq[:, 0], uniq[:, 1], uniq[:, 2], inverse.ravel()
+    f, r, p = f.ravel(), r.ravel(), p.ravel()
+    if f.size == 0:
+        return shape, f.copy(), r.copy(), p.copy(), np.zeros(0, np.intp)
+    fv, fi = _factorize(f)
+    rv, ri = (fv, None) if same_r or np.array_equal(r, f) else _factorize(r)
+    pv, pi = _factorize(p)
+    coords = [(fv, fi), (rv, ri), (pv, pi)]
+    bound = 1
+    for values, index in coords:
+        if index is not None:
+            bound *= len(values)
+    if bound >= (1 << 62):
+        stacked = np.stack([f, r, p], axis=1)
+        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        return shape, uniq[:, 0], uniq[:, 1], uniq[:, 2], inverse.ravel()
+    varying = [(v, i) for v, i in coords if i is not None and len(v) > 1]
+    if len(varying) <= 1:  # the one varying coordinate's ranks are the triples' ranks
+        inverse = varying[0][1] if varying else np.zeros(f.size, np.intp)
+        uniq = np.arange(len(varying[0][0]) if varying else 1)
+    else:
+        code = None
+        for values, index in varying:
+            code = index.astype(np.int64) if code is None else code * len(values) + index
+        uniq, inverse = _factorize_codes(code, bound)
+        del code
+    out, stride = [], 1
+    digits = {}
+    for values, _ in reversed(varying):
+        digits[id(values)] = (uniq // stride) % len(values)
+        stride *= len(values)
+    for values, index in coords:
+        if index is None and values is fv:  # r = f
+            out.append(out[0])
+        elif id(values) in digits and index is not None and len(values) > 1:
+            out.append(values[digits[id(values)]])
+        else:
+            out.append(np.full(len(uniq), values[0]))
+    return shape, out[0], out[1], out[2], inverse
+
+
+def _factorize_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    if bound <= max(4 * code.size, 1 << 20):
+        seen = np.bincount(code, minlength=bound) > 0
+        return np.flatnonzero(seen), (np.cumsum(seen) - 1)[code]
+    uniq, inverse = np.unique(code, return_inverse=True)
+    return uniq, inverse.ravel()
 
 
 def _check(f, r, p):

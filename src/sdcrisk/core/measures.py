@@ -188,27 +188,44 @@ def expected_reidentifications(f: np.ndarray, cell_risk: np.ndarray, n: int
     }
 
 
-def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float) -> float | None:
+def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
+                          counts: np.ndarray | None = None) -> float | None:
     """mu-Argus / sdcMicro record-risk threshold for a target global risk.
 
     The largest threshold t (among the record risk values, scanned from the top) such that
     capping every risk above t at t brings the expected re-identifications below
     ``max_global_risk * n`` (mu-Argus 4.1 manual, sec. 2.3.4.1, eq. 17). ``None`` when the
     file already meets the target (sdcMicro prints NA), and 0 when no threshold does.
+
+    With ``counts``, ``record_risk`` holds one risk per cell shared by ``counts`` records:
+    the same threshold without an n-long array of record risks (issue 20).
     """
     if not 0 < max_global_risk < 1:
         raise ValueError("max_global_risk must lie in (0, 1)")
-    r = np.sort(np.asarray(record_risk, float))[::-1]
-    n = len(r)
+    values = np.asarray(record_risk, float)
+    if counts is None:
+        r = np.sort(values)[::-1]
+        w = None
+    else:  # cells share few distinct risks: work on those, weighted by their records
+        distinct = np.unique(values)
+        w = np.bincount(np.searchsorted(distinct, values), weights=counts,
+                        minlength=len(distinct))[::-1]
+        r = distinct[::-1]
+    n = len(r) if w is None else float(w.sum())
     target = max_global_risk * n
-    total = float(np.sum(r))
+    total = float(np.sum(r)) if w is None else float(np.dot(w, r))
     if total < target:
         return None
-    # at the first record of each distinct level v (position i), sum of risks from there
-    # on plus v times the i records above it
+    # at the first record of each distinct level v (record position i), sum of risks from
+    # there on plus v times the i records above it
     starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-    suffix = total - np.concatenate([[0.0], np.cumsum(r)])[starts]
-    capped = suffix + r[starts] * starts
+    if w is None:
+        suffix = total - np.concatenate([[0.0], np.cumsum(r)])[starts]
+        above = starts
+    else:
+        suffix = total - np.concatenate([[0.0], np.cumsum(w * r)])[starts]
+        above = np.concatenate([[0.0], np.cumsum(w)])[starts]
+    capped = suffix + r[starts] * above
     ok = np.flatnonzero(capped[1:] < target)
     if ok.size == 0:
         return 0.0

@@ -133,7 +133,7 @@ class PoissonPredictive(CellPredictive):
     ----------
     f : ndarray
         Sample counts of the observed cells.
-    mean : ndarray
+    mean_ : ndarray
         (1 - pi) lambda_hat_k for each observed cell.
     unobserved_prob_one : float or None
         Sum over f = 0 cells of P(F = 1) = m e^{-m}.

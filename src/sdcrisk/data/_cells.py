@@ -20,14 +20,19 @@ MISSING_LABEL = None  # the level that stands for a missing value under missing=
 # than the number of records; otherwise observed cells are found by sorting.
 DENSE_MAX_CELLS = 1 << 27
 _INT_RANGE_LOOKUP = 1 << 24
+CODE_BLOCK = 1 << 20  # records coded at a time (8 MB of int64 temporaries)
 
 
-def _code_dtype(n_levels: int):
+def code_dtype(n_levels: int):
+    """The narrowest signed integer dtype for codes 0..n_levels-1."""
     if n_levels <= np.iinfo(np.int8).max:
         return np.int8
     if n_levels <= np.iinfo(np.int16).max:
         return np.int16
     return np.int32
+
+
+_code_dtype = code_dtype  # the name analyses/recommend.py uses
 
 
 def _format_value(value) -> str:
@@ -103,7 +108,7 @@ def encode_column(
         )
     if n and d == 0:
         raise InputError(f"column {name!r} has no levels")
-    return codes.astype(_code_dtype(max(d, 1)), copy=False), level_tuple
+    return codes.astype(code_dtype(max(d, 1)), copy=False), level_tuple
 
 
 def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray | None):
@@ -111,18 +116,24 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
         return np.zeros(len(values), np.int64), ()
     lo, hi = int(vals.min()), int(vals.max())
     if hi - lo < _INT_RANGE_LOOKUP:
-        # shift in int64 (a narrow dtype could overflow), one copy, and gather the codes
-        # straight into a narrow dtype
-        shifted = values.astype(np.int64)
-        shifted -= lo
-        if present is not None:
-            seen = np.bincount(shifted[present], minlength=hi - lo + 1) > 0
-            shifted[~present] = 0
-        else:
-            seen = np.bincount(shifted, minlength=hi - lo + 1) > 0
+        # a lookup table over [lo, hi], filled and applied block by block: no n-long int64
+        # temporary (at 3e7 records that was 240 MB a key; issue 20)
+        n = len(values)
+        seen = np.zeros(hi - lo + 1, bool)
+        for s in range(0, n, CODE_BLOCK):
+            block = values[s:s + CODE_BLOCK].astype(np.int64)
+            block -= lo
+            seen[block if present is None else block[present[s:s + CODE_BLOCK]]] = True
         level_values = np.flatnonzero(seen) + lo
-        lookup = (np.cumsum(seen) - 1).astype(_code_dtype(len(level_values) + 1))
-        return lookup[shifted], tuple(int(v) for v in level_values)
+        lookup = (np.cumsum(seen) - 1).astype(code_dtype(len(level_values) + 1))
+        codes = np.empty(n, lookup.dtype)
+        for s in range(0, n, CODE_BLOCK):
+            block = values[s:s + CODE_BLOCK].astype(np.int64)
+            block -= lo
+            if present is not None:
+                block[~present[s:s + CODE_BLOCK]] = 0
+            codes[s:s + CODE_BLOCK] = lookup[block]
+        return codes, tuple(int(v) for v in level_values)
     else:
         level_values, inv = np.unique(vals, return_inverse=True)
         codes = np.zeros(len(values), np.int64)
@@ -196,7 +207,9 @@ def _normalise(v):
 # mixed-radix arithmetic stay in cache instead of streaming n-long arrays once per key.
 _BLOCK = 1 << 15
 # Mixed-radix ids are kept below this; past it partial ids are compressed to ranks.
-_ID_LIMIT = 1 << 62
+ID_LIMIT = 1 << 62
+# records counted at a time by observed_cells (a 32 MB intp copy per block)
+_COUNT_BLOCK = 1 << 22
 
 
 def _radices(radices: Sequence[int]) -> list[int]:
@@ -205,15 +218,18 @@ def _radices(radices: Sequence[int]) -> list[int]:
 
 def is_mixed_radix(radices: Sequence[int]) -> bool:
     """Whether :func:`cell_ids` returns plain mixed-radix ids (no rank compression)."""
-    return math.prod(_radices(radices)) < _ID_LIMIT
+    return math.prod(_radices(radices)) < ID_LIMIT
 
 
-def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int]) -> tuple[np.ndarray, int]:
+def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int], *,
+             narrow: bool = False) -> tuple[np.ndarray, int]:
     """Mixed-radix cell ids of records and an upper bound on them.
 
     When the product of radices would overflow int64, the partial ids are compressed to
     dense ranks (at most n distinct values) before going on, so memory stays proportional
-    to the number of records whatever the size of the key space.
+    to the number of records whatever the size of the key space. With ``narrow`` the ids
+    come back as int32 when they all fit (half the memory; :func:`observed_cells` then
+    turns that array into the record -> cell map in place).
     """
     n = len(columns[0]) if columns else 0
     radices = _radices(radices)
@@ -223,28 +239,30 @@ def cell_ids(columns: Sequence[np.ndarray], radices: Sequence[int]) -> tuple[np.
     bound = 1
     i, n_cols = 0, len(columns)
     while i < n_cols:
-        if bound > 1 and bound * radices[i] >= _ID_LIMIT:
+        if bound > 1 and bound * radices[i] >= ID_LIMIT:
             uniq, inv = np.unique(ids, return_inverse=True)
             ids = inv.astype(np.int64).ravel()
             bound = len(uniq)
         # take the longest run of columns whose ids stay below the limit
         j, end = i + 1, bound * radices[i]
-        while j < n_cols and end * radices[j] < _ID_LIMIT:
+        while j < n_cols and end * radices[j] < ID_LIMIT:
             end *= radices[j]
             j += 1
-        ids = _mixed_radix(ids if bound > 1 else None, columns[i:j], radices[i:j], end, n)
+        last = j == n_cols
+        ids = _mixed_radix(ids if bound > 1 else None, columns[i:j], radices[i:j], end, n,
+                           np.int32 if narrow and last and end < (1 << 31) else np.int64)
         bound, i = end, j
     if ids is None:
-        ids = np.zeros(n, np.int64)
+        ids = np.zeros(n, np.int32 if narrow else np.int64)
     return ids, bound
 
 
-def _mixed_radix(prefix, columns, radices, bound, n) -> np.ndarray:
-    """prefix * prod(radices) + mixed-radix value of columns, block by block (int64 out).
+def _mixed_radix(prefix, columns, radices, bound, n, dtype=np.int64) -> np.ndarray:
+    """prefix * prod(radices) + mixed-radix value of columns, block by block (``dtype`` out).
 
     The arithmetic runs in int32 when every id is below 2**31 (half the memory traffic).
     """
-    out = np.empty(n, np.int64)
+    out = np.empty(n, dtype)
     narrow = bound < (1 << 31)
     buf = np.empty(min(n, _BLOCK), np.int32) if narrow else None
     if prefix is None:
@@ -253,12 +271,12 @@ def _mixed_radix(prefix, columns, radices, bound, n) -> np.ndarray:
         first, rest, rest_radices = prefix, columns, radices
     for s in range(0, n, _BLOCK):
         e = min(s + _BLOCK, n)
-        x = buf[: e - s] if narrow else out[s:e]
+        x = buf[: e - s] if narrow and dtype != np.int32 else out[s:e]
         np.copyto(x, first[s:e], casting="unsafe")
         for col, d in zip(rest, rest_radices, strict=True):
             x *= d
             x += col[s:e]
-        if narrow:
+        if narrow and x.base is not out:
             out[s:e] = x
     return out
 
@@ -266,7 +284,7 @@ def _mixed_radix(prefix, columns, radices, bound, n) -> np.ndarray:
 def decode_cells(cells: np.ndarray, radices: Sequence[int], dtype) -> np.ndarray:
     """Level codes (n_cells, J) of mixed-radix cell ids (only when :func:`is_mixed_radix`)."""
     radices = _radices(radices)
-    if math.prod(radices) >= _ID_LIMIT:
+    if math.prod(radices) >= ID_LIMIT:
         raise ValueError("decode_cells: ids of this key space are compressed ranks")
     m, n_keys = len(cells), len(radices)
     out = np.empty((m, n_keys), dtype)
@@ -286,14 +304,40 @@ def decode_cells(cells: np.ndarray, radices: Sequence[int], dtype) -> np.ndarray
 
 
 def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observed cells of record ids: (cell id of each observed cell, counts, record->cell)."""
+    """Observed cells of record ids: (cell id of each observed cell, counts, record->cell).
+
+    On the dense path an int32 ``ids`` array is overwritten with the record -> cell map
+    (and returned as it), so tabulating holds one n-long array, not three.
+    """
     n = len(ids)
     if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
-        counts = np.bincount(ids, minlength=bound)
+        if n <= _COUNT_BLOCK:
+            counts = np.bincount(ids, minlength=bound)
+        else:  # bincount converts its input to intp: count in blocks to bound that copy
+            counts = np.zeros(bound, np.int64)
+            for s in range(0, n, _COUNT_BLOCK):
+                counts += np.bincount(ids[s:s + _COUNT_BLOCK], minlength=bound)
         cells = np.flatnonzero(counts != 0)
         lookup = np.empty(bound, np.int32 if len(cells) < (1 << 31) else np.int64)
         lookup[cells] = np.arange(len(cells), dtype=lookup.dtype)
-        return cells, counts[cells], lookup[ids]
+        if ids.dtype != lookup.dtype:
+            return cells, counts[cells], lookup[ids]
+        for s in range(0, n, _COUNT_BLOCK):
+            ids[s:s + _COUNT_BLOCK] = lookup[ids[s:s + _COUNT_BLOCK]]
+        return cells, counts[cells], ids
     cells, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
     dtype = np.int32 if len(cells) < (1 << 31) else np.int64
     return cells, counts, inverse.ravel().astype(dtype)
+
+
+def cell_counts(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """Observed cell ids (sorted, int64) and their counts, without the record map."""
+    n = len(ids)
+    if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
+        counts = np.zeros(bound, np.int64)
+        for s in range(0, n, _COUNT_BLOCK):
+            counts += np.bincount(ids[s:s + _COUNT_BLOCK], minlength=bound)
+        cells = np.flatnonzero(counts)
+        return cells.astype(np.int64), counts[cells]
+    cells, counts = np.unique(ids, return_counts=True)
+    return cells.astype(np.int64), counts

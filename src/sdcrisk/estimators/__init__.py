@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from .graphical import GraphicalRisk
     from .loglinear import LogLinearRisk
     from .mixed_membership import HdpRisk, MixedMembershipRisk
+    from .pitman_yor import PitmanYorRisk
 
 __all__ = [
     "Estimator",
@@ -35,6 +36,7 @@ __all__ = [
     "HdpRisk",
     "MixedMembershipRisk",
     "GraphicalRisk",
+    "PitmanYorRisk",
     "bf_risk",
     "MODELS",
     "Registry",
@@ -47,6 +49,7 @@ _WHERE = {
     "SkinnerElliotTheta": "exchangeable", "bf_risk": "exchangeable",
     "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical",
     "HdpRisk": "mixed_membership", "MixedMembershipRisk": "mixed_membership",
+    "PitmanYorRisk": "pitman_yor",
 }
 
 
@@ -103,6 +106,7 @@ MODELS: MutableMapping[str, type[Estimator]] = Registry({
     "skinner-elliot": _class("SkinnerElliotTheta"), "loglinear": _class("LogLinearRisk"),
     "graphical": _class("GraphicalRisk"), "hdp": _class("HdpRisk"),
     "mixed-membership": _class("MixedMembershipRisk"),
+    "pitman-yor": _class("PitmanYorRisk"),
 })
 
 

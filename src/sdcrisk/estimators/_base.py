@@ -44,6 +44,8 @@ def reidentification_measures(table: CellTable, risk: np.ndarray, max_global_ris
     and global risk, their household versions when the table has households, and the record
     risk threshold that meets ``max_global_risk``."""
     measures = expected_reidentifications(table.counts, risk, table.n)
+    if table.household is None:  # per cell, weighted by the counts: no n-long arrays
+        return measures, global_risk_threshold(risk, max_global_risk, counts=table.counts)
     record = risk[table.record_cell]
     if table.household is not None:
         er_h = float(household_risk(record, table.household).sum())

@@ -1,7 +1,8 @@
 """The risk report a release panel reads and the charts.
 
-:mod:`.collect` gathers the numbers, :mod:`.page` (with :mod:`.page_more` and :mod:`.verdict`)
-lays them out as sections of blocks (:mod:`.blocks`), :mod:`.render` renders them with the
+:mod:`.collect` gathers the numbers (:mod:`.truth` those against a known population),
+:mod:`.page` (with :mod:`.page_more` and :mod:`.verdict`) lays them out as sections of blocks
+(:mod:`.blocks`), :mod:`.render` renders them with the
 Jinja2 templates in ``templates/`` (autoescape on; number formats from :mod:`.formats`), and
 :mod:`.charts` draws every chart as SVG -- the report's and those of ``decide`` and
 ``recommend`` (matplotlib only for PNG files). Names are imported on first use, so that

@@ -30,7 +30,6 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Literal
 
 import numpy as np
@@ -38,13 +37,14 @@ import pandas as pd
 
 from .._version import __version__
 from ..analyses.methods import ESTIMATORS, get_estimator
-from ..core.measures import roc_auc, truth_measures
 from ..core.result import RiskResult
-from ..data import _cells
-from ..data.table import CellTable, Microdata, population_counts
+from ..data import _cells, wildcard
+from ..data.table import CellTable, Microdata
 from ..estimators import Estimator
 from ..exceptions import ParameterError, SdcRiskError
+from .page_more import kanon_counts
 from .render import render
+from .truth import calibration_table, population_of, roc_curve, truth_figures
 from .verdict import normalise_limits
 
 __all__ = [
@@ -104,10 +104,15 @@ def _reduce_table(table: CellTable, drop: int) -> CellTable:
     rep[inverse] = np.arange(len(inverse))
     weights = (None if table.weight_sums is None
                else np.bincount(inverse, weights=table.weight_sums, minlength=m))
+    levels = tuple(table.levels[j] for j in keep)
+    wild = None
+    if table.wildcard is not None:  # the wildcard frequencies of the merged cells
+        wild = wildcard.wildcard_cell_counts(codes[rep], radices, counts, weights, levels,
+                                             table.wildcard.alpha)
     return dataclasses.replace(
-        table, keys=tuple(table.keys[j] for j in keep),
-        levels=tuple(table.levels[j] for j in keep), cell_codes=codes[rep], counts=counts,
-        weight_sums=weights, record_cell=inverse[table.record_cell], population=None)
+        table, keys=tuple(table.keys[j] for j in keep), levels=levels, cell_codes=codes[rep],
+        counts=counts, weight_sums=weights, record_cell=inverse[table.record_cell],
+        population=None, wildcard=wild)
 
 
 #: methods too slow to fit again once per key: leave-one-key-out uses ``nb`` for them
@@ -119,9 +124,11 @@ def _chosen_candidates(result: RiskResult) -> list[str]:
     choice = result.fitted.get("choice")
     if result.method != "auto" or not isinstance(choice, Mapping):
         return []
-    return [m if s == "default" else f"{m}:{s}"
-            for m, s in zip(choice.get("methods", []), choice.get("settings", []),
-                            strict=True)]
+    methods, settings = choice.get("methods") or [], choice.get("settings") or []
+    if len(methods) != len(settings):  # auto fitted one candidate unvalidated (tiny file)
+        return []
+    return [m if s == "default" else f"{m}:{s}" for m, s in zip(methods, settings,
+                                                                 strict=True)]
 
 
 def _contribution_estimator(result: RiskResult, estimator: Estimator | str | None
@@ -350,125 +357,6 @@ def riskiest_cells(result: RiskResult, *, top: int = 20, internal: bool = False,
     return pd.DataFrame(data)
 
 
-# --- against the truth -----------------------------------------------------------------------
-def roc_curve(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ROC curve points (false positive rate, true positive rate) over distinct thresholds.
-
-    Starts at (0, 0) and ends at (1, 1); tied scores move both rates at once, so the area by
-    the trapezoid rule equals :func:`sdcrisk.roc_auc` (ties counted one half).
-
-    Raises
-    ------
-    ParameterError
-        The labels hold only one class.
-
-    References
-    ----------
-    Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recogn. Lett. 27, 861-874.
-    """
-    scores = np.asarray(scores, float)
-    labels = np.asarray(labels, bool)
-    n_pos = int(labels.sum())
-    n_neg = len(labels) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        raise ParameterError("a ROC curve needs both classes among the labels")
-    order = np.argsort(-scores, kind="stable")
-    s, lab = scores[order], labels[order]
-    last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]
-    tp = np.cumsum(lab)[last]
-    fp = np.cumsum(~lab)[last]
-    return np.r_[0.0, fp / n_neg], np.r_[0.0, tp / n_pos]
-
-
-def calibration_table(predicted: np.ndarray, observed: np.ndarray, *,
-                      weights: np.ndarray | None = None, bins: int = 10) -> pd.DataFrame:
-    """Mean predicted against mean observed risk in groups of equal total weight.
-
-    Units (cells) are sorted by prediction and cut into ``bins`` groups holding about the
-    same total weight (e.g. records: weight f per cell); a unit is never split.
-
-    Returns
-    -------
-    DataFrame
-        ``bin``, ``units``, ``weight``, ``predicted`` and ``observed`` (weighted means),
-        ``predicted_sum`` and ``observed_sum`` (weighted sums).
-
-    Notes
-    -----
-    The reliability diagram: a calibrated risk lies on predicted = observed in every group;
-    the report uses it with E[1/F | f] against the true 1/F per record and with
-    P(F = 1 | f = 1) against the indicator F = 1 per sample unique.
-    """
-    p = np.asarray(predicted, float)
-    o = np.asarray(observed, float)
-    w = np.ones_like(p) if weights is None else np.asarray(weights, float)
-    if not (p.shape == o.shape == w.shape):
-        raise ParameterError("predicted, observed and weights must have the same length")
-    if bins < 1:
-        raise ParameterError(f"bins={bins} must be >= 1")
-    columns = ["bin", "units", "weight", "predicted", "observed", "predicted_sum",
-               "observed_sum"]
-    if p.size == 0 or not np.all(w > 0):
-        if p.size:
-            raise ParameterError("calibration weights must be positive")
-        return pd.DataFrame(columns=columns)
-    order = np.argsort(p, kind="stable")
-    p, o, w = p[order], o[order], w[order]
-    cum = np.cumsum(w)
-    # a unit goes to the group holding the middle of its weight
-    group = np.minimum((bins * (cum - w / 2) / cum[-1]).astype(int), bins - 1)
-    rows = []
-    for b in np.unique(group):
-        sel = group == b
-        ws = float(w[sel].sum())
-        rows.append({"bin": int(b) + 1, "units": int(sel.sum()), "weight": ws,
-                     "predicted": float(np.dot(w[sel], p[sel]) / ws),
-                     "observed": float(np.dot(w[sel], o[sel]) / ws),
-                     "predicted_sum": float(np.dot(w[sel], p[sel])),
-                     "observed_sum": float(np.dot(w[sel], o[sel]))})
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _population_of(table: CellTable, population: Microdata | None):
-    if table.population is not None:
-        return table.population
-    if population is None:
-        return None
-    if not isinstance(population, Microdata):
-        raise ParameterError(f"truth must be the population as a Microdata, not "
-                             f"{type(population).__name__}")
-    sample = SimpleNamespace(keys=table.keys, levels=table.levels)  # what it reads of a sample
-    return population_counts(sample, population, table.cell_codes)  # type: ignore[arg-type]
-
-
-def _truth_section(results: Mapping[str, RiskResult], pop, bins: int = 10) -> dict:
-    table = next(iter(results.values())).table
-    f = table.counts
-    big_f = pop.counts
-    truth = truth_measures(f, big_f, population_size=pop.size,
-                           population_uniques=pop.n_unique)
-    truth["expected_reidentifications"] = float(np.sum(f / big_f))
-    truth["global_risk"] = truth["expected_reidentifications"] / table.n
-    su = f == 1
-    is_pu = big_f[su] == 1
-    methods = {}
-    for label, res in results.items():
-        entry: dict[str, Any] = {"auc": None, "roc": None, "calibration": None,
-                                 "calibration_pu": None}
-        if "population_unique" in res.cell_risk_values and 0 < is_pu.sum() < su.sum():
-            scores = res.cell_risk("population_unique")[su]
-            entry["auc"] = roc_auc(scores, is_pu)
-            entry["roc"] = roc_curve(scores, is_pu)
-            entry["calibration_pu"] = calibration_table(scores, is_pu.astype(float), bins=bins)
-        if "reidentification" in res.cell_risk_values:
-            entry["calibration"] = calibration_table(
-                res.cell_risk("reidentification"), 1.0 / big_f, weights=f, bins=bins)
-        methods[label] = entry
-    return {"measures": truth, "methods": methods, "population_size": pop.size,
-            "population_uniques": pop.n_unique, "counts": big_f,
-            "k_anonymity": dict(pop.k_anonymity_violations)}
-
-
 # --- SUDA and population-uniqueness estimators --------------------------------------------
 def _dis_fraction(table: CellTable) -> tuple[float, str]:
     if table.population_size_source == "assumed_population":
@@ -647,9 +535,10 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
         "assumption_groups": _assumption_groups(results, notes),
         "protected": _protected(protected, primary),
     }
-    pop = _population_of(table, truth)
-    data["k_anonymity"] = table.k_anonymity_violations((2, 3, 5))
-    data["cells_below"] = {k: int(np.count_nonzero(table.counts < k)) for k in (2, 3, 5)}
+    pop = population_of(table, truth)
+    data["k_anonymity"] = kanon_counts(table, (2, 3, 5))
+    f = table.counts if table.wildcard is None else np.asarray(table.wildcard.counts, float)
+    data["cells_below"] = {k: int(np.count_nonzero(f < k)) for k in (2, 3, 5)}
     if record_label is None:
         notes.append("no method gives record-level risk, so the record-risk distribution, "
                      "the riskiest key combinations and the risk shares are not shown")
@@ -669,7 +558,7 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
         data["riskiest"] = riskiest_cells(rec_res, top=top, internal=kind == "internal",
                                           population_counts=None if pop is None
                                           else pop.counts)
-    data["truth"] = None if pop is None else _truth_section(results, pop, bins)
+    data["truth"] = None if pop is None else truth_figures(results, pop, bins)
     cat_res = results[record_label] if record_label else primary
     data["variables_note"] = None
     if contributions is True and cat_res.method in SLOW_METHODS:

@@ -54,9 +54,10 @@ def _cards(data: dict) -> list[dict]:
         if x.lower is not None and x.upper is not None:
             sub = f"{x.level:.0%} interval {fmt(x.lower)} – {fmt(x.upper)} · " + sub
         card(name, fmt(x.estimate), title, sub)
-    card("sample_uniques", fmt(t.sample_uniques), "Sample uniques",
-         f"records alone in their key combination (f = 1), {pct(t.sample_uniques / t.n)} "
-         "of the file")
+    su = t.sample_uniques if t.wildcard is None else data["k_anonymity"][2]
+    card("sample_uniques", fmt(su), "Sample uniques",
+         f"records alone in their key combination (f = 1), {pct(su / t.n)} of the file"
+         + ("; missing = wildcard" if t.wildcard is not None else ""))
     card("k3_violations", fmt(data["k_anonymity"][3]), "Records violating 3-anonymity",
          "records in key combinations with f < 3 (sample counts)")
     return cards
@@ -176,7 +177,9 @@ def _kanon_section(data: dict) -> dict:
             r["population"] = truth["k_anonymity"].get(r["k"])
         cols.append(("population", "population records in cells with F < k", "fmt"))
     body = [table(cols, rows, caption="k-anonymity: a record violates k-anonymity when fewer "
-                  "than k records share its key combination (sample counts f)")]
+                  "than k records share its key combination (sample counts f"
+                  + ("; a missing key value matches every category, as sdcMicro's freqCalc"
+                     if t.wildcard is not None else "") + ")")]
     rec = data.get("record_method")
     if rec is not None:
         r = data["results"][rec]

@@ -34,7 +34,16 @@ from .formats import fmt, label, method_line, pct
 from .verdict import verdict
 
 __all__ = ["diagnostics_section", "truth_section", "suda_part", "uniqueness_section",
-           "protected_section"]
+           "protected_section", "kanon_counts"]
+
+
+def kanon_counts(table, ks=(2, 3, 5)) -> dict[int, int]:
+    """Records in key combinations with f < k; with ``missing="wildcard"`` f is the
+    wildcard count (a missing value matches every category, sdcMicro's freqCalc)."""
+    if table.wildcard is None:
+        return table.k_anonymity_violations(ks)
+    f = np.asarray(table.wildcard.counts, float)
+    return {int(k): int(table.counts[f < k].sum()) for k in ks}
 
 
 def _validation_part(rows: list, chosen: list, scrub) -> list:
@@ -418,8 +427,8 @@ def protected_section(data: dict, scrub) -> dict | None:
     ta, tb = before.table, after.table
     add("records", ta.n, tb.n)
     add("observed key combinations", ta.n_cells, tb.n_cells)
-    add("sample uniques (f = 1)", ta.sample_uniques, tb.sample_uniques)
-    ka, kb = ta.k_anonymity_violations((2, 3, 5)), tb.k_anonymity_violations((2, 3, 5))
+    ka, kb = kanon_counts(ta, (2, 3, 5)), kanon_counts(tb, (2, 3, 5))
+    add("sample uniques (f = 1)", ka[2], kb[2])
     for k in (2, 3, 5):
         add(f"records violating {k}-anonymity (f < {k})", ka[k], kb[k])
     for name in ("expected_reidentifications", "global_risk", "tau1", "tau2", "theta"):
@@ -451,9 +460,12 @@ def protected_section(data: dict, scrub) -> dict | None:
     if v is not None:
         body.append(para("Protected file: " + "; ".join(c["text"] for c in v["checks"]),
                          "good" if v["passes"] else "warn"))
+    wild = tb.wildcard is not None or ta.wildcard is not None
     body.append(table([("figure", "figure"), ("before", "original", "str"),
                        ("after", "protected", "str"), ("change", "change", "str")], shown,
-                      caption="Risk of the original and the protected file"))
+                      caption="Risk of the original and the protected file"
+                      + ("; f counts a missing key value as matching every category "
+                         "(missing = wildcard, as sdcMicro)" if wild else "")))
     if tb.keys != ta.keys:
         body.append(para("The protected file's keys differ from the original's.", "warn"))
     return section("protected", "Before and after protection", "Protected", body)

@@ -6,6 +6,8 @@ subpackages of issue 16; ``sdcrisk.report`` was then a module with the same func
     PYTHONPATH=OLD/src python tests/reference/golden/make_golden.py tests/reference/golden
 
 Re-record only for a deliberate change of results, and say so in the commit message.
+Re-recorded (issue 17, 2026-11-24): ``assess_auto`` (auto's default is now the calibrated
+combination) and ``evaluate`` (each method's ``interval_covers_truth``); the others unchanged.
 """
 
 from __future__ import annotations

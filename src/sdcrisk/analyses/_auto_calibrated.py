@@ -1,0 +1,120 @@
+"""The calibrated rule of ``method="auto"``: a meta-estimator learned on a corpus of populations.
+
+``auto`` fits a fixed set of cheap, deterministic candidates on the whole file (no
+sub-sampling, so the answer does not depend on a seed through the choice) and combines their
+tau1 and tau2 by a regression learned on the calibration corpus (``benchmarks/corpus.py``,
+``benchmarks/calibrate_auto.py``): for a measure m,
+
+    log(tau_m / SU) = sum_j beta_j x_j,
+
+x = standardised sample-only features (each candidate's log(tau_m / SU), the sampling fraction,
+n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha...). Its 95%
+interval is a normalised split-conformal interval: exp(+-q s(x)) around the estimate, s(x) a
+fitted scale of the out-of-population log error and q the corpus quantile of |error| / s.
+The parameters are package data (``auto_params.json``); ``docs/auto.md`` reports their
+leave-one-population-out accuracy and coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+__all__ = ["load_params", "base_features", "model_features", "predict", "outside_range",
+           "MEASURES"]
+
+MEASURES = ("tau1", "tau2")
+#: floor of a candidate's tau (as a share of the sample uniques) before taking logs
+_FLOOR = 1e-4
+
+
+@lru_cache(maxsize=1)
+def load_params() -> dict[str, Any]:
+    """The shipped parameters (``sdcrisk/analyses/auto_params.json``)."""
+    text = resources.files("sdcrisk.analyses").joinpath("auto_params.json").read_text()
+    return json.loads(text)
+
+
+def base_features(*, n: int, population_size: float, sample_uniques: int, n_cells: int,
+                  f2: int, f3: int, cell_space: float, n_keys: int, py_alpha: float | None
+                  ) -> dict[str, float]:
+    """Features observable in the sample alone (no candidate estimate). ``f2``, ``f3``: the
+    numbers of cells seen twice and three times. ``log_chao_per_N``: Chao's lower bound of
+    the number of population cells, K_n + f1^2 / (2 (f2 + 1)), per population record."""
+    su = max(int(sample_uniques), 1)
+    chao = n_cells + sample_uniques**2 / (2.0 * (f2 + 1))
+    return {
+        "log_chao_per_N": math.log(chao / population_size),
+        "f3_per_su": f3 / su,
+        "log_fraction": math.log(n / population_size),
+        "log_n": math.log(n),
+        "su_share": sample_uniques / n,
+        "log_cells_per_record": math.log(n_cells / n),
+        "f2_per_su": f2 / su,
+        "log_space_per_record": math.log(max(cell_space, 1.0) / n),
+        "n_keys": float(n_keys),
+        "py_alpha": float(py_alpha) if py_alpha is not None and math.isfinite(py_alpha)
+        else 0.5,
+    }
+
+
+def model_features(base: dict[str, float], estimates: dict[str, float], measure: str,
+                   sample_uniques: int, candidates: list[str]) -> dict[str, float]:
+    """Base features plus each candidate's log(tau_m / SU) for ``measure``."""
+    su = max(int(sample_uniques), 1)
+    out = dict(base)
+    for c in candidates:
+        v = estimates.get(c)
+        v = _FLOOR * su if v is None or not np.isfinite(v) else max(float(v), _FLOOR * su)
+        out[f"log_{c}"] = math.log(v / su)
+    return out
+
+
+def design_row(feats: dict[str, float], model: dict[str, Any]) -> np.ndarray:
+    """Standardised feature vector with the intercept first."""
+    names = model["features"]
+    x = np.array([feats[k] for k in names], float)
+    z = (x - np.asarray(model["mean"])) / np.asarray(model["sd"])
+    z = np.clip(z, -model.get("clip", 6.0), model.get("clip", 6.0))
+    return np.concatenate([[1.0], z])
+
+
+def outside_range(model: dict[str, Any], feats: dict[str, float]) -> list[str]:
+    """Features of this file outside the range seen on the corpus (the model extrapolates)."""
+    if "min" not in model:
+        return []
+    out = []
+    for k, lo, hi in zip(model["features"], model["min"], model["max"], strict=True):
+        v = feats[k]
+        if v < lo - 1e-9 or v > hi + 1e-9:
+            out.append(f"{k} = {v:.3g} (corpus range {lo:.3g} to {hi:.3g})")
+    return out
+
+
+def predict(model: dict[str, Any], feats: dict[str, float], sample_uniques: int,
+            level: float = 0.95) -> tuple[float, float, float, float]:
+    """Estimate, lower, upper of tau_m, and the interval's log half-width."""
+    su = max(int(sample_uniques), 1)
+    x = design_row(feats, model)
+    y = float(x @ np.asarray(model["coef"]))
+    y = min(y, 0.0)  # tau1, tau2 <= SU
+    feats = {**feats, "log_su": math.log(su)}
+    scale_x = np.concatenate([[1.0], [feats[k] for k in model["scale_features"]]])
+    s = math.exp(float(scale_x @ np.asarray(model["scale_coef"])))
+    q = _quantile(model, level)
+    half = q * s
+    est = su * math.exp(y)
+    return est, est * math.exp(-half), min(su, est * math.exp(half)), half
+
+
+def _quantile(model: dict[str, Any], level: float) -> float:
+    """The conformal quantile of |log error| / scale at ``level`` (interpolated between the
+    stored levels)."""
+    levels = np.asarray(model["conformal_levels"], float)
+    qs = np.asarray(model["conformal_quantiles"], float)
+    return float(np.interp(level, levels, qs))

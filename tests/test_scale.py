@@ -1,0 +1,320 @@
+"""Census scale (issue 20): the lean in-memory tabulation, the automatic out-of-core choice,
+per-cell record-risk threshold, the NB law's distinct triples, and tabulation on a cluster.
+
+Every lean path is checked against the plain one it replaces: the same CellTable (levels,
+cell order, codes, counts, record map, weights, households, N) and the same numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sdcrisk import Microdata, tabulate
+from sdcrisk.core import _nb
+from sdcrisk.core.measures import global_risk_threshold
+from sdcrisk.data import outofcore, route
+from sdcrisk.data.table import tabulate_source
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def assert_same_table(a, b, *, exact_weights=True):
+    assert a.keys == b.keys
+    assert a.levels == b.levels
+    assert a.cell_codes.dtype == b.cell_codes.dtype
+    np.testing.assert_array_equal(a.cell_codes, b.cell_codes)
+    np.testing.assert_array_equal(a.counts, b.counts)
+    np.testing.assert_array_equal(np.asarray(a.record_cell), np.asarray(b.record_cell))
+    assert a.n == b.n
+    assert a.population_size == pytest.approx(b.population_size, rel=0 if exact_weights else 1e-12)
+    assert a.population_size_source == b.population_size_source
+    for x, y in ((a.weight_sums, b.weight_sums), (a.inclusion_sums, b.inclusion_sums),
+                 (a.household, b.household)):
+        assert (x is None) == (y is None)
+        if x is not None:
+            if exact_weights:
+                np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+            else:
+                np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-12)
+    if exact_weights:
+        assert a.fingerprint() == b.fingerprint()
+
+
+def _frame(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    age = rng.integers(15, 90, n).astype(float)
+    age[rng.random(n) < 0.02] = np.nan  # missing -> its own level
+    return {
+        "sex": rng.integers(1, 3, n),
+        "age": age,
+        "region": rng.choice(np.array(["north", "south", "east", "west"]), n),
+        "tenure": rng.integers(-3, 4, n),
+        "w": rng.uniform(1, 50, n),
+        "hh": rng.integers(0, n // 3, n),
+    }
+
+
+@pytest.fixture
+def parquet_file(tmp_path):
+    data = _frame()
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table(data), path, row_group_size=700)  # several row groups
+    return path, data
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"population_size": 1e6},
+    {"weights": "w"},
+    {"household": "hh", "sampling_fraction": 0.01},
+    {"levels": {"sex": [1, 2, 3]}, "population_size": 5e5},
+])
+def test_tabulate_source_equals_from_source_then_tabulate(parquet_file, options, tmp_path):
+    path, data = parquet_file
+    keys = ["sex", "age", "region", "tenure"]
+    want = tabulate(Microdata.from_source(path, keys, **options))
+    assert_same_table(want, tabulate_source(path, keys, **options))
+    # a CSV file and an in-memory mapping go the same way
+    csv = tmp_path / "s.csv"
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(pa.table(data), csv)
+    assert_same_table(tabulate(Microdata.from_source(csv, keys, **options)),
+                      tabulate_source(csv, keys, **options))
+    assert_same_table(tabulate(Microdata.from_source(data, keys, **options)),
+                      tabulate_source(data, keys, **options))
+
+
+def test_tabulate_source_errors_like_from_source(parquet_file):
+    from sdcrisk.exceptions import InputError, ParameterError
+
+    path, _ = parquet_file
+    with pytest.raises(InputError, match="missing column 'nope'"):
+        tabulate_source(path, ["sex", "nope"])
+    with pytest.raises(ParameterError, match="repeat"):
+        tabulate_source(path, ["sex", "sex"])
+    with pytest.raises(InputError, match=r"57 missing value\(s\)"):
+        tabulate_source(path, ["sex", "age"], missing="error")
+    with pytest.raises(ParameterError, match="unknown option 'weight'"):
+        tabulate_source(path, ["sex"], weight="w")
+
+
+def test_tabulate_source_huge_key_space_falls_back():
+    # 7 keys of ~600 levels: K > 2^62, the ids need rank compression: same table anyway
+    rng = np.random.default_rng(3)
+    data = {f"k{j}": rng.integers(0, 600, 2000) for j in range(7)}
+    md = Microdata.from_source(data, list(data))
+    assert md.cell_space >= 2**62
+    assert_same_table(tabulate(md), tabulate_source(data, list(data)))
+
+
+def test_int32_record_map_and_narrow_ids():
+    from sdcrisk.data import _cells
+
+    rng = np.random.default_rng(1)
+    cols = [rng.integers(0, d, 50_000).astype(np.int8) for d in (7, 11, 13)]
+    ids, bound = _cells.cell_ids(cols, (7, 11, 13), narrow=True)
+    wide, _ = _cells.cell_ids(cols, (7, 11, 13))
+    assert ids.dtype == np.int32 and wide.dtype == np.int64
+    np.testing.assert_array_equal(ids, wide)
+    want = np.unique(wide, return_inverse=True, return_counts=True)
+    cells, counts, record = _cells.observed_cells(ids, bound)
+    np.testing.assert_array_equal(cells, want[0])
+    np.testing.assert_array_equal(counts, want[2])
+    np.testing.assert_array_equal(record, want[1].ravel())
+
+
+def test_threshold_per_cell_equals_per_record():
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(300):
+        m = int(rng.integers(1, 60))
+        risk = rng.choice([0.013, 0.05, 0.2, 0.5, 1.0, 1 / 3, 0.07], m)
+        counts = rng.integers(1, 6, m)
+        for target in (0.011, 0.1, 0.3):
+            per_record = global_risk_threshold(np.repeat(risk, counts), target)
+            per_cell = global_risk_threshold(risk, target, counts=counts)
+            assert per_cell == per_record
+            hits += per_cell not in (None, 0.0)
+    assert hits > 50  # the comparison covered real thresholds, not only "already met"
+
+
+def test_nb_distinct_triples_match_unique_rows():
+    rng = np.random.default_rng(2)
+    for trial in range(200):
+        m = int(rng.integers(0, 80))
+        f = rng.integers(1, 6, m).astype(float)
+        kind = trial % 4
+        r = f if kind == 0 else (f + 0.5 if kind == 1 else rng.integers(1, 3, m) * 1.0)
+        p = 0.3 if kind in (0, 3) else rng.choice([0.1, 0.2, 0.25], m)
+        _, fu, ru, pu, inv = _nb._unique_triples(f, r, p)
+        rows = np.stack(np.broadcast_arrays(f, r, p), axis=1)
+        want = np.unique(rows, axis=0)
+        assert len(fu) == len(want)
+        np.testing.assert_array_equal(np.stack([fu[inv], ru[inv], pu[inv]], axis=1), rows)
+
+
+def test_out_of_core_chosen_from_memory_limit(parquet_file, monkeypatch):
+    path, _ = parquet_file
+    keys = ["sex", "age", "region", "tenure"]
+    need = route.in_memory_bytes(path, keys)
+    assert need == 3000 * (2 * 16 + 8)  # widest column: text, 16 bytes a value, read twice
+    calls = []
+    real = outofcore.tabulate_file
+
+    def spy(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(outofcore, "tabulate_file", spy)
+    want = tabulate(Microdata.from_source(path, keys, weights="w"))
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", str(need + 1))
+    assert not route.needs_out_of_core(path, keys)
+    assert_same_table(want, route.tabulate_path(path, keys, weights="w"))
+    assert calls == []
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "50K")
+    assert route.needs_out_of_core(path, keys)
+    got = route.tabulate_path(path, keys, weights="w")
+    assert len(calls) == 1 and isinstance(got.record_cell, np.memmap)
+    assert_same_table(want, got, exact_weights=False)
+    # a folder of Parquet parts is always streamed
+    assert route.needs_out_of_core(path.parent, keys)
+
+
+def test_cli_assess_streams_when_the_file_does_not_fit(parquet_file, monkeypatch, capsys):
+    import json
+
+    from sdcrisk.cli import main
+
+    path, _ = parquet_file
+    argv = ["assess", str(path), "--keys", "sex,region,tenure", "--population-size",
+            "300000", "--method", "nb", "--format", "json"]
+    assert main(argv) == 0
+    in_memory = json.loads(capsys.readouterr().out)
+    calls = []
+    real = outofcore.tabulate_file
+    monkeypatch.setattr(outofcore, "tabulate_file",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    # below the file's in-memory need (120,000 bytes), above the nb fit's estimate
+    assert route.in_memory_bytes(path, ["sex", "region", "tenure"]) == 120_000
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "100K")
+    assert main(argv) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert len(calls) == 1
+    for name in ("tau1", "tau2", "expected_reidentifications"):
+        assert streamed["measures"][name]["estimate"] == pytest.approx(
+            in_memory["measures"][name]["estimate"], rel=1e-12)
+    assert streamed["provenance"]["input_fingerprint"] == \
+        in_memory["provenance"]["input_fingerprint"]
+
+
+@pytest.fixture
+def parquet_folder(tmp_path):
+    """Three Parquet parts (one in a sub-folder) of 8 keys' worth of census-like data."""
+    rng = np.random.default_rng(5)
+    folder = tmp_path / "parts"
+    (folder / "y=2").mkdir(parents=True)
+    for i, where in enumerate(["a.parquet", "b.parquet", "y=2/c.parquet"]):
+        n = 4000 + 1000 * i
+        data = {"sex": rng.integers(1, 3, n), "age": rng.integers(0, 40 + 10 * i, n),
+                "region": rng.choice(np.array(["n", "s", "e", "w"]), n),
+                "w": rng.uniform(1, 20, n)}
+        pq.write_table(pa.table(data), folder / where, row_group_size=1500)
+    return folder
+
+
+def test_tabulate_parts_serial_equals_local(parquet_folder):
+    from sdcrisk import tabulate_file, tabulate_parts
+
+    keys = ["sex", "age", "region"]
+    local = tabulate_file(parquet_folder, keys, weights="w", population_size=1e6,
+                          batch_rows=1000, record_cell="memory")
+    parts = tabulate_parts(parquet_folder, keys, weights="w", population_size=1e6,
+                           executor="serial", batch_rows=1000)
+    assert_same_table(local, parts, exact_weights=False)
+    assert parts.n == 15_000 and local.counts.sum() == 15_000
+    # the ages 40-59 occur only in the later parts: levels come from all parts
+    assert parts.levels[1] == tuple(range(60))
+
+
+def test_tabulate_parts_on_a_two_worker_local_cluster(parquet_folder):
+    distributed = pytest.importorskip("dask.distributed")
+    from sdcrisk import tabulate_file, tabulate_parts
+
+    keys = ["sex", "age", "region"]
+    local = tabulate_file(parquet_folder, keys, population_size=2e5, record_cell="memory")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        remote = tabulate_parts(parquet_folder, keys, population_size=2e5, executor=client)
+    assert_same_table(local, remote)
+    from sdcrisk import NegativeBinomialRisk
+
+    a = NegativeBinomialRisk().fit(local).measures
+    b = NegativeBinomialRisk().fit(remote).measures
+    assert a["tau1"].estimate == b["tau1"].estimate
+    assert a["tau2"].estimate == b["tau2"].estimate
+
+
+def test_cli_assess_folder_on_a_scheduler(parquet_folder, capsys):
+    import json
+
+    distributed = pytest.importorskip("dask.distributed")
+    from sdcrisk.cli import main
+
+    argv = ["assess", str(parquet_folder), "--keys", "sex,age,region", "--population-size",
+            "200000", "--method", "nb", "--format", "json"]
+    assert main([*argv, "--out-of-core"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster:
+        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert remote["provenance"]["input_fingerprint"] == local["provenance"]["input_fingerprint"]
+    assert remote["measures"]["tau1"] == local["measures"]["tau1"]
+    assert remote["provenance"]["executor"].startswith("dask")
+
+
+@pytest.mark.parametrize("options", [{}, {"weights": "w", "population_size": 1e6}])
+def test_duckdb_pass_equals_arrow_pass(parquet_file, tmp_path, options):
+    pytest.importorskip("duckdb")
+    from sdcrisk import tabulate_file
+
+    path, data = parquet_file
+    # a dictionary-encoded text column and a float key with NaN (missing) as well
+    table = pa.table(data).append_column("region_dict",
+                                         pa.array(data["region"]).dictionary_encode())
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path, row_group_size=900)
+    keys = ["sex", "age", "region_dict", "tenure"]
+    arrow = tabulate_file(path, keys, engine="pyarrow", record_cell="memory", **options)
+    duck = tabulate_file(path, keys, engine="duckdb", record_cell="memory", **options)
+    assert_same_table(arrow, duck, exact_weights=False)
+    assert None in duck.levels[1]  # the NaN ages are the missing level
+    want = tabulate(Microdata.from_source(path, keys, **options))
+    assert_same_table(want, duck, exact_weights=False)
+
+
+def test_duckdb_pass_leaves_row_errors_to_the_arrow_pass(parquet_file):
+    pytest.importorskip("duckdb")
+    from sdcrisk import tabulate_file
+    from sdcrisk.exceptions import InputError
+
+    path, _ = parquet_file
+    with pytest.raises(InputError, match=r"column 'age' has missing values \(first at row 3\)"):
+        tabulate_file(path, ["sex", "age"], missing="error", engine="duckdb")
+
+
+def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
+    # integer keys whose statistics bound K above 2^31: int64 ids, sorted (+28 bytes)
+    rng = np.random.default_rng(0)
+    data = {f"k{j}": rng.integers(0, 100_000, 1000) for j in range(3)}
+    data["small"] = rng.integers(0, 5, 1000).astype(np.int8)
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table(data), path)
+    assert route.in_memory_bytes(path, ["k0", "k1", "k2"]) == 1000 * (2 * 8 + 8 + 28)
+    assert route.in_memory_bytes(path, ["small"]) == 1000 * (2 * 1 + 8)
+    # weights or household columns do not count as keys in the bound
+    assert route.in_memory_bytes(path, ["small"], ["k0"]) == 1000 * (2 * 8 + 8)
