@@ -14,7 +14,7 @@ import hashlib
 import math
 import os
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -339,7 +339,7 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
                 raise ParameterError(
                     f"levels of {k!r} is {_short(lv)}, not a list; give every category "
                     f'of {k!r} as a list, e.g. {{"{k}": [1, 2, 3]}}')
-            if hasattr(lv, "__len__") and len(lv) == 0:
+            if isinstance(lv, Sized) and len(lv) == 0:
                 raise ParameterError(f"levels of {k!r} is an empty list; give its "
                                      "categories or leave the key out of levels")
     return keys
