@@ -56,11 +56,10 @@ VARIANTS = {
     # short CPU runs of the default sampler (marginal allocations with block moves)
     "hdp": ("hdp", {"chains": 2, "iterations": 400, "burn_in": 300, "thin": 5, "mc_draws": 200}),
 }
-# methods that need the dense key space run only up to this many cells here. A fixed model
-# is one IPF fit (the 3.5e8-cell 8-key sets take minutes); a search fits 100-200 models, so
-# it runs up to 1.2e7 cells (one 2-way fit at 3e8 cells took 386 s here: a search there
-# would take hours on 2 cores; larger key spaces call for partitioning)
-MAX_CELLS = {"loglinear-2way": 10**9, "loglinear-search": 12 * 10**6}
+# key spaces up to this many cells. Above 10^7 cells the log-linear fits use the factored
+# engine (blocks on join supports, no dense table): the search on the 3.5-4.7e8-cell 8-key
+# sets takes 17-49 CPU s and 0.5-1.4 GiB (benchmarks/bench_loglinear_large.py)
+MAX_CELLS = {"loglinear-2way": 10**9, "loglinear-search": 10**9}
 
 
 def populations(data_dir: Path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -291,3 +292,148 @@ def test_fused_dense_pass_equals_the_numpy_reference():
     small = me.dense_sums(flat[:1000], pi)  # the NumPy path
     a, b = me.coefficients(m[:1000] / pi, pi, "tau2")
     assert small["tau2"][1] == pytest.approx(np.sum(a * a * m[:1000] + 2 * b * b * m[:1000] ** 2))
+
+
+# --------------------------------------------------------------------------------------------
+# factored engine (issue 20 item 5): no dense table, same fit
+
+def test_blocks_of_generating_classes():
+    from sdcrisk.estimators._factored import blocks_of
+
+    assert blocks_of(((0,), (1,), (2,))) == [((0,), ((0,),)), ((1,), ((1,),)), ((2,), ((2,),))]
+    assert blocks_of(((0, 1), (2, 3), (4,))) == [((0, 1), ((0, 1),)), ((2, 3), ((2, 3),)),
+                                                 ((4,), ((4,),))]
+    gens = _ipf.parse_terms("all-2-way", list("abcd"))
+    assert blocks_of(gens) == [((0, 1, 2, 3), gens)]
+    # a chain joins its keys into one block
+    assert blocks_of(((0, 1), (1, 2), (3,)))[0] == ((0, 1, 2), ((0, 1), (1, 2)))
+
+
+def test_factored_sums_equal_the_dense_sums(monkeypatch):
+    """All-cell sums of a product of blocks by the series/exact split equal the dense pass."""
+    from sdcrisk.estimators import _factored
+    from sdcrisk.estimators._minerror import dense_sums
+
+    rng = np.random.default_rng(11)
+    n = 4000.0
+    values = [rng.gamma(0.4, 1.0, s) * rng.integers(0, 2, s) for s in (30, 200, 12, 70)]
+    values = [v / v.sum() * n for v in values]
+    full = n * np.einsum("i,j,k,l->ijkl", *[v / n for v in values]).ravel()
+    for pi in (0.01, 0.05, 0.3):
+        want = dense_sums(full, pi)
+        monkeypatch.setattr(_factored, "_DIRECT", 10)  # force the split
+        got = _factored.factored_sums(values, n, pi)
+        for key in ("tau1", "tau2"):
+            for w, g in zip(want[key], got[key], strict=True):
+                assert g == pytest.approx(w, rel=1e-10)
+        assert got["prob_one"] == pytest.approx(want["prob_one"], rel=1e-11)
+    # the series part: each coefficient row summed at lambda = 0.45 equals the cell terms
+    pi = 0.05
+    lam = 0.45
+    coef = _factored.series_coefficients(pi)
+    m = np.array([lam * pi])
+    terms = []
+    from sdcrisk.estimators._minerror import coefficients
+    for target in ("tau1", "tau2"):
+        a, b = coefficients(m / pi, pi, target)
+        terms += [(-a * m + b * m * m)[0], (a * a * m + 2 * b * b * m * m)[0]]
+    x = (1 - pi) * lam
+    terms.append(x * np.exp(-x))
+    np.testing.assert_allclose(coef @ lam ** np.arange(coef.shape[1]), terms, rtol=1e-11)
+
+
+def _six_keys(n, seed=3, population_size=400_000):
+    rng = np.random.default_rng(seed)
+    latent = rng.integers(0, 5, n)
+    data = {}
+    for name, k in (("a", 20), ("b", 10), ("c", 8), ("d", 6), ("e", 5), ("f", 4)):
+        probs = rng.dirichlet(np.full(k, 0.3), size=5)
+        cum = np.cumsum(probs, axis=1)[latent]
+        data[name] = np.minimum((rng.random(n)[:, None] > cum).sum(axis=1), k - 1)
+    return sdcrisk.tabulate(sdcrisk.Microdata.from_source(data, list(data),
+                                                          population_size=population_size))
+
+
+@pytest.mark.parametrize("terms", ["independence", "all-2-way", "all-2-way + a:b:c"])
+def test_factored_engine_equals_dense_fit(terms):
+    """Same MLE, tau1, tau2, both Z and P(PU) as IPF on the dense table (192,000 cells)."""
+    table = _six_keys(4000)
+    kw = dict(terms=terms, tol=1e-10, max_iter=3000)
+    dense = sdcrisk.LogLinearRisk(engine="dense", **kw).fit(table)
+    fact = sdcrisk.LogLinearRisk(engine="factored", **kw).fit(table)
+    assert fact.diagnostics["engine"] == "factored"
+    assert fact.diagnostics["support_cells"] < table.cell_space
+    for m in ("tau1", "tau2", "p_pu", "theta"):
+        assert fact.estimate(m) == pytest.approx(dense.estimate(m), rel=1e-8), m
+    for target in ("tau1", "tau2"):
+        zd, zf = (r.fitted["minimum_error"][target] for r in (dense, fact))
+        assert zf["Z"] == pytest.approx(zd["Z"], rel=1e-7, abs=1e-9)
+        assert zf["v"] == pytest.approx(zd["v"], rel=1e-8)
+    np.testing.assert_allclose(fact.cell_risk("population_unique"),
+                               dense.cell_risk("population_unique"), rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [3000, 20000])
+def test_factored_search_takes_the_dense_search_path(n):
+    """The forward search picks the same terms with both engines, on both branches: n = 3,000
+    accepts all-2-way, n = 20,000 adds a 3-way term to it (warm-started block refits)."""
+    table = sdcrisk.tabulate(_skewed_microdata(n=n, population_size=200_000 if n > 3000
+                                               else 100_000))
+    dense = sdcrisk.LogLinearRisk(terms="search", engine="dense").fit(table)
+    fact = sdcrisk.LogLinearRisk(terms="search", engine="factored").fit(table)
+    pd, pf = dense.diagnostics["search_path"], fact.diagnostics["search_path"]
+    assert [r["model"] for r in pf] == [r["model"] for r in pd]
+    assert fact.diagnostics["model"] == dense.diagnostics["model"]
+    if n == 20000:
+        assert "added 3-way term" in [r["step"] for r in pf]
+    for a, b in zip(pd, pf, strict=True):
+        assert b["Z"] == pytest.approx(a["Z"], rel=1e-6, abs=1e-6)
+    assert fact.estimate("tau2") == pytest.approx(dense.estimate("tau2"), rel=1e-8)
+
+
+def test_factored_search_from_independence_equals_dense():
+    """A search that adds 2-way terms to independence (Z(all-2-way) < 0) reuses unchanged
+    blocks; path and result equal the dense search's."""
+    table = _six_keys(800, seed=8, population_size=300_000)
+    dense = sdcrisk.LogLinearRisk(terms="search", engine="dense").fit(table)
+    fact = sdcrisk.LogLinearRisk(terms="search", engine="factored").fit(table)
+    pd, pf = dense.diagnostics["search_path"], fact.diagnostics["search_path"]
+    assert pd[1]["Z"] < 0 and "added 2-way term" in [r["step"] for r in pd]
+    assert [r["model"] for r in pf] == [r["model"] for r in pd]
+    assert fact.estimate("tau1") == pytest.approx(dense.estimate("tau1"), rel=1e-8)
+    assert fact.estimate("tau2") == pytest.approx(dense.estimate("tau2"), rel=1e-8)
+
+
+def test_auto_engine_fits_a_400_million_cell_key_without_the_dense_table():
+    """K = 4 x 10^8: the dense float32 table alone (1.6 GB) is refused under a 1 GiB limit;
+    engine auto picks the factored fit, which runs within it."""
+    rng = np.random.default_rng(9)
+    sizes = (20, 10, 10, 10, 10, 10, 10, 20)
+    n = 3000
+    latent = rng.integers(0, 60, n)  # keys are noisy functions of a latent class
+    data = {}
+    for j, k in enumerate(sizes):
+        col = (latent * (j + 3) + (rng.random(n) < 0.15)) % k
+        col[:k] = np.arange(k)
+        data[f"k{j}"] = col
+    table = sdcrisk.tabulate(sdcrisk.Microdata.from_source(data, list(data),
+                                                           population_size=100_000))
+    assert table.cell_space == 4 * 10**8
+    with pytest.raises(sdcrisk.MemoryLimitError):
+        sdcrisk.LogLinearRisk(terms="all-2-way", engine="dense").fit(table, memory_limit=2**30)
+    indep = sdcrisk.LogLinearRisk(terms="independence").fit(table, memory_limit=2**30)
+    assert indep.diagnostics["engine"] == "factored" and indep.diagnostics["blocks"] == 8
+    # independence has a closed form: mu = n prod_j f_j / n
+    pi = table.n / table.population_size
+    margins = [np.bincount(table.cell_codes[:, j], weights=table.counts, minlength=d) / n
+               for j, d in enumerate(sizes)]
+    mu = n * np.prod([margins[j][table.cell_codes[:, j]] for j in range(8)], axis=0)
+    su = table.counts == 1
+    assert indep.estimate("tau1") == pytest.approx(h1(mu[su] / pi, pi).sum(), rel=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sdcrisk.ConvergenceWarning)
+        two = sdcrisk.LogLinearRisk(terms="all-2-way", max_iter=8).fit(table,
+                                                                       memory_limit=2**30)
+    assert two.diagnostics["engine"] == "factored" and two.diagnostics["blocks"] == 1
+    assert two.diagnostics["support_cells"] < table.cell_space // 1000
+    assert 0 < two.estimate("tau1") < indep.estimate("tau1") <= su.sum()

@@ -43,7 +43,7 @@ def _evaluate_unit(unit: dict) -> dict:
         "method": unit["label"], "K": ev.cell_space, "truth": dict(ev.truth),
         "estimates": dict(m.estimates), "relative_errors": dict(m.relative_errors),
         "auc": m.auc, "seconds": m.seconds, "mcmc": _mcmc_summary(m.result),
-        "covered": m.covered,
+        "covered": None if m.covered is None else dict(m.covered),
     }
 
 

@@ -431,6 +431,8 @@ def concrete_estimator(estimator, table):
         return estimator, None
     res = estimator.fit(table)
     choice = res.fitted["choice"]
+    if "settings" not in choice:  # the calibrated combination: cheap, re-fitted as a whole
+        return estimator, res
     method, setting = choice["methods"][0], choice["settings"][0]
     cand = Candidate.parse(method if setting == "default" else f"{method}:{setting}")
     shared = {"ci_level": estimator.ci_level, "max_global_risk": estimator.max_global_risk,

@@ -17,7 +17,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["h1", "h2", "coefficients", "dense_sums", "minimum_error", "minimum_error_dense"]
+__all__ = ["h1", "h2", "coefficients", "dense_sums", "minimum_error", "minimum_error_dense",
+           "minimum_error_observed"]
 
 Target = Literal["tau1", "tau2"]
 _CHUNK = 1 << 22
@@ -145,8 +146,16 @@ def minimum_error(mu: np.ndarray, observed: np.ndarray, f_observed: np.ndarray, 
         :func:`dense_sums` of ``mu`` when already computed (both targets share one pass).
     """
     flat = mu.reshape(-1)
-    base_b, v = (dense or dense_sums(flat, pi))[target]
-    m = flat[observed].astype(np.float64)
+    return minimum_error_observed(flat[observed], f_observed, pi, target,
+                                  dense or dense_sums(flat, pi))
+
+
+def minimum_error_observed(mu_observed: np.ndarray, f_observed: np.ndarray, pi: float,
+                           target: Target, dense: dict) -> dict[str, float]:
+    """B, v, Z from the fitted means of the observed cells and :func:`dense_sums` of the
+    whole table (however computed: dense, or by blocks in :mod:`._factored`)."""
+    base_b, v = dense[target]
+    m = np.asarray(mu_observed, np.float64)
     f = np.asarray(f_observed, float)
     a, b = coefficients(m / pi, pi, target)
     big_b = base_b + float(np.sum(a * f + b * (f * f - 2 * f * m - f)))

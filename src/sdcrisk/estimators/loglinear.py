@@ -24,14 +24,16 @@ from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
-from . import _ipf
+from . import _factored, _ipf
 from ._base import Estimator
-from ._minerror import dense_sums, h1, h2, minimum_error
+from ._minerror import dense_sums, h1, h2, minimum_error, minimum_error_observed
 from ._modrisk import modrisk_measures
 
-__all__ = ["LogLinearRisk", "fit_loglinear", "LogLinearFit"]
+__all__ = ["LogLinearRisk", "fit_loglinear", "fit_loglinear_factored", "LogLinearFit"]
 
 _CHUNK = 1 << 22
+#: engine="auto" fits by blocks on join supports (:mod:`._factored`) above this many cells
+FACTORED_ABOVE = 10**7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,8 @@ class LogLinearFit:
     z: dict[str, dict[str, float]]
     #: sum over all cells of x e^{-x}, x = (1 - pi) mu / pi (unweighted fits; else None)
     prob_one_all: float | None = None
+    #: the blocks of a factored fit (engine "factored"; then there is no dense table)
+    factored: _factored.FactoredModel | None = None
 
     @property
     def fitted(self) -> np.ndarray:
@@ -101,6 +105,30 @@ def fit_loglinear(table: CellTable, generators, *, max_iter: int = 40, tol: floa
         generators=tuple(generators), description=_ipf.describe_terms(generators, table.keys),
         ipf=res, observed_mu=mu_obs, pi=pi, tau1=float(h1(lam_su, pi).sum()),
         tau2=float(h2(lam_su, pi).sum()), z=z, prob_one_all=prob_one_all,
+    )
+
+
+def fit_loglinear_factored(fitter: _factored.FactoredFitter, generators,
+                           parent: LogLinearFit | None = None) -> LogLinearFit:
+    """The same fit and measures as :func:`fit_loglinear` without the dense table.
+
+    ``fitter`` holds the table and its margins; ``parent`` (a sub-model's fit) lends the
+    blocks the new model leaves unchanged and warm-starts the block it changes.
+    """
+    table = fitter.table
+    generators = tuple(generators)
+    model = fitter.fit(generators, None if parent is None else parent.factored)
+    pi = table.n / table.population_size
+    mu_obs = model.observed_mu
+    su = table.counts == 1
+    lam_su = mu_obs[su] / pi
+    z = {target: minimum_error_observed(mu_obs, table.counts, pi, target, model.sums)
+         for target in ("tau1", "tau2")}
+    return LogLinearFit(
+        generators=generators, description=_ipf.describe_terms(generators, table.keys),
+        ipf=model.ipf_result(), observed_mu=mu_obs, pi=pi, tau1=float(h1(lam_su, pi).sum()),
+        tau2=float(h2(lam_su, pi).sum()), z=z, prob_one_all=model.sums["prob_one"],
+        factored=model,
     )
 
 
@@ -163,6 +191,12 @@ class LogLinearRisk(Estimator):
         IPF sweeps and convergence tolerance in count units (SDCNway defaults 40, 1e-3).
     dtype : {"auto", "float32", "float64"}
         Storage of the dense fitted table; ``auto`` uses float32 above 10^7 cells.
+    engine : {"auto", "dense", "factored"}
+        ``dense``: IPF on the dense table of all K cells. ``factored``: no dense table; the
+        model is fitted block by block (keys joined by its terms) on the cells where every
+        sample margin of the block's terms is positive, and the all-cell sums of Z and P(PU)
+        come from the blocks (same fit and measures; memory and time grow with those cells,
+        not with K). ``auto``: factored above 10^7 cells (unweighted, no bootstrap).
     weighted : bool
         Fit to the sums of survey weights (SDCNway's weighted variant); Z is then not given.
     bootstrap : int
@@ -182,9 +216,11 @@ class LogLinearRisk(Estimator):
 
     Notes
     -----
-    The fitted table is dense over the K key cells (memory K x 4 or 8 bytes, refused above the
-    memory limit before allocation). sdcMicro's ``modRisk`` computes related but different
-    numbers (spec C.1): it is not an equivalent; ``mode="sdcmicro"`` reproduces them alongside.
+    With the dense engine the fitted table is dense over the K key cells (memory K x 4 or 8
+    bytes, refused above the memory limit before allocation); the factored engine (default
+    above 10^7 cells) holds only the join supports of the model's blocks. sdcMicro's
+    ``modRisk`` computes related but different numbers (spec C.1): it is not an equivalent;
+    ``mode="sdcmicro"`` reproduces them alongside.
 
     References
     ----------
@@ -214,6 +250,7 @@ class LogLinearRisk(Estimator):
     partition: Any = None
     mode: Literal["exact", "sdcmicro"] = "exact"
     sdcmicro_bound: float = math.inf
+    engine: Literal["auto", "dense", "factored"] = "auto"
 
     def _validate(self) -> None:
         if self.mode not in ("exact", "sdcmicro"):
@@ -244,14 +281,29 @@ class LogLinearRisk(Estimator):
             _ipf.check_terms_syntax(self.terms)
         if self.partition is not None and self.bootstrap:
             raise ParameterError("bootstrap intervals are not available with partitioning")
+        if self.engine not in ("auto", "dense", "factored"):
+            raise ParameterError(f"engine={self.engine!r}; use auto, dense or factored")
+        if self.engine == "factored" and (self.weighted or self.bootstrap):
+            raise ParameterError("engine='factored' fits unweighted models without bootstrap "
+                                 "(both need the dense table): use engine='dense'")
 
     def _dtype(self, k: int):
         if self.dtype == "auto":
             return np.float32 if k > 10**7 else np.float64
         return np.dtype(self.dtype).type
 
+    def _factored(self, cell_space: int) -> bool:
+        """Whether a (compacted) table of ``cell_space`` cells is fitted by blocks."""
+        if self.engine == "auto":
+            return (cell_space > FACTORED_ABOVE and not self.weighted
+                    and not self.bootstrap)
+        return self.engine == "factored"
+
     def memory_estimate(self, table: CellTable) -> int:
         """The dense fitted table (of the largest band when partitioned) on top of the base.
+
+        The factored engine holds join supports, not known before the fit (the join refuses
+        one past the memory limit): counted here as 64 bytes per observed cell and key.
 
         A search also holds the current model's table while IPF copies it as a warm start;
         the bootstrap holds a Poisson draw, a float64 copy of mu and a refit.
@@ -261,6 +313,9 @@ class LogLinearRisk(Estimator):
         if self.partition is not None:
             var, groups, _ = resolve_partition(self.partition, compact)
             k = k // len(compact.levels[var]) * max(len(g) for g in groups)
+        if self._factored(k):
+            return int(super().memory_estimate(table)
+                       + 64 * table.n_cells * len(table.keys) + (64 << 20))
         item = np.dtype(self._dtype(k)).itemsize
         need = super().memory_estimate(table) + k * item
         if isinstance(self.terms, str) and self.terms.strip() == "search":
@@ -270,9 +325,20 @@ class LogLinearRisk(Estimator):
         return int(need)
 
     def _fit_table(self, table: CellTable, dtype) -> tuple[LogLinearFit, list[dict]]:
+        is_search = isinstance(self.terms, str) and self.terms.strip() == "search"
+        if self._factored(table.cell_space):
+            fitter = _factored.FactoredFitter(table, max_iter=self.max_iter, tol=self.tol)
+
+            def fit_model(gens, parent):
+                return fit_loglinear_factored(fitter, gens, parent)
+
+            if is_search:
+                return search(table, target=self.target, max_added=self.max_added_terms,
+                              fit=fit_model)
+            return fit_model(_ipf.parse_terms(self.terms, table.keys), None), []
         kwargs = dict(max_iter=self.max_iter, tol=self.tol, dtype=dtype,
                       weighted=self.weighted, flat_index=_flat_index(table))
-        if isinstance(self.terms, str) and self.terms.strip() == "search":
+        if is_search:
             fit, path = search(table, target=self.target, max_added=self.max_added_terms,
                                **kwargs)
         else:
@@ -308,6 +374,10 @@ class LogLinearRisk(Estimator):
         )
         diagnostics = {**_fit_diagnostics(fit), "dtype": np.dtype(dtype).name,
                        "fitted_cells": table.cell_space, "search_path": path}
+        if fit.factored is not None:
+            diagnostics.update(engine="factored", dtype="float64",
+                               support_cells=fit.factored.support_cells,
+                               blocks=len(fit.factored.blocks))
         fitted = {"model": fit.description, "pi": pi,
                   "minimum_error": {t: dict(v) for t, v in fit.z.items()},
                   "z_sign_convention": "published (+), spec C.4 / H.1.3"}
@@ -557,22 +627,30 @@ def _path_row(fit: LogLinearFit, target: str, seconds: float, step: str) -> dict
 
 
 def search(table: CellTable, *, target: str = "tau2", max_added: int | None = None,
-           **fit_kwargs) -> tuple[LogLinearFit, list[dict]]:
+           fit=None, **fit_kwargs) -> tuple[LogLinearFit, list[dict]]:
     """ONS forward model search on the minimum-error statistic (spec C.5).
 
     Fit independence and all-2-way; accept all-2-way if 0 <= Z < 1.96; if Z < 0 start from
     independence and add 2-way terms, if Z >= 1.96 start from all-2-way and add 3-way terms.
     Each step fits every candidate term and keeps the one with the smallest Z >= 0 (or, when
     all are negative, the largest Z and stops); stop when 0 <= Z < 1.96 or at ``max_added``.
+
+    ``fit(generators, parent)``: how a model is fitted (``parent``: the current model, of
+    which the candidate is a super-model, or None); default :func:`fit_loglinear` on the dense
+    table with ``fit_kwargs``, warm-started from the parent's fitted table.
     """
+    if fit is None:
+        def fit(gens, parent):
+            return fit_loglinear(table, gens, **fit_kwargs,
+                                 initial=None if parent is None else parent.fitted)
     j = len(table.keys)
     path: list[dict] = []
 
     def timed(gens, step):
         t0 = time.perf_counter()
-        fit = fit_loglinear(table, gens, **fit_kwargs)
-        path.append(_path_row(fit, target, time.perf_counter() - t0, step))
-        return fit
+        model = fit(gens, None)
+        path.append(_path_row(model, target, time.perf_counter() - t0, step))
+        return model
 
     indep = timed(_ipf.parse_terms("independence", table.keys), "independence")
     two = timed(_ipf.parse_terms("all-2-way", table.keys), "all-2-way")
@@ -598,14 +676,14 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
             gens = _ipf._reduce(list(current.generators) + [term])
             t0 = time.perf_counter()
             # warm start from the current model's fit: the candidate's family contains it
-            fit = fit_loglinear(table, gens, initial=current.fitted, **fit_kwargs)
-            z = _z_of(fit, target)
-            row = _path_row(fit, target, time.perf_counter() - t0, f"candidate +{order}-way")
+            model = fit(gens, current)
+            z = _z_of(model, target)
+            row = _path_row(model, target, time.perf_counter() - t0, f"candidate +{order}-way")
             path.append(row)
             better = (best is None or (z >= 0 and (best_z < 0 or z < best_z))
                       or (z < 0 and best_z < 0 and z > best_z))
             if better:
-                best, best_z, best_term = fit, z, term
+                best, best_z, best_term = model, z, term
         current = best
         candidates.remove(best_term)
         added += 1
