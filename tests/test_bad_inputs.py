@@ -435,7 +435,7 @@ EVALUATE_CASES = [
     (("--fraction", "nan"), ("fraction",)),
     (("--n", "0"), ("n=0", ">= 1")),
     (("--n", "100000"), ("n=100000", "exceeds the population size")),
-    (("--fraction", "0.1", "--methods", "nb,nope"), ("unknown", "method 'nope'")),
+    (("--fraction", "0.1", "--methods", "nb,nope"), ("method 'nope'", "available")),
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
     ((), ("--fraction",)),
@@ -454,6 +454,9 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
     (("--out", "no/such/r.html"), ("does not exist",)),
     (("--methods", "nope", "--out", "r.html"), ("nope",)),
     (("--population-size", "nan", "--out", "r.html"), ("not finite",)),
+    (("--min-count", "-1", "--out", "r.html"), ("--min-count -1", ">= 2")),
+    (("--top", "-5", "--out", "r.html"), ("--top -5", ">= 1")),
+    (("--risk-threshold", "5", "--out", "r.html"), ("--risk-threshold 5.0", "(0, 1]")),
 ])
 def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
     monkeypatch.chdir(files)
@@ -471,6 +474,18 @@ def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words)
     (("--l1", "exp:1"), ("give either data",)),
     (("--domain-types", "good.csv", "--alpha", "1", "--l1", "exp:1"),
      ("both --alpha and --beta",)),
+    (("good.csv", "--domain", "a", "--class", "b=99", "--l1", "exp:1", "--population-size",
+      "1e4"), ("b='99' is not a level of 'b'",)),
+    (("good.csv", "--domain", "a", "--class", "b", "--l1", "exp:1", "--population-size",
+      "1e4"), ("write var=value",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:-1", "--population-size",
+      "1e4"), ("s=-1.0 must be a positive number",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--l0", "zz",
+      "--population-size", "1e4"), ("l0 kind 'zz'",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--population-size",
+      "1e4", "--max-enumeration", "-1"), ("--max-enumeration -1",)),
+    (("--domain-types", "good.csv", "--alpha", "0", "--beta", "1", "--l1", "exp:1"),
+     ("--alpha 0.0 must be a positive number",)),
 ])
 def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)
@@ -482,11 +497,16 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "1", "--actions", "teleport"), ("teleport",)),
     (("--target", "1", "--plot", "p.pdf"), (".png or .svg",)),
     (("--target", "1", "--change-keys", "zz"), ("zz",)),
+    (("--target", "-1"), ("must be a non-negative number",)),
+    (("--target", "nan"), ("must be a non-negative number",)),
+    (("--target", "1", "--refit-candidates", "0"), ("--refit-candidates 0",)),
+    (("--target", "1", "--max-pattern-size", "0"), ("--max-pattern-size 0",)),
+    (("--target", "1", "--objective", "records-above"), ("give a record risk threshold",)),
 ])
 def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)
     code, _, err = run(capsys, "recommend", "good.csv", "--keys", KEYS, "--population-size",
-                       "1e4", *argv)
+                       "1e4", "--method", "nb", *argv)
     assert_clear(code, err, 2, words)
 
 
@@ -1098,3 +1118,13 @@ def test_loglinear_bootstrap_on_one_record():
     _check_finite_and_ordered(res, 1)
     assert res.measures["tau1"].estimate == pytest.approx(0, abs=1e-12)
     assert res.measures["tau2"].estimate == pytest.approx(1e-4, rel=1e-3)
+
+
+def test_keys_and_levels_accept_any_iterable():
+    """The checks refuse scalars and strings, not the iterables people pass."""
+    df = _df()
+    md = Microdata.from_source(df, keys={"a": 1, "b": 2}.keys(),
+                               levels={"a": pd.Index([0, 1, 2, 3]), "b": range(3)})
+    assert md.keys == ("a", "b")
+    assert md.levels[0] == (0, 1, 2, 3)
+    assert Microdata.from_source(df, keys=(k for k in ("a", "c"))).keys == ("a", "c")

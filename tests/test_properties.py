@@ -63,7 +63,9 @@ def microdata(draw):
         data[f"k{j}"] = np.array(draw(st.lists(st.integers(0, d - 1), min_size=n, max_size=n)))
     weighted = draw(st.booleans())
     if weighted:
-        data["w"] = np.array(draw(st.lists(st.floats(0.5, 200.0), min_size=n, max_size=n)))
+        # survey weights: each record stands for at least one person on average (a sum
+        # below n is refused, issue 19)
+        data["w"] = np.array(draw(st.lists(st.floats(1.0, 200.0), min_size=n, max_size=n)))
     big_n = None if weighted else n * draw(st.sampled_from([1, 1.5, 10, 100, 10_000]))
     md = Microdata.from_source(data, [k for k in data if k != "w"],
                                weights="w" if weighted else None, population_size=big_n)

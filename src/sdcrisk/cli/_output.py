@@ -144,6 +144,8 @@ def cli_message(message: str, argv: Sequence[str], flags: dict[str, str]) -> str
     on the command line written as those flags: ``"max_iter=0 must be >= 1"`` ->
     ``"--iterations 0 must be >= 1"``."""
     typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    # every typed flag names its API option too: --risk-threshold <-> risk_threshold
+    flags = {**{f[2:].replace("-", "_"): f for f in typed if len(f) > 3}, **flags}
     for name, flag in flags.items():
         if flag not in typed:
             continue

@@ -14,7 +14,7 @@ import hashlib
 import math
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -303,14 +303,14 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
     """The keys as a tuple, after checking the options of :meth:`Microdata.from_source`."""
     if isinstance(keys, str):
         keys = [k.strip() for k in keys.split(",") if k.strip()]
-    if not isinstance(keys, Sequence | set | frozenset) or isinstance(keys, bytes):
+    if isinstance(keys, bytes | Mapping) or not isinstance(keys, Iterable):
         raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
                              "names or a comma-separated string")
+    keys = tuple(keys)
     bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
     if bad_key is not None:
         raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
                              "strings")
-    keys = tuple(keys)
     if not keys:
         raise ParameterError("give at least one key variable")
     if len(set(keys)) != len(keys):
@@ -335,12 +335,11 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
         if unknown:
             raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
         for k, lv in levels.items():
-            if isinstance(lv, str | bytes | Mapping) or not isinstance(
-                    lv, Sequence | np.ndarray | set | frozenset):
+            if isinstance(lv, str | bytes | Mapping) or not isinstance(lv, Iterable):
                 raise ParameterError(
                     f"levels of {k!r} is {_short(lv)}, not a list; give every category "
                     f'of {k!r} as a list, e.g. {{"{k}": [1, 2, 3]}}')
-            if len(lv) == 0:
+            if isinstance(lv, Sized) and len(lv) == 0:
                 raise ParameterError(f"levels of {k!r} is an empty list; give its "
                                      "categories or leave the key out of levels")
     return keys
