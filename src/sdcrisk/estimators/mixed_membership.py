@@ -473,12 +473,13 @@ class HdpRisk(_MixedMembershipBase):
     init: Literal["partition", "bnpdr"] = "partition"
     new_alpha: Literal["moment", "prior"] = "moment"
     allocation: Literal["marginal", "collapsed", "sequential", "fast"] = "marginal"
-    sz_tables: Literal["top", "individual"] = "top"
+    sz_tables: Literal["top", "individual"] | None = None
     block_moves: bool | None = None
 
     def _validate(self) -> None:
         super()._validate()
-        _check_choice("sz_tables", self.sz_tables, ("top", "individual"))
+        if self.sz_tables is not None:
+            _check_choice("sz_tables", self.sz_tables, ("top", "individual"))
         if self.block_moves is not None and not isinstance(self.block_moves, bool):
             raise ParameterError(f"block_moves={self.block_moves!r}; use True, False or None")
         if self.block_moves and self.allocation != "marginal":
@@ -494,6 +495,9 @@ class HdpRisk(_MixedMembershipBase):
 
     def _fit(self, table: CellTable) -> RiskResult:
         data, sz = self._prepare(table)
+        tables = self.sz_tables or ("individual" if self.sz_method == "exact" else "top")
+        exact = sz is None or (self.sz_method == "exact" and tables == "individual"
+                               and not self.compat_bnpdr)
         params = HdpParams(a0=float(self.prior_alpha0[0]), b0=float(self.prior_alpha0[1]),
                            a=float(self.prior_alpha[0]), b=float(self.prior_alpha[1]),
                            concentration=self.concentration, compat=self.compat_bnpdr,
@@ -501,8 +505,8 @@ class HdpRisk(_MixedMembershipBase):
                            new_alpha=self.new_alpha, mc_draws=self.mc_draws,
                            tau_mode=self.tau_mode, sz_method=self.sz_method,
                            sz_free=self.sz_free_counts, sz_memberships=self.sz_memberships,
-                           sz_cap=float(self.sz_cap), sz_tables=self.sz_tables,
-                           block_moves=(self.allocation == "marginal" and sz is None
+                           sz_cap=float(self.sz_cap), sz_tables=tables,
+                           block_moves=(self.allocation == "marginal" and exact
                                         if self.block_moves is None else self.block_moves))
         run = self._run(HDP, data, params, ("tau1", "tau2"))
         comp = run.draws["components"]
