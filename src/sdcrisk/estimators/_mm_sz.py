@@ -464,12 +464,19 @@ def simulate_truncated_hdp(rng, n, cap, offs, sizes, beta, scal, theta, kk, pi, 
     capk = beta.shape[0] - 1
     for k in range(capk + 1):
         aug_m[k] = 0.0
-        for x in range(D):
-            aug_c[k, x] = 0.0
+        for col in range(D):
+            aug_c[k, col] = 0.0
     x = np.empty(J, np.int64)
     zz = np.empty(J, np.int64)
     cnt = np.zeros(capk + 1, np.int64)
-    urn = np.empty(capk + 2)
+    # components visited in decreasing order of beta (new ones appended), so that the
+    # linear scan of the urn stops early; the urn's total is known (sum beta + beta_0 = 1)
+    order = np.empty(capk + 1, np.int64)
+    K = kk[0]
+    order[:K] = np.argsort(-beta[:K])
+    mass = scal[0]
+    for k in range(K):
+        mass += beta[k]
     admissible = 0
     n0 = 0
     m0 = 0.0
@@ -481,15 +488,22 @@ def simulate_truncated_hdp(rng, n, cap, offs, sizes, beta, scal, theta, kk, pi, 
         al = fixed_alpha if fixed_alpha > 0 else kern.gamma_variate(rng, shape) / rate
         rem = 0
         for j in range(J):
-            for k in range(K):
-                urn[k] = al * beta[k] + cnt[k]
-            urn[K] = al * scal[0] + rem
-            z = kern.categorical(rng, urn, K + 1)
+            # Polya urn of pi ~ Dir(al beta): weights al beta_k + cnt_k, remainder last
+            u = rng.random() * (al * mass + j)
+            acc = 0.0
+            z = K
+            for t in range(K):
+                k = order[t]
+                acc += al * beta[k] + cnt[k]
+                if u < acc:
+                    z = k
+                    break
             if z == K:
                 if K < capk and rem == 0:
                     kern.new_component(rng, K, pi, pi0, beta, scal, alpha)
                     kern.profile_prior_row(rng, theta, K, offs, -1)
                     cnt[K] = 0
+                    order[K] = K
                     K += 1
                 else:
                     z = -1                 # the aggregated remainder (capacity ran out)
