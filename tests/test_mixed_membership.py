@@ -1048,8 +1048,8 @@ def test_structural_zeros_matter_on_ny_1000():
 def test_exact_augmentation_with_block_moves_on_ny_sz_1000():
     # issue 20 item 4: sz_method="exact" (an exact Gibbs step for the augmented records, so
     # block moves are on) on NY with structural zeros, n = 1,000, 4 x (500 + 2,000)
-    # iterations, N_0 capped at 20 n: tau1 12.45 +- 1.73 (truth 11, BR 10.81 +- 1.66),
-    # R-hat of tau1 / tau2 1.017 / 1.008, bulk ESS 211 / 337, in 69 CPU s; BR's App. C (the
+    # iterations, N_0 capped at 20 n: tau1 12.53 +- 1.73 (truth 11, BR 10.81 +- 1.66),
+    # R-hat of tau1 / tau2 1.018 / 1.006, bulk ESS 242 / 281, in 57 CPU s; BR's App. C (the
     # default) with 4 x (1,000 + 3,000): 11.59, R-hat 1.028 / 1.050, ESS 134 / 44, 79 CPU s
     # (benchmarks/RESULTS.md, "Structural zeros: mixing and target")
     res = _fit(HdpRisk(iterations=2000, burn_in=500, thin=10, random_state=7, progress=False,
