@@ -211,6 +211,46 @@ def component_sz_mass(theta_ext: np.ndarray, sz) -> np.ndarray:
     return szk._draw_products(np.ascontiguousarray(theta_ext.T), sz.cols, sz.lens).sum(axis=0)
 
 
+def bench_szmix(n: int, iterations: int, label: str, options: dict, seed: int = 7,
+                burn_in: int = 1000) -> dict:
+    """Same-seed, same-length 4-chain run on NY with structural zeros: R-hat and bulk ESS
+    of tau1, tau2 and K, CPU seconds, the augmentation's omega and N_0 (issue 20 item 4)."""
+    tab = table("sz", n)
+    load0 = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = HdpRisk(iterations=iterations, burn_in=burn_in, thin=10, random_state=seed,
+                      progress=False, structural_zeros=conditions(), **options).fit(tab)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    d = res.diagnostics["mcmc"]
+    post = res.fitted["posterior"]
+    omega = post.get("omega", {}).get("mean")
+    return {"kind": "sz", "n": n, "its": iterations, "burn_in": burn_in, "label": label,
+            "options": options, "seed": seed, "cpu": cpu, "wall": wall,
+            "tau1": post["tau1"]["mean"], "sd": post["tau1"]["sd"],
+            "tau2": post["tau2"]["mean"], "truth": TRUTH[("sz", n)],
+            "rhat": d["rhat"]["tau1"], "ess": d["ess_bulk"]["tau1"],
+            "ess_tail": d["ess_tail"]["tau1"], "rhat_tau2": d["rhat"]["tau2"],
+            "ess_tau2": d["ess_bulk"]["tau2"], "ess_tail_tau2": d["ess_tail"]["tau2"],
+            "rhat_K": d["rhat"]["components"], "ess_K": d["ess_bulk"]["components"],
+            "K": res.fitted["components_mean"], "omega": omega,
+            "n_aug": post["n_augmented"]["mean"], "n_aug_max": post["n_augmented"]["upper"],
+            "capped_chains": d.get("capped_chains"), "converged": d["converged"],
+            "chain_means": [round(m, 2) for m in d["chain_means"]["tau1"]],
+            "load_avg": (load0 + os.getloadavg()[0]) / 2, "date": stamp()["date"]}
+
+
+def _parse_set(items, fields) -> dict:
+    out = {}
+    for item in items:
+        key, value = item.split("=", 1)
+        kind = type(getattr(fields, key))
+        out[key] = (value.lower() in ("1", "true", "yes") if kind is bool
+                    else kind(value) if kind in (int, float) else value)
+    return out
+
+
 def bench_trace(n: int, seed: int, iterations: int, every: int, settings: dict):
     """Yield one record every ``every`` iterations of a single chain (NY with SZ)."""
     data = mm.MMData.from_table(table("sz", n), conditions())
@@ -358,6 +398,32 @@ def render(store: dict) -> str:
                          f"{r['rhat_K']:.3f} / {r['ess_K']:.0f} | "
                          f"{', '.join(f'{m:.1f}' for m in r['chain_means'])} |")
         lines.append("")
+    szm = store.get("szmix", {})
+    if szm:
+        lines += ["### Structural zeros: mixing and target of the augmentation variants "
+                  "(NY with structural zeros, 4 chains, seed 7, thin 10; issue 20 item 4)", "",
+                  "Same seed and length for each variant; CPU seconds of the whole run. "
+                  "`exact`: `sz_method=\"exact\"` (records simulated until n are admissible, "
+                  "remainder allocations instantiate components, concentrations from the "
+                  "prior, tables with each record's own alpha beta_k: an exact Gibbs step for "
+                  "the augmented records), with block moves on. ESS from chains with R-hat "
+                  "above 1.01 is rough.", "",
+                  "| n | burn-in + iterations | variant | CPU s | load | tau1 mean ± sd | truth "
+                  "| R-hat / bulk ESS tau1 | ESS tau1 / CPU min | R-hat / bulk ESS tau2 | "
+                  "R-hat / ESS of K | omega | N_0 mean (max) | capped chains | chain means |",
+                  "|---:|---|---|---:|---:|---|---:|---|---:|---|---|---:|---|---|---|"]
+        for key in sorted(szm, key=lambda k: (szm[k]["n"], szm[k]["label"], szm[k]["its"])):
+            r = szm[key]
+            om = "-" if r["omega"] is None else f"{r['omega']:.3f}"
+            lines.append(
+                f"| {r['n']:,} | {r['burn_in']:,} + {r['its']:,} | {r['label']} | "
+                f"{r['cpu']:.0f} | {r['load_avg']:.1f} | {r['tau1']:.2f} ± {r['sd']:.2f} | "
+                f"{r['truth']} | {r['rhat']:.3f} / {r['ess']:.0f} | "
+                f"{60 * r['ess'] / r['cpu']:.1f} | {r['rhat_tau2']:.3f} / "
+                f"{r['ess_tau2']:.0f} | {r['rhat_K']:.3f} / {r['ess_K']:.0f} | {om} | "
+                f"{r['n_aug']:,.0f} ({r['n_aug_max']:,.0f}) | {r['capped_chains']} | "
+                f"{', '.join(f'{m:.1f}' for m in r['chain_means'])} |")
+        lines.append("")
     noise = store.get("noise", {})
     if noise:
         lines += ["### Monte Carlo noise of tau1 (M = 500) at fixed states", "",
@@ -426,16 +492,19 @@ def main(argv=None) -> None:
     t.add_argument("--every", type=int, default=50)
     t.add_argument("--set", nargs="*", default=[],
                    help="HdpParams fields, e.g. allocation=sequential sz_cap=inf")
+    y = sub.add_parser("szmix")
+    y.add_argument("--n", type=int, default=1000)
+    y.add_argument("--iterations", type=int, default=3000)
+    y.add_argument("--burn-in", type=int, default=1000)
+    y.add_argument("--seed", type=int, default=7)
+    y.add_argument("--label", required=True)
+    y.add_argument("--set", nargs="*", default=[],
+                   help="HdpRisk options, e.g. sz_method=exact block_moves=true")
     sub.add_parser("write")
     sub.add_parser("note").add_argument("text")
     args = p.parse_args(argv)
     if args.cmd == "trace":
-        settings = {}
-        for item in args.set:
-            key, value = item.split("=", 1)
-            kind = type(getattr(mm.HdpParams(), key))
-            settings[key] = (value.lower() in ("1", "true", "yes") if kind is bool
-                             else kind(value) if kind in (int, float) else value)
+        settings = _parse_set(args.set, mm.HdpParams())
         for row in bench_trace(args.n, args.seed, args.iterations, args.every, settings):
             print(json.dumps(row), flush=True)
         return
@@ -461,6 +530,15 @@ def main(argv=None) -> None:
             print(json.dumps(r), flush=True)
             store.setdefault("mixing", {})[f"clean-{args.n}-{alloc}-{args.iterations}"] = r
             save(store)
+    elif args.cmd == "szmix":
+        opts = {}
+        for item in args.set:
+            key, value = item.split("=", 1)
+            opts[key] = ({"true": True, "false": False}.get(value.lower(), value)
+                         if key != "sz_cap" else float(value))
+        r = bench_szmix(args.n, args.iterations, args.label, opts, args.seed, args.burn_in)
+        print(json.dumps(r), flush=True)
+        store.setdefault("szmix", {})[f"sz-{args.n}-{args.label}-{args.iterations}"] = r
     elif args.cmd == "default":
         r = bench_fit(args.kind, args.n, {}, "default")
         r["code"] = args.code

@@ -195,6 +195,88 @@ def test_truncated_simulation_follows_the_model():
     assert capped and n0 == 50
 
 
+def _hdp_arrays(cap, alpha0):
+    """The toy model as HDP state arrays: components 0, 1 instantiated, remainder 0.1."""
+    beta = np.zeros(cap)
+    beta[:2] = WEIGHTS[:2]
+    theta = np.zeros((cap, OFFS[-1]))
+    theta[:2] = THETA[:2]
+    return (beta, np.array([WEIGHTS[2], alpha0]), theta, np.array([2], np.int64),
+            np.zeros((cap, OFFS[-1])), np.zeros(cap))
+
+
+def test_exact_hdp_augmentation_follows_the_model():
+    # sz_method="exact" on the HDP's state: allocations to the remainder instantiate
+    # components (profile from the Dir(1) prior). With alpha_0 = 1e6 a new component takes
+    # a share nu ~ Beta(1, 1e6) of beta_0, so no two records share one and the augmented
+    # records are i.i.d. with a uniform "new" profile: N_0 ~ NegBin(n, 1 - omega) and the
+    # counts of the new components add up to the exact expectation of the remainder row
+    _, sz = _sz()
+    ex = _exact_given_condition()
+    omega = ex[0][0] + ex[1][0]
+    per_record = (ex[0][0] * ex[0][1] + ex[1][0] * ex[1][1]) / omega
+    rng = np.random.default_rng(47)
+    n, reps, cap = 5_000, 8, 20_000
+    n0s, counts = [], np.zeros_like(THETA)
+    for _ in range(reps):
+        beta, scal, theta, kk, aug_c, aug_m = _hdp_arrays(cap, 1e6)
+        # alpha fixed at ALPHA (the oracle's): shape and rate unused
+        n0, capped, m0 = szk.simulate_truncated_hdp(
+            rng, n, np.inf, OFFS, SIZES, beta, scal, theta, kk, np.zeros((0, cap)),
+            np.zeros(0), np.zeros(0), 1.0, 1.0, ALPHA, False, aug_c, aug_m, sz.pat_fixed,
+            sz.pat_offs, sz.pat_table)
+        K = int(kk[0])
+        assert not capped and m0 == 0.0
+        assert K > 2 and K - 2 <= aug_c[2:K].sum()       # every new component has data
+        assert np.all(aug_m[2:K] >= 1) and aug_c[K:].sum() == 0
+        # beta_0's splits and the discarded candidates' returns keep the total mass
+        assert beta[:K].sum() + scal[0] == pytest.approx(1.0, abs=1e-12)
+        assert aug_c.sum() == 2 * n0
+        n0s.append(n0)
+        counts += np.vstack([aug_c[:2], aug_c[2:K].sum(axis=0)])
+    n0s = np.array(n0s)
+    mean, sd = n * omega / (1 - omega), np.sqrt(n * omega) / (1 - omega)
+    assert abs(n0s.mean() - mean) < 4 * sd / np.sqrt(reps)
+    expect = per_record * n0s.sum()
+    assert np.all(np.abs(counts - expect) <= 4 * np.sqrt(expect) + 1)
+
+
+def test_exact_hdp_augmentation_reuses_its_new_components():
+    # with alpha_0 = 0.5 a new component takes most of beta_0 (nu ~ Beta(1, 0.5)) and later
+    # augmented records join it: fewer components than remainder allocations, and their
+    # table counts use each record's alpha beta_k (at most one table per allocation)
+    _, sz = _sz()
+    rng = np.random.default_rng(48)
+    beta, scal, theta, kk, aug_c, aug_m = _hdp_arrays(4_000, 0.5)
+    n0, _, _ = szk.simulate_truncated_hdp(
+        rng, 2_000, np.inf, OFFS, SIZES, beta, scal, theta, kk, np.zeros((0, 4_000)),
+        np.zeros(0), np.zeros(0), 2.0, 1.0, 0.0, False, aug_c, aug_m, sz.pat_fixed,
+        sz.pat_offs, sz.pat_table)
+    K = int(kk[0])
+    new_items = aug_c[2:K].sum()
+    assert 0 < K - 2 < new_items / 5
+    assert n0 <= aug_m[:K].sum() <= 2 * n0
+
+
+def test_exact_hdp_augmentation_splits_observed_memberships():
+    # samplers that keep pi_i (sequential): a new component splits every observed pi_i0 as
+    # the allocation sweep does, and a discarded candidate's components give it back
+    _, sz = _sz()
+    rng = np.random.default_rng(49)
+    cap, n_obs = 400, 7
+    beta, scal, theta, kk, aug_c, aug_m = _hdp_arrays(cap, 0.5)
+    pi = np.zeros((n_obs, cap))
+    pi[:, :2] = [0.5, 0.3]
+    pi0 = np.full(n_obs, 0.2)
+    szk.simulate_truncated_hdp(rng, 300, np.inf, OFFS, SIZES, beta, scal, theta, kk, pi, pi0,
+                               np.full(n_obs, 3.0), 2.0, 1.0, 0.0, False, aug_c, aug_m,
+                               sz.pat_fixed, sz.pat_offs, sz.pat_table)
+    K = int(kk[0])
+    assert K > 2
+    np.testing.assert_allclose(pi[:, :K].sum(axis=1) + pi0, 1.0, atol=1e-12)
+    assert np.all(pi[:, 2:K] > 0) and np.all(pi[:, K:] == 0)
+
+
 def test_in_structural_zero_against_contains():
     sz, data = _sz()
     cells = np.array(list(itertools.product(range(2), range(3))))

@@ -187,8 +187,10 @@ def profile_prior_row(rng, theta, row, offs, col):
 
 # --- HDP step 1: allocations (spec E.2 step 1) -------------------------------------------
 @njit(**_JIT)
-def _new_component(rng, K, pi, pi0, beta, scal, alpha):
-    """Instantiate component K from the remainder: split beta_0 and every pi_i0."""
+def new_component(rng, K, pi, pi0, beta, scal, alpha):
+    """Instantiate component K from the remainder: split beta_0 (nu ~ Beta(1, alpha_0)) and
+    every pi_i0 (rho_i ~ Beta(alpha_i beta_0 nu, alpha_i beta_0 (1 - nu))); no pi_i when
+    ``pi`` has no rows."""
     nu, one_minus_nu = beta_pair(rng, 1.0, scal[1])
     b0 = scal[0]
     beta[K] = nu * b0
@@ -224,7 +226,7 @@ def allocate_sequential(rng, xo, dsize, offs, z, pi, pi0, beta, scal, theta, alp
             w[K] = pi0[i] / dsize[j]
             k = categorical(rng, w, K + 1)
             if k == K:
-                _new_component(rng, K, pi, pi0, beta, scal, alpha)
+                new_component(rng, K, pi, pi0, beta, scal, alpha)
                 profile_prior_row(rng, theta, K, offs, col)
                 K += 1
             z[i, j] = k
@@ -312,7 +314,7 @@ def resolve_new_round(rng, xo, offs, z, pi, pi0, beta, scal, theta, alpha, kk):
             break
     if first < 0:
         return 0
-    _new_component(rng, K, pi, pi0, beta, scal, alpha)
+    new_component(rng, K, pi, pi0, beta, scal, alpha)
     i0 = first // J
     profile_prior_row(rng, theta, K, offs, xo[i0, first - i0 * J])
     z[i0, first - i0 * J] = K

@@ -21,6 +21,8 @@ from . import _mm_sz as szk
 from . import _mm_tau as tau
 
 _GROW = 32
+#: spare components for those the exact augmentation instantiates in one iteration
+_SPARE = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,12 +269,22 @@ def _augment(rng, state: HdpState, data: MMData, params: HdpParams) -> None:
     # spec H.1.1) or the record's own alpha beta_k
     top = params.compat or params.sz_tables == "top"
     if params.sz_method == "exact":
-        aug_c, aug_m, n0, _ = szk.simulate_truncated(
-            rng, data.n, params.sz_cap * data.n, data.offs, data.sizes, weights, theta_ext,
-            shape, rate, fixed, state.scal[1], top, True, data.sz.pat_fixed,
-            data.sz.pat_offs, data.sz.pat_table)
+        # the augmented records' concentrations come from the model's own law: the prior
+        # Gamma(a, b) (or the common alpha), not the moment-matched law used for tau
+        if params.concentration == "multiple":
+            shape, rate, fixed = params.a, params.b, 0.0
+        else:
+            shape, rate, fixed = 1.0, 1.0, float(state.alpha[0])
+        state.ensure_capacity(state.K + _SPARE)
+        keeps_pi = params.allocation in ("sequential", "fast")
+        pi = state.pi if keeps_pi else state.pi[:0]
+        n0, _, m0 = szk.simulate_truncated_hdp(
+            rng, data.n, params.sz_cap * data.n, data.offs, data.sizes, state.beta,
+            state.scal, state.theta, state.kk, pi, state.pi0, state.alpha, shape, rate,
+            fixed, top, state.aug_c, state.aug_m, data.sz.pat_fixed, data.sz.pat_offs,
+            data.sz.pat_table)
         state.n_aug, state.omega = n0, n0 / (n0 + data.n)
-        _store_augmented(state, aug_c, aug_m)
+        state.aug_m0 = float(m0)
         return
     W, alphas = kern.membership_draws(rng, weights, params.mc_draws, shape, rate, fixed)
     marg = W @ theta_ext

@@ -430,3 +430,114 @@ def simulate_truncated(rng, n, cap, offs, sizes, weights, theta_ext, shape, rate
         if tables:
             _add_tables(rng, cnt, top_conc if compat else al, weights, aug_m)
     return aug_c, aug_m, n0, False
+
+
+@njit(**_JIT)
+def simulate_truncated_hdp(rng, n, cap, offs, sizes, beta, scal, theta, kk, pi, pi0, alpha,
+                           shape, rate, fixed_alpha, top, aug_c, aug_m, pat_fixed, pat_offs,
+                           pat_table):
+    """The exact augmentation step of the HDP (spec E.4.3 steps 8-9 as a Gibbs step).
+
+    As :func:`simulate_truncated`, records are drawn from the model until ``n`` are
+    admissible and the others are the augmented records, but on the HDP's own state, so that
+    an allocation to the remainder instantiates a component as the allocation sweeps do
+    (:func:`~._mm_kernels.new_component`: beta_0 split by nu ~ Beta(1, alpha_0), every
+    observed pi_i0 split when ``pi`` has rows, a profile drawn from its Dir(1) prior, then
+    x_j from it). Later augmented records, and the complete-data steps 1-6, see it with its
+    profile: the augmented records are a draw from their conditional given (beta, theta,
+    alpha_0), not BR's aggregated remainder with a uniform profile. A candidate record that
+    turns out admissible is discarded with the components it created. Each record's
+    concentration is drawn from Gamma(shape, rate) (or ``fixed_alpha``); its table counts use
+    alpha beta_k (or alpha_0 beta_k with ``top``, BR's code).
+
+    ``beta``, ``theta`` (rows), ``aug_c``, ``aug_m`` need spare capacity beyond K = kk[0]:
+    when it runs out, further remainder allocations are counted in the aggregated remainder
+    as BR's App. C does (their tables are returned, their profile counts dropped).
+
+    Returns
+    -------
+    n0 : augmented records; capped : whether ``cap`` was reached; m0 : tables in the
+    aggregated remainder (0 unless the capacity ran out).
+    """
+    J = offs.shape[0] - 1
+    D = theta.shape[1]
+    capk = beta.shape[0] - 1
+    for k in range(capk + 1):
+        aug_m[k] = 0.0
+        for col in range(D):
+            aug_c[k, col] = 0.0
+    x = np.empty(J, np.int64)
+    zz = np.empty(J, np.int64)
+    cnt = np.zeros(capk + 1, np.int64)
+    # components visited in decreasing order of beta (new ones appended), so that the
+    # linear scan of the urn stops early; the urn's total is known (sum beta + beta_0 = 1)
+    order = np.empty(capk + 1, np.int64)
+    K = kk[0]
+    order[:K] = np.argsort(-beta[:K])
+    mass = scal[0]
+    for k in range(K):
+        mass += beta[k]
+    admissible = 0
+    n0 = 0
+    m0 = 0.0
+    while admissible < n:
+        if n0 >= cap:
+            return n0, True, m0
+        K = kk[0]
+        k_start = K
+        al = fixed_alpha if fixed_alpha > 0 else kern.gamma_variate(rng, shape) / rate
+        rem = 0
+        for j in range(J):
+            # Polya urn of pi ~ Dir(al beta): weights al beta_k + cnt_k, remainder last
+            u = rng.random() * (al * mass + j)
+            acc = 0.0
+            z = K
+            for t in range(K):
+                k = order[t]
+                acc += al * beta[k] + cnt[k]
+                if u < acc:
+                    z = k
+                    break
+            if z == K:
+                if K < capk and rem == 0:
+                    kern.new_component(rng, K, pi, pi0, beta, scal, alpha)
+                    kern.profile_prior_row(rng, theta, K, offs, -1)
+                    cnt[K] = 0
+                    order[K] = K
+                    K += 1
+                else:
+                    z = -1                 # the aggregated remainder (capacity ran out)
+            if z >= 0:
+                zz[j] = z
+                cnt[z] += 1
+                x[j] = kern.categorical(rng, theta[z, offs[j]:offs[j + 1]],
+                                        offs[j + 1] - offs[j])
+            else:
+                zz[j] = -1
+                rem += 1
+                x[j] = int(rng.random() * (offs[j + 1] - offs[j]))
+        if not in_structural_zero(x, sizes, pat_fixed, pat_offs, pat_table):
+            admissible += 1
+            # discard the record and the components it created
+            for k in range(k_start, K):
+                scal[0] += beta[k]
+                beta[k] = 0.0
+                for i in range(pi.shape[0]):
+                    pi0[i] += pi[i, k]
+                    pi[i, k] = 0.0
+            for k in range(K):
+                cnt[k] = 0
+            continue
+        kk[0] = K
+        n0 += 1
+        base = scal[1] if top else al
+        for j in range(J):
+            if zz[j] >= 0:
+                aug_c[zz[j], offs[j] + x[j]] += 1.0
+        for k in range(K):
+            if cnt[k] > 0:
+                aug_m[k] += kern.crp_tables(rng, cnt[k], base * beta[k])
+                cnt[k] = 0
+        if rem > 0:
+            m0 += kern.crp_tables(rng, rem, base * scal[0])
+    return n0, False, m0
