@@ -366,7 +366,7 @@ def test_candidates_inherit_the_memory_limit():
     assert "memory limit is 4.8 MiB" in status["graphical"]
     assert tight.fitted["choice"]["methods"] == ["nb"]
     # the limit does not outlive the call
-    from sdcrisk.data.table import _FIT_LIMIT
+    from sdcrisk.data.sizes import _FIT_LIMIT
 
     assert _FIT_LIMIT.get() is None
 

@@ -82,11 +82,11 @@ if TYPE_CHECKING:
     from .data.household import household_microdata, household_sizes
     from .data.outofcore import tabulate_file
     from .data.route import tabulate_path
+    from .data.sizes import check_memory
     from .data.table import (
         CellTable,
         Microdata,
         PopulationCounts,
-        check_memory,
         tabulate,
         tabulate_source,
     )
@@ -106,7 +106,8 @@ if TYPE_CHECKING:
     from .runtime.tabulate_parts import tabulate_parts
 
 _MODULES = {
-    "data.table": "CellTable Microdata PopulationCounts check_memory tabulate tabulate_source",
+    "data.table": "CellTable Microdata PopulationCounts tabulate tabulate_source",
+    "data.sizes": "check_memory",
     "data.outofcore": "tabulate_file",
     "data.route": "tabulate_path",
     "runtime.tabulate_parts": "tabulate_parts",

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.table import check_memory
+from ..data.sizes import check_memory
 
 __all__ = ["find_msus", "variable_order"]
 

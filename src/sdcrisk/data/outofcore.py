@@ -44,7 +44,8 @@ import numpy as np
 from ..exceptions import InputError, ParameterError
 from . import _cells
 from .io import arrow_column, check_present, detect_format, printable
-from .table import DEFAULT_MAX_LEVELS, CellTable, resolve_population_size
+from .sizes import resolve_population_size
+from .table import DEFAULT_MAX_LEVELS, CellTable
 
 __all__ = ["tabulate_file", "PartCounts", "CellPlan", "count_part", "plan_cells",
            "part_record_cells", "parquet_parts"]
@@ -199,7 +200,7 @@ def tabulate_file(
     engine : {"auto", "duckdb", "pyarrow"}
         Who counts the key combinations (pass 1). ``duckdb``: one ``GROUP BY`` over the
         Parquet file(s), spilling to disk past a memory limit (half of
-        :func:`~sdcrisk.data.table.memory_limit`); 5x less CPU and 2.5x less memory than
+        :func:`~sdcrisk.data.sizes.memory_limit`); 5x less CPU and 2.5x less memory than
         Arrow's batches on 3e7 records (``benchmarks/bench_engines.py``). ``auto``
         (default) uses it for Parquet input without household ids when the ``duckdb``
         package is installed (``pip install 'sdcrisk[duckdb]'``), else ``pyarrow``, the
@@ -309,7 +310,7 @@ def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> Part
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .table import memory_limit
+    from .sizes import memory_limit
 
     files = [str(f) for f in parquet_parts(path)]
     schema = pq.read_schema(files[0])

@@ -112,9 +112,9 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
                       limit: int | None = None) -> bool:
     """Whether ``path`` should be streamed: a folder of Parquet parts, or a file whose
     in-memory tabulation (:func:`in_memory_bytes`) exceeds the memory limit
-    (``limit``, default :func:`sdcrisk.data.table.memory_limit`: ``SDCRISK_MEMORY_LIMIT``,
+    (``limit``, default :func:`sdcrisk.data.sizes.memory_limit`: ``SDCRISK_MEMORY_LIMIT``,
     else 8 GiB)."""
-    from .table import memory_limit
+    from .sizes import memory_limit
 
     p = Path(path)
     if p.is_dir():

@@ -19,7 +19,8 @@ from ..core.measures import (
 )
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult, provenance
-from ..data.table import CellTable, check_memory, check_population_size, memory_limit_scope
+from ..data.sizes import check_memory, check_population_size, memory_limit_scope
+from ..data.table import CellTable
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..data.table import CellTable, check_memory
+from ..data.sizes import check_memory
+from ..data.table import CellTable
 from . import _ipf
 
 __all__ = ["BlockFit", "blocks_of", "FactoredModel", "FactoredFitter", "fit_factored",

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.table import CellTable, check_memory
+from ..data.sizes import check_memory
+from ..data.table import CellTable
 from ..exceptions import ParameterError
 
 __all__ = ["parse_terms", "check_terms_syntax", "is_saturated",

@@ -27,7 +27,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ..data.outofcore import count_part, parquet_parts, part_record_cells, plan_cells
-from ..data.table import DEFAULT_MAX_LEVELS, CellTable, resolve_population_size
+from ..data.sizes import resolve_population_size
+from ..data.table import DEFAULT_MAX_LEVELS, CellTable
 from ..exceptions import ParameterError
 from .executors import map_units
 

@@ -1,0 +1,151 @@
+"""How big things may be: the population size N (given, from the sampling fraction or the
+survey weights; checked against n and against any real population) and the memory a step
+may take (``SDCRISK_MEMORY_LIMIT``, or the limit of the running ``Estimator.fit``)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import os
+
+import numpy as np
+
+from ..exceptions import InputError, MemoryLimitError, ParameterError
+
+__all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
+           "check_memory", "resolve_population_size", "check_population_size", "short_repr"]
+
+DEFAULT_MEMORY_LIMIT = 8 * 1024**3
+
+
+#: the limit given to the innermost running ``Estimator.fit(memory_limit=...)``; fits nested
+#: inside it (auto's candidates and their validation fits) inherit it
+_FIT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "sdcrisk_memory_limit", default=None)
+
+
+@contextlib.contextmanager
+def memory_limit_scope(limit: int | None):
+    """Make ``limit`` the default of :func:`check_memory` inside the block (None: unchanged)."""
+    if limit is None:
+        yield
+        return
+    token = _FIT_LIMIT.set(int(limit))
+    try:
+        yield
+    finally:
+        _FIT_LIMIT.reset(token)
+
+
+def memory_limit() -> int:
+    """The memory limit in bytes for a method's working arrays.
+
+    Inside ``Estimator.fit(memory_limit=...)`` that limit (also for nested fits); otherwise
+    ``SDCRISK_MEMORY_LIMIT`` (bytes, or with a ``K``/``M``/``G`` suffix), default 8 GiB.
+    """
+    inherited = _FIT_LIMIT.get()
+    if inherited is not None:
+        return inherited
+    text = os.environ.get("SDCRISK_MEMORY_LIMIT", "").strip()
+    if not text:
+        return DEFAULT_MEMORY_LIMIT
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1].upper(), 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        return int(float(number) * scale)
+    except ValueError as exc:
+        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size like 8G") from exc
+
+
+def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
+                 remedies: str = "") -> None:
+    """Refuse, before allocating, work that would need more than ``limit`` bytes.
+
+    Raises
+    ------
+    MemoryLimitError
+        With the need, the limit and the remedies in the message.
+    """
+    limit = memory_limit() if limit is None else int(limit)
+    if required_bytes > limit:
+        extra = f"; {remedies}" if remedies else ""
+        raise MemoryLimitError(
+            f"{what} needs {_gib(required_bytes)} but the memory limit is {_gib(limit)} "
+            f"(set SDCRISK_MEMORY_LIMIT to change it){extra}"
+        )
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 1024**3:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
+
+
+def short_repr(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (for messages)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def resolve_population_size(n, weights, population_size, sampling_fraction):
+    if population_size is not None and sampling_fraction is not None:
+        raise ParameterError("give population_size or sampling_fraction, not both")
+    if sampling_fraction is not None:
+        f = _number("sampling_fraction", sampling_fraction)
+        if not 0 < f <= 1:
+            raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
+        _check_not_huge(n / f, f"sampling_fraction={sampling_fraction}")
+        return n / f, "sampling_fraction"
+    if population_size is not None:
+        big_n = check_population_size(population_size, n)
+        return big_n, "given"
+    if weights is not None:
+        total = float(weights.sum())
+        if total < n * (1 - 1e-9):
+            raise InputError(
+                f"the weights sum to N={total:.6g}, fewer than the n={n} records: survey "
+                "weights count the population members each record stands for (>= 1 on "
+                "average); check the weights column, or give the population size instead")
+        _check_not_huge(total, "the sum of the weights")
+        return max(total, float(n)), "weights"
+    return float(n), "assumed_population"
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name}={short_repr(value)} must be a number")
+    return float(value)
+
+
+def check_population_size(population_size, n: int) -> float:
+    """N as a float: a finite number >= n.
+
+    Raises
+    ------
+    ParameterError
+        Not a number (a string, a bool), NaN or infinite.
+    InputError
+        N < n.
+    """
+    big_n = _number("population_size", population_size)
+    if not math.isfinite(big_n):
+        raise ParameterError(f"population_size={population_size} is not finite; give the "
+                             "number of people in the population (N >= n)")
+    if big_n < n:
+        raise InputError(
+            f"population size N={population_size:g} is smaller than the sample size n={n}"
+        )
+    _check_not_huge(big_n, f"population_size={population_size:g}")
+    return big_n
+
+
+#: the largest population size accepted: about 125 times the world's population; a larger N is
+#: a slip (a misplaced exponent, weights in the wrong unit) and overflows the risk formulas
+MAX_POPULATION_SIZE = 1e12
+
+
+def _check_not_huge(big_n: float, what: str) -> None:
+    if big_n > MAX_POPULATION_SIZE:
+        raise ParameterError(
+            f"{what} makes N = {big_n:.3g}, more than any population "
+            f"({MAX_POPULATION_SIZE:.0e} at most); check the value (a misplaced exponent, "
+            "weights in the wrong unit?)")
