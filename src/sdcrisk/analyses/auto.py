@@ -512,10 +512,12 @@ class AutoRisk(Estimator):
                   "chosen": {ref: dict(first.fitted)}}
         diagnostics = {"candidates": rows, "chosen_diagnostics": dict(first.diagnostics),
                        **({"failed": failed} if failed else {})}
+        corpus = ("the calibration corpus (6 populations, 0.5-10% samples, 4-10 categorical "
+                  "keys), where the combination and its interval were learned (docs/auto.md)")
         assumptions = tuple(dict.fromkeys(a for a in first.assumptions)) + (
-            "the file resembles the calibration corpus (6 populations, 0.5-10% samples, "
-            "4-10 categorical keys): the combination and its interval were learned there "
-            "(docs/auto.md)",)
+            f"the file lies outside {corpus}: the combination extrapolates and the interval's "
+            "coverage is not measured there" if outside
+            else f"the file resembles {corpus}",)
         return RiskResult(
             method=self.name, measures=measures, table=table, parameters=self.get_params(),
             fitted=fitted, thresholds=thresholds, assumptions=assumptions,

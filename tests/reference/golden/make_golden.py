@@ -9,7 +9,8 @@ Re-record only for a deliberate change of results, and say so in the commit mess
 Re-recorded (issue 17, 2026-11-24): ``assess_auto`` (auto's default is now the calibrated
 combination) and ``evaluate`` (each method's ``interval_covers_truth``); then
 ``assess_loglinear`` and ``evaluate`` again when ``--method loglinear`` began to default to
-the forward search (its path here stops at all-2-way, so the measures are unchanged).
+the forward search (its path here stops at all-2-way, so the measures are unchanged); and
+``assess_auto`` for the wording of its corpus assumption.
 """
 
 from __future__ import annotations
