@@ -103,8 +103,9 @@ class AutoRisk(Estimator):
     tau1/tau2 combined by a regression learned, leave-one-population-out, on a 504-case
     corpus of real populations, with a conformal 95% interval (``docs/auto.md``).
 
-    With ``candidates`` (``rule="validated"``): the sample is treated as a population (N = n) and sub-sampled at the file's sampling
-    fraction by its design (several seeded replicates); every candidate estimator runs on
+    With ``candidates`` (``rule="validated"``): the sample is treated as a population
+    (N = n) and sub-sampled at the file's sampling fraction by its design (several seeded
+    replicates); every candidate estimator runs on
     each sub-sample and is scored by its error against the sub-sample's exactly known tau1
     and tau2 (:func:`sdcrisk.analyses.validation.validate`). What is fitted on the whole file is the
     candidate with the smallest validated error; or, when the validation cannot tell several

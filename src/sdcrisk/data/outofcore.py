@@ -45,7 +45,7 @@ from ..exceptions import InputError, ParameterError
 from . import _cells
 from .io import arrow_column, check_present, detect_format, printable
 from .sizes import resolve_population_size
-from .table import DEFAULT_MAX_LEVELS, CellTable
+from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
 __all__ = ["tabulate_file", "PartCounts", "CellPlan", "count_part", "plan_cells",
            "part_record_cells", "parquet_parts"]
@@ -239,19 +239,7 @@ def tabulate_file(
     ([1, 2, 1], 4)
     """
 
-    if isinstance(keys, str):
-        keys = [k.strip() for k in keys.split(",") if k.strip()]
-    keys = tuple(keys)
-    if not keys:
-        raise ParameterError("give at least one key variable")
-    if len(set(keys)) != len(keys):
-        raise ParameterError(f"key variables repeat: {list(keys)}")
-    if weights is not None and weights in keys:
-        raise ParameterError(f"column {weights!r} cannot be both a key and weights")
-    if household is not None and household in keys:
-        raise ParameterError(f"column {household!r} cannot be both a key and household")
-    if household is not None and household == weights:
-        raise ParameterError(f"column {household!r} cannot be both weights and household")
+    keys = check_keys(keys, weights, household)
     if missing not in ("category", "error"):
         raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
     if record_cell not in ("memmap", "memory"):

@@ -26,7 +26,8 @@ from .sizes import (
     short_repr,
 )
 
-__all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source"]
+__all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
+           "check_keys"]
 
 MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
@@ -235,8 +236,15 @@ class Microdata:
 
 
 
-def _check_options(keys, weights, household, levels, missing, max_levels) -> tuple[str, ...]:
-    """The keys as a tuple, after checking the options of :meth:`Microdata.from_source`."""
+def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
+    """The key variables as a tuple of names (a comma-separated string is split), after
+    checking them and the weights and household column names.
+
+    Raises
+    ------
+    ParameterError
+        Not names, none, repeated, or a key that is also the weights or household column.
+    """
     if isinstance(keys, str):
         keys = [k.strip() for k in keys.split(",") if k.strip()]
     if isinstance(keys, bytes | Mapping) or not isinstance(keys, Iterable):
@@ -251,18 +259,26 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
         raise ParameterError("give at least one key variable")
     if len(set(keys)) != len(keys):
         raise ParameterError(f"key variables repeat: {list(keys)}")
+    for opt_name, opt in (("weights", weights), ("household", household)):
+        if opt is not None and not isinstance(opt, str):
+            raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
+    for opt_name, opt in (("weights", weights), ("household", household)):
+        if opt is not None and opt in keys:
+            raise ParameterError(f"column {opt!r} cannot be both a key and {opt_name}")
+    if household is not None and household == weights:
+        raise ParameterError(f"column {household!r} cannot be both weights and household")
+    return keys
+
+
+def _check_options(keys, weights, household, levels, missing, max_levels) -> tuple[str, ...]:
+    """The keys as a tuple, after checking the options of :meth:`Microdata.from_source`."""
+    keys = check_keys(keys, weights, household)
     if missing not in ("category", "error", "wildcard"):
         raise ParameterError(f"missing={missing!r}; use 'category', 'error' or 'wildcard'")
     if max_levels is not None and (isinstance(max_levels, bool)
                                    or not isinstance(max_levels, int | np.integer)
                                    or max_levels < 1):
         raise ParameterError(f"max_levels={max_levels!r} must be an integer >= 1 (or None)")
-    for opt_name, opt in (("weights", weights), ("household", household)):
-        if opt is not None and not isinstance(opt, str):
-            raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
-    for opt in (weights, household):
-        if opt is not None and opt in keys:
-            raise ParameterError(f"column {opt!r} cannot be both a key and weights/household")
     if levels is not None and not isinstance(levels, Mapping):
         raise ParameterError(f"levels={short_repr(levels)} must map key names to lists of "
                              'categories, e.g. {"sex": ["F", "M"]}')

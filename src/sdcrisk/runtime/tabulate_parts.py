@@ -28,7 +28,7 @@ import numpy as np
 
 from ..data.outofcore import count_part, parquet_parts, part_record_cells, plan_cells
 from ..data.sizes import resolve_population_size
-from ..data.table import DEFAULT_MAX_LEVELS, CellTable
+from ..data.table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 from ..exceptions import ParameterError
 from .executors import map_units
 
@@ -91,15 +91,7 @@ def tabulate_parts(
             table = tabulate_parts("census/", ["sex", "age", "region"],
                                    executor=client, population_size=59_597_542)
     """
-    if isinstance(keys, str):
-        keys = [k.strip() for k in keys.split(",") if k.strip()]
-    keys = tuple(keys)
-    if not keys:
-        raise ParameterError("give at least one key variable")
-    if len(set(keys)) != len(keys):
-        raise ParameterError(f"key variables repeat: {list(keys)}")
-    if weights is not None and weights in keys:
-        raise ParameterError(f"column {weights!r} cannot be both a key and weights")
+    keys = check_keys(keys, weights)
     if missing not in ("category", "error"):
         raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
     if isinstance(source, str | os.PathLike):
