@@ -20,7 +20,6 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -232,30 +231,6 @@ class Recommendations(ResultBase):
                 "measures_before": self.measures_before,
                 "settings": self.settings,
                 "plans": [p.to_dict(internal=internal) for p in self.plans]}
-
-    def plot(self, path: str | Path) -> Path:
-        """Objective against records changed along each plan's greedy path (PNG/SVG)."""
-        path = Path(path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            raise ParameterError(f"plot file {str(path)!r}: use a .png or .svg name")
-        try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
-        except ImportError as exc:
-            raise ParameterError("plotting needs matplotlib: pip install 'sdcrisk[plot]'"
-                                 ) from exc
-        fig = Figure(figsize=(6, 4.5))
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-        for p in self.plans:
-            ax.plot([s["records_changed"] for s in p.path], [s["objective"] for s in p.path],
-                    marker=".", label=p.label())
-        ax.axhline(self.target.value, color="grey", ls=":", label="target")
-        ax.set_xlabel("records changed")
-        ax.set_ylabel(self.target.objective + f" ({self.method})")
-        ax.legend(fontsize="small")
-        fig.savefig(path)
-        return path
 
     def _repr_parts(self) -> list[str]:
         best = self.best

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .charts import plot_tradeoff
+    from .charts import plot_recommendations, plot_tradeoff
     from .collect import (
         FAST_METHODS,
         build_report,
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["build_report", "write_report", "variable_contributions", "category_contributions",
            "riskiest_cells", "roc_curve", "calibration_table", "sdcmicro_high_risk",
-           "FAST_METHODS", "plot_tradeoff"]
+           "FAST_METHODS", "plot_tradeoff", "plot_recommendations"]
 
 __getattr__ = lazy_getattr(__name__, {**{name: "collect" for name in __all__},
-                                      "plot_tradeoff": "charts"})
+                                      "plot_tradeoff": "charts",
+                                      "plot_recommendations": "charts"})
