@@ -310,28 +310,7 @@ def fit_block(keys, gens, targets: dict, positive: dict, shape, *, max_iter: int
             sparse_pass(mu, idx[update_gi], ratio, True, idx[gi], acc)
         return acc.sum(axis=0)
 
-    n_gen = len(gens)
-    current = accumulate(0)
-    deviations: list[float] = []
-    converged = False
-    fmin = fmax = float("nan")
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 - reported after the loop
-        dev = 0.0
-        fmin, fmax = np.inf, -np.inf
-        for gi in range(n_gen):
-            target = flat_targets[gi]
-            dev = max(dev, float(np.max(np.abs(current - target))))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(current > 0, target / np.where(current > 0, current, 1), 0.0)
-            pos = ratio[target > 0]
-            if pos.size:
-                fmin, fmax = min(fmin, float(pos.min())), max(fmax, float(pos.max()))
-            current = accumulate((gi + 1) % n_gen, gi, ratio)
-        deviations.append(dev)
-        if dev < tol:
-            converged = True
-            break
+    it, converged, deviations, fmin, fmax = _ipf.sweep(accumulate, flat_targets, max_iter, tol)
     return BlockFit(order=tuple(order), gens=tuple(gens), codes=codes, flat=flat, values=mu,
                     iterations=it, converged=converged, deviations=tuple(deviations),
                     min_factor=float(fmin), max_factor=float(fmax),

@@ -404,7 +404,23 @@ def ipf(
                        not tail_u.any(), a_const)
         return acc.sum(axis=0)
 
-    n_gen = len(generators)
+    it, converged, deviations, fmin, fmax = sweep(accumulate, flat_targets, max_iter, tol)
+    return IPFResult(
+        fitted=mu.reshape(shape), generators=tuple(generators), iterations=it,
+        converged=converged, max_deviation=deviations, min_factor=float(fmin),
+        max_factor=float(fmax), seconds=time.perf_counter() - start, engine="numba-fused",
+    )
+
+
+def sweep(accumulate, flat_targets, max_iter: int, tol: float):
+    """IPF sweeps over the generators' margins until every margin is within ``tol``.
+
+    ``accumulate(gi)`` returns the fitted margin of generator ``gi``; ``accumulate(gi,
+    update_gi, ratio)`` first scales the fit by ``ratio`` over the margin of ``update_gi``
+    (the fused step of the dense and the factored engines). Returns (iterations, converged,
+    max deviation per sweep, min and max adjustment factor of the last sweep).
+    """
+    n_gen = len(flat_targets)
     current = accumulate(0)
     deviations: list[float] = []
     converged = False
@@ -421,17 +437,12 @@ def ipf(
             pos = ratio[target > 0]
             if pos.size:
                 fmin, fmax = min(fmin, float(pos.min())), max(fmax, float(pos.max()))
-            nxt = (gi + 1) % n_gen
-            current = accumulate(nxt, gi, ratio)
+            current = accumulate((gi + 1) % n_gen, gi, ratio)
         deviations.append(dev)
         if dev < tol:
             converged = True
             break
-    return IPFResult(
-        fitted=mu.reshape(shape), generators=tuple(generators), iterations=it,
-        converged=converged, max_deviation=deviations, min_factor=float(fmin),
-        max_factor=float(fmax), seconds=time.perf_counter() - start, engine="numba-fused",
-    )
+    return it, converged, deviations, fmin, fmax
 
 
 def ipf_numpy(shape, generators, targets, *, max_iter=40, tol=1e-3, dtype=np.float64,
