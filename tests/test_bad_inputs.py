@@ -436,6 +436,8 @@ EVALUATE_CASES = [
     (("--n", "0"), ("n=0", ">= 1")),
     (("--n", "100000"), ("n=100000", "exceeds the population size")),
     (("--fraction", "0.1", "--methods", "nb,nope"), ("method 'nope'", "available")),
+    (("--fraction", "0.1", "--methods", ""), ("--methods is empty",)),
+    (("--fraction", "0.1", "--methods", " , "), ("--methods is empty",)),
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
     ((), ("--fraction",)),
@@ -453,6 +455,8 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
 @pytest.mark.parametrize(("argv", "words"), [
     (("--out", "no/such/r.html"), ("does not exist",)),
     (("--methods", "nope", "--out", "r.html"), ("nope",)),
+    (("--methods", "", "--out", "r.html"), ("--methods is empty",)),
+    (("--contributions", "nope", "--out", "r.html"), ("--contributions 'nope'", "headline")),
     (("--population-size", "nan", "--out", "r.html"), ("not finite",)),
     (("--min-count", "-1", "--out", "r.html"), ("--min-count -1", ">= 2")),
     (("--top", "-5", "--out", "r.html"), ("--top -5", ">= 1")),

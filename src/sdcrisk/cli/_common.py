@@ -26,6 +26,9 @@ def parse_keys(text: str | None) -> list[str] | None:
 
 def parse_methods(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ParameterError("--methods is empty: give one or more method names, e.g. "
+                             f"--methods nb,loglinear (available: {', '.join(ESTIMATORS)})")
     for m in names:
         if m not in ESTIMATORS:
             raise ParameterError(f"unknown method {m!r}; available: {', '.join(ESTIMATORS)}")

@@ -67,7 +67,7 @@ def register(sub) -> None:
 
 
 def _report(args) -> str:
-    from ..analyses.methods import get_estimator
+    from ..analyses.methods import ESTIMATORS, get_estimator
     from ..data.table import Microdata, tabulate
     from ..report.collect import build_report
     from ._common import (
@@ -87,6 +87,9 @@ def _report(args) -> str:
     limits = parse_limits(args.fail_above)
     contributions = {"headline": True, "auto": True, "none": False}.get(
         args.contributions, args.contributions)
+    if isinstance(contributions, str) and contributions not in ESTIMATORS:
+        raise ParameterError(f"--contributions {args.contributions!r}: give headline, none or a "
+                             f"method name ({', '.join(ESTIMATORS)})")
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "
