@@ -52,3 +52,13 @@ def skewed_population(folder: Path):
     path = Path(folder) / "pop.csv"
     df.to_csv(path, index=False)
     return df, path
+
+
+def without_timings(obj):
+    """``obj`` (a JSON-like result) without its timings (keys ending in "seconds"), at any
+    depth, so that two runs of the same computation compare equal."""
+    if isinstance(obj, dict):
+        return {k: without_timings(v) for k, v in obj.items() if not k.endswith("seconds")}
+    if isinstance(obj, list | tuple):
+        return [without_timings(v) for v in obj]
+    return obj

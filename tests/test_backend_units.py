@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import sdcrisk
+from conftest import without_timings
 from sdcrisk import Microdata, tabulate
 from sdcrisk.data.structural_zeros import resolve_structural_zeros
 from sdcrisk.estimators import _mvr
@@ -91,13 +92,6 @@ def _quiet_fit(est, table, **kw):
         return est.fit(table, **kw)
 
 
-def _without_timings(obj):
-    """``obj`` without its timings (keys ending in "seconds"), at any depth."""
-    if isinstance(obj, dict):
-        return {k: _without_timings(v) for k, v in obj.items() if not k.endswith("seconds")}
-    if isinstance(obj, list | tuple):
-        return [_without_timings(v) for v in obj]
-    return obj
 
 
 # --- log-linear partitions --------------------------------------------------------------------
@@ -136,8 +130,8 @@ def test_partitioned_loglinear_units_equal_the_plain_fit(band_table, dask_client
         assert res.to_dict()["measures"] == plain.to_dict()["measures"], kw
         for name, values in plain.cell_risk_values.items():
             np.testing.assert_array_equal(res.cell_risk_values[name], values)
-        assert _without_timings(res.diagnostics["partitions"]) == _without_timings(rows)
-        assert _without_timings(dict(res.fitted)) == _without_timings(dict(plain.fitted))
+        assert without_timings(res.diagnostics["partitions"]) == without_timings(rows)
+        assert without_timings(dict(res.fitted)) == without_timings(dict(plain.fitted))
 
 
 def test_partitioned_independence_units_match_the_closed_form(band_table, dask_client):

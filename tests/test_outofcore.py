@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import without_timings
 from sdcrisk import Microdata, tabulate
 from sdcrisk.data.outofcore import tabulate_file
 from sdcrisk.exceptions import InputError, ParameterError
@@ -234,16 +235,9 @@ def _assess_json(tmp_path, *argv):
     out = tmp_path / "out.json"
     code = main(["assess", *map(str, argv), "--format", "json", "--out", str(out)])
     assert code == 0
-    return _without_timings(json.loads(out.read_text()))
+    return without_timings(json.loads(out.read_text()))
 
 
-def _without_timings(obj):
-    """``obj`` without its timings (keys ending in "seconds"), at any depth."""
-    if isinstance(obj, dict):
-        return {k: _without_timings(v) for k, v in obj.items() if not k.endswith("seconds")}
-    if isinstance(obj, list):
-        return [_without_timings(v) for v in obj]
-    return obj
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

@@ -338,11 +338,19 @@ def options_for(args, method: str | None = None) -> dict:
     return method_options(args, [method])[method]
 
 
+def check_household_flags(args) -> None:
+    """``--household-keys`` and ``--member-order`` only with ``--household-size``."""
+    if getattr(args, "household_size", None) is not None:
+        return
+    for opt, flag in (("household_keys", "--household-keys"), ("member_order", "--member-order")):
+        if getattr(args, opt, None):
+            raise ParameterError(f"{flag} needs --household-size")
+
+
 def person_keys(args, keys: list[str]) -> list[str]:
     """Columns to read: the keys plus, for household-level keys, the household variables."""
+    check_household_flags(args)
     extra = parse_keys(args.household_keys) if getattr(args, "household_keys", None) else []
-    if extra and getattr(args, "household_size", None) is None:
-        raise ParameterError("--household-keys needs --household-size")
     return keys + [k for k in extra if k not in keys]
 
 

@@ -13,6 +13,7 @@ from ._common import (
     add_fail_above,
     add_input_arguments,
     add_sample_arguments,
+    check_household_flags,
     data_defaults,
     fmt,
     limit_breaches,
@@ -74,11 +75,7 @@ def _sample_table(args, out_of_core: bool):
             and getattr(args, "household_size", None) is None
             and Path(str(args.data)).is_dir()):
         return _cluster_table(args)
-    if getattr(args, "household_size", None) is None:
-        for opt, flag in (("household_keys", "--household-keys"),
-                          ("member_order", "--member-order")):
-            if getattr(args, opt, None) is not None:
-                raise ParameterError(f"{flag} needs --household-size")
+    check_household_flags(args)
     if args.missing == "wildcard":  # the wildcard counts need every record's key codes
         if out_of_core:
             raise ParameterError("--out-of-core does not count missing values as wildcards; "
