@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _MAX_RADIX = 2**62
+#: margins over at most this many cells (or 4 per observed cell) are counted densely
+_DENSE_MIN = 1 << 22
 
 
 # ------------------------------------------------------------------------------------------
@@ -271,12 +273,19 @@ class Margins:
         Number of levels d_j of each key (zero-count levels included).
     """
 
-    def __init__(self, cell_codes: np.ndarray, counts: np.ndarray, n_levels):
+    def __init__(self, cell_codes: np.ndarray, counts: np.ndarray, n_levels,
+                 count_cache: dict | None = None):
         self.cell_codes = np.asarray(cell_codes)
         self.counts = np.asarray(counts, np.int64)
         self.n_levels = tuple(int(d) for d in n_levels)
         self.n = int(self.counts.sum())
         self._cache: dict[int, Margin] = {}
+        # the search needs only the multiset of each margin's counts (``count_cache``, which
+        # may be shared by searches over the same table): kept apart from the full margins,
+        # whose per-cell ``inverse`` costs 4-8 bytes an observed cell (issue 20)
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray, float]] = (
+            {} if count_cache is None else count_cache)
+        self._weights = self.counts.astype(float)
 
     @property
     def n_vertices(self) -> int:
@@ -284,7 +293,7 @@ class Margins:
 
     def __len__(self) -> int:
         """Number of margins computed so far."""
-        return len(self._cache)
+        return len(self._cache.keys() | self._counts.keys())
 
     def __call__(self, mask: int) -> Margin:
         got = self._cache.get(mask)
@@ -292,6 +301,44 @@ class Margins:
             got = self._compute(mask)
             self._cache[mask] = got
         return got
+
+    def margin_counts(self, mask: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """The distinct counts f_A of the non-empty cells of the margin over A, how many cells
+        have each, and log |I_A| (what the marginal likelihood needs; no per-cell index)."""
+        got = self._counts.get(mask)
+        if got is None:
+            full = self._cache.get(mask)
+            variables = tuple(members(mask))
+            radices = tuple(self.n_levels[v] for v in variables)
+            dense = self._dense_size(radices)
+            if full is not None or dense is None:
+                counts = self(mask).counts
+            else:
+                counts = np.bincount(self._ids(variables, radices), weights=self._weights,
+                                     minlength=dense)
+                counts = counts[counts > 0].astype(np.int64)
+            top = int(counts.max())
+            if top <= 4 * len(counts) + 64:
+                mult = np.bincount(counts)
+                values = np.flatnonzero(mult)
+                mult = mult[values]
+            else:
+                values, mult = np.unique(counts, return_counts=True)
+            got = (values, mult, float(sum(math.log(d) for d in radices)))
+            self._counts[mask] = got
+        return got
+
+    def _dense_size(self, radices: tuple[int, ...]) -> int | None:
+        """|I_A| when a dense count over it costs no more than a sort of the cells."""
+        size = math.prod(radices)
+        return size if size <= max(_DENSE_MIN, 4 * len(self.counts)) else None
+
+    def _ids(self, variables: tuple[int, ...], radices: tuple[int, ...]) -> np.ndarray:
+        ids = np.zeros(len(self.counts), np.int64)
+        for v, d in zip(variables, radices, strict=True):
+            ids *= d
+            ids += self.cell_codes[:, v]
+        return ids
 
     def _compute(self, mask: int) -> Margin:
         variables = tuple(members(mask))
@@ -301,6 +348,22 @@ class Margins:
         if not variables:
             return Margin((), np.array([self.n], np.int64), np.zeros((1, 0), np.int64),
                           np.zeros(n_cells, np.int64), 0.0, None, ())
+        dense = self._dense_size(radices)
+        if dense is not None:  # one bincount instead of a sort: same cells, same order
+            ids = self._ids(variables, radices)
+            total = np.bincount(ids, weights=self._weights, minlength=dense)
+            uniq = np.flatnonzero(total)
+            counts = total[uniq].astype(np.int64)
+            del total
+            position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
+            position[uniq] = np.arange(len(uniq), dtype=position.dtype)
+            inv = position[ids]
+            del position, ids
+            codes = np.empty((len(uniq), len(variables)), np.int64)
+            rest = uniq.copy()
+            for j in range(len(variables) - 1, -1, -1):
+                rest, codes[:, j] = np.divmod(rest, radices[j])
+            return Margin(variables, counts, codes, inv, log_size, uniq, radices)
         sub = self.cell_codes[:, list(variables)].astype(np.int64)
         if math.prod(radices) < _MAX_RADIX:
             ids = _radix_ids(sub, radices)
@@ -316,8 +379,8 @@ class Margins:
         """log ML(A) of spec D.3 for the variable set A (0 for the empty set)."""
         if mask == 0:
             return 0.0
-        m = self(mask)
-        return _log_ml_margin(m.counts, m.log_size, prior_weight)
+        values, mult, log_size = self.margin_counts(mask)
+        return _log_ml_margin(values, log_size, prior_weight, mult)
 
 
 def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
@@ -329,10 +392,17 @@ def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
     return log_a + gammaln(a + f) - gammaln(1.0 + a)
 
 
-def _log_ml_margin(counts: np.ndarray, log_size: float, p: float) -> float:
-    n = float(counts.sum())
-    log_a = math.log(p) - log_size
-    return float(gammaln(p) - gammaln(p + n) + np.sum(_log_gamma_ratio(log_a, counts)))
+def _log_ml_margin(counts: np.ndarray, log_size: float, p: float,
+                   mult: np.ndarray | None = None) -> float:
+    """log ML of a margin from its non-empty cells' counts (``mult[k]`` cells with count
+    ``counts[k]`` when given)."""
+    if mult is None:
+        n = float(counts.sum())
+        terms = float(np.sum(_log_gamma_ratio(math.log(p) - log_size, counts)))
+    else:
+        n = float(np.dot(counts, mult))
+        terms = float(np.dot(mult, _log_gamma_ratio(math.log(p) - log_size, counts)))
+    return float(gammaln(p) - gammaln(p + n) + terms)
 
 
 def log_ml_clique_form(graph: DecomposableGraph, margins: Margins, prior_weight: float
