@@ -223,14 +223,15 @@ class Margin:
     """Non-empty cells of the margin of the sample over a variable set A.
 
     ``counts[k]`` is f_A of margin cell k, ``codes[k]`` its level codes (columns in
-    ``variables`` order), ``inverse[i]`` the margin cell of observed cell i, ``log_size`` the
-    log of |I_A|, the number of cells of A (sample zeros included).
+    ``variables`` order), ``inverse[i]`` the margin cell of observed cell i (``None`` where
+    :class:`Margins` keeps it apart: use :meth:`Margins.cell_index`), ``log_size`` the log of
+    |I_A|, the number of cells of A (sample zeros included).
     """
 
     variables: tuple[int, ...]
     counts: np.ndarray
     codes: np.ndarray
-    inverse: np.ndarray
+    inverse: np.ndarray | None
     log_size: float
     ids: np.ndarray | None  # sorted mixed-radix ids of the margin cells (None if too large)
     radices: tuple[int, ...]
@@ -286,6 +287,9 @@ class Margins:
         self._counts: dict[int, tuple[np.ndarray, np.ndarray, float]] = (
             {} if count_cache is None else count_cache)
         self._weights = self.counts.astype(float)
+        # margin cell of every observed cell, per margin (4-8 bytes an observed cell each):
+        # needed while the models' cell moments are computed, then released
+        self._index: dict[int, np.ndarray] = {}
 
     @property
     def n_vertices(self) -> int:
@@ -301,6 +305,21 @@ class Margins:
             got = self._compute(mask)
             self._cache[mask] = got
         return got
+
+    def cell_index(self, mask: int) -> np.ndarray:
+        """For each observed cell, the index of its cell in the margin over ``mask``."""
+        m = self(mask)
+        if m.inverse is not None:
+            return m.inverse
+        got = self._index.get(mask)
+        if got is None:
+            got = np.searchsorted(m.ids, self._ids(m.variables, m.radices))
+            self._index[mask] = got
+        return got
+
+    def release_cell_index(self) -> None:
+        """Forget the per-cell indexes (recomputed by :meth:`cell_index` if asked again)."""
+        self._index.clear()
 
     def margin_counts(self, mask: int) -> tuple[np.ndarray, np.ndarray, float]:
         """The distinct counts f_A of the non-empty cells of the margin over A, how many cells
@@ -357,13 +376,16 @@ class Margins:
             del total
             position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
             position[uniq] = np.arange(len(uniq), dtype=position.dtype)
-            inv = position[ids]
+            self._index[mask] = position[ids]
             del position, ids
-            codes = np.empty((len(uniq), len(variables)), np.int64)
+            # in the cells' own (small) integer type: an int64 copy of a large margin's codes
+            # weighed 8 bytes x keys per margin cell (0.38 GB for the full 8-key margin)
+            codes = np.empty((len(uniq), len(variables)), self.cell_codes.dtype
+                             if np.issubdtype(self.cell_codes.dtype, np.integer) else np.int64)
             rest = uniq.copy()
             for j in range(len(variables) - 1, -1, -1):
                 rest, codes[:, j] = np.divmod(rest, radices[j])
-            return Margin(variables, counts, codes, inv, log_size, uniq, radices)
+            return Margin(variables, counts, codes, None, log_size, uniq, radices)
         sub = self.cell_codes[:, list(variables)].astype(np.int64)
         if math.prod(radices) < _MAX_RADIX:
             ids = _radix_ids(sub, radices)

@@ -116,10 +116,10 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     log_ratio = np.zeros(n_cells)
     for a_mask, b_mask, a_a, a_b in factor_params(graph, margins, prior_weight):
         for mask, shift, sign in ((a_mask, a_a, 1.0), (b_mask, a_b, -1.0)):
-            m = margins(mask)
-            x = shift + m.counts.astype(float)
-            log_mean += sign * np.log(x)[m.inverse]
-            log_ratio += sign * np.log1p(1.0 / x)[m.inverse]
+            x = shift + margins(mask).counts.astype(float)
+            index = margins.cell_index(mask)
+            log_mean += sign * np.log(x)[index]
+            log_ratio += sign * np.log1p(1.0 / x)[index]
     np.maximum(log_ratio, 1e-6, out=log_ratio)  # the floor of moments_from_counts
     return CellMoments(log_mean, _log_expm1(log_ratio))
 

@@ -209,8 +209,11 @@ class GraphicalRisk(Estimator):
         big_n = table.population_size
         t0 = time.perf_counter()
         components, rows, unobs_se = [], [], []
-        for g, log_ml, w in zip(search.graphs, search.log_ml, search.posterior, strict=True):
-            size, prob = nb_parameters(observed_moments(g, margins, p), u)
+        laws = [nb_parameters(observed_moments(g, margins, p), u) for g in search.graphs]
+        if self.monte_carlo is None:  # the Monte Carlo draws need them again
+            margins.release_cell_index()
+        for g, log_ml, w, (size, prob) in zip(search.graphs, search.log_ml, search.posterior,
+                                              laws, strict=True):
             if enumerate_k:
                 unobs, se = unobserved_enumerated(g, margins, p, u), 0.0
             else:
@@ -222,6 +225,7 @@ class GraphicalRisk(Estimator):
             components.append(comp)
             unobs_se.append(se)
             rows.append(_model_row(g, names, log_ml, w, comp, su, n1, big_n, se))
+        del laws
         predictive_seconds = time.perf_counter() - t0
         weights = search.posterior
         pred = (components[0] if len(components) == 1 else MixturePredictive(
