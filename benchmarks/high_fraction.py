@@ -77,6 +77,7 @@ def lopo(df: pd.DataFrame) -> pd.DataFrame:
     learned on the corpus cases (0.5-10%) of the other populations, applied to this
     population's high-fraction cases ("auto-lopo" columns)."""
     import calibrate_auto as cal
+
     from sdcrisk.analyses._auto_calibrated import model_features
 
     corpus_df = cal.usable(cal.load(HERE / "corpus.csv"), cal.CANDIDATE_SETS["full"])
