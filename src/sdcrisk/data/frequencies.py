@@ -16,15 +16,22 @@ risks, the cells' key values, household risk, an input fingerprint of the cells.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
-from ..exceptions import InputError
-from .table import CellTable
+from ..exceptions import InputError, ParameterError
+from . import _cells
+from .io import arrow_column, check_present, detect_format
+from .sizes import memory_limit, resolve_population_size
+from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
-__all__ = ["FrequencyTable", "count_frequencies"]
+__all__ = ["FrequencyTable", "count_frequencies", "tabulate_frequencies"]
 
 
 def count_frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,3 +168,167 @@ class FrequencyTable:
                        for k, lv in zip(self.keys, self.levels, strict=True))
         return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
+
+
+def tabulate_frequencies(
+    path: str | os.PathLike,
+    keys: Sequence[str] | str,
+    *,
+    population_size: float | None = None,
+    sampling_fraction: float | None = None,
+    levels: Mapping[str, Sequence] | None = None,
+    missing: Literal["category", "error"] = "category",
+    max_levels: int | None = DEFAULT_MAX_LEVELS,
+    batch_rows: int = 1 << 20,
+    engine: Literal["auto", "duckdb", "pyarrow"] = "auto",
+) -> FrequencyTable:
+    """The frequencies of the cell counts of a CSV/Parquet file, streamed, with no cells held.
+
+    For an exchangeable method without weights (``supports_frequencies()``: nb, poisson-gamma,
+    pitman-yor, skinner-elliot) this is all the fit needs; its measures equal those of the
+    same method on :func:`~sdcrisk.data.outofcore.tabulate_file`'s CellTable.
+
+    Parameters
+    ----------
+    path : path
+        ``.parquet``/``.pq`` file or folder of Parquet parts; ``.csv``/``.tsv``.
+    keys, population_size, sampling_fraction, levels, missing, max_levels
+        As for :meth:`sdcrisk.Microdata.from_source` (no weights, no households).
+    batch_rows : int
+        Records per batch of the Arrow pass.
+    engine : {"auto", "duckdb", "pyarrow"}
+        ``duckdb``: each key's distinct values (its levels), then one query that groups the
+        records by their key values and those groups by their size, spilling to disk past
+        half of :func:`~sdcrisk.data.sizes.memory_limit`; memory stays within that limit
+        whatever the number of cells. ``pyarrow``: the Arrow pass 1 of ``tabulate_file``
+        (its key combinations are held and coded, but not the record map). ``auto``
+        (default): DuckDB for Parquet when it is installed, else Arrow. DuckDB also hands
+        over to Arrow where the data need a message with a row number (missing keys under
+        ``missing="error"``) or two raw values share one level.
+
+    Returns
+    -------
+    FrequencyTable
+
+    Raises
+    ------
+    InputError, ParameterError
+        As :func:`~sdcrisk.data.outofcore.tabulate_file`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> pd.DataFrame({"a": [1, 2, 2, 3], "b": ["x", "y", "y", "x"]}).to_csv(d, index=False)
+    >>> t = tabulate_frequencies(d, ["a", "b"], population_size=100)
+    >>> t.sizes.tolist(), t.cells.tolist(), t.n, t.cell_space
+    ([1, 2], [2, 1], 4, 6)
+    """
+    from . import outofcore
+
+    keys = check_keys(keys)
+    if missing not in ("category", "error"):
+        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+    if engine not in ("auto", "duckdb", "pyarrow"):
+        raise ParameterError(f"engine={engine!r}; use 'auto', 'duckdb' or 'pyarrow'")
+    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
+        raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
+    if levels:
+        unknown = [k for k in levels if k not in keys]
+        if unknown:
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"file not found: {str(path)!r}")
+    parquet = path.is_dir() or detect_format(path)[0] == "parquet"
+    got = None
+    if engine != "pyarrow" and parquet:
+        got = _duckdb_frequencies(path, keys, levels, missing, max_levels,
+                                  required=engine == "duckdb")
+    if got is None:
+        counted = outofcore.count_part(path, keys, missing=missing, batch_rows=batch_rows)
+        if counted.n == 0:
+            raise InputError(f"{path.name}: no records (the sample is empty)")
+        plan = outofcore.plan_cells([counted], keys, weighted=False, levels=levels,
+                                    missing=missing, max_levels=max_levels)
+        sizes, cells, _ = count_frequencies(plan.counts)
+        got = plan.levels, sizes, cells
+    lv, sizes, cells = got
+    n = int(np.dot(sizes, cells))
+    if n == 0:
+        raise InputError(f"{path.name}: no records (the sample is empty)")
+    big_n, how = resolve_population_size(n, None, population_size, sampling_fraction)
+    return FrequencyTable(keys=keys, levels=tuple(lv), sizes=sizes, cells=cells,
+                          population_size=big_n, population_size_source=how, source=path.name)
+
+
+def _duckdb_frequencies(path: Path, keys, levels, missing, max_levels, *, required: bool):
+    """(levels, sizes, cells) by DuckDB; None to hand over to the Arrow pass (see
+    :func:`tabulate_frequencies`)."""
+    try:
+        import duckdb
+    except ImportError:
+        if required:
+            raise ParameterError("engine='duckdb' needs the duckdb package: pip install "
+                                 "'sdcrisk[duckdb]'") from None
+        return None
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .outofcore import parquet_parts
+
+    files = [str(f) for f in parquet_parts(path)]
+    try:
+        schema = pq.read_schema(files[0])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path.name}: could not be read as Parquet ({exc})") from exc
+    check_present(keys, schema.names, path.name)
+    spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
+    try:
+        con = duckdb.connect(config={
+            "memory_limit": f"{max(memory_limit() // 2, 1 << 27) // (1 << 20)}MB",
+            "temp_directory": spill, "preserve_insertion_order": False})
+        con.execute("SET threads TO ?", [os.cpu_count() or 1])
+        source = f"read_parquet({files!r})"
+        groups, lv = [], []
+        for k in keys:
+            typ = schema.field(k).type
+            typ = typ.value_type if pa.types.is_dictionary(typ) else typ
+            col = '"' + k.replace('"', '""') + '"'
+            # NaN is missing, like null (arrow_column makes both the one missing level)
+            expr = (f"CASE WHEN isnan({col}) THEN NULL ELSE {col} END"
+                    if pa.types.is_floating(typ) else col)
+            raw = _arrow(con, f"SELECT DISTINCT {expr} FROM {source}").column(0)
+            raw = raw.combine_chunks().cast(typ)
+            if missing == "error" and raw.null_count:
+                return None  # the Arrow pass names the first row with a missing value
+            column = arrow_column(k, raw)
+            codes, levs = _cells.encode_column(
+                k, column.values, column.missing,
+                levels=None if not levels or k not in levels else levels[k],
+                missing_policy=missing, max_levels=max_levels)
+            if len(np.unique(codes)) != len(codes):
+                return None  # two raw values share a level: the Arrow pass merges their cells
+            groups.append(expr)
+            lv.append(levs)
+        spectrum = _arrow(con, f"SELECT c, count(*) FROM (SELECT count(*) AS c FROM {source} "
+                               f"GROUP BY {', '.join(groups)}) GROUP BY c ORDER BY c")
+        con.close()
+    except duckdb.Error as exc:
+        if required:
+            raise InputError(f"{path.name}: DuckDB could not read it ({exc})") from exc
+        return None
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    sizes = spectrum.column(0).to_numpy().astype(np.int64)
+    cells = spectrum.column(1).to_numpy().astype(np.int64)
+    return tuple(lv), sizes, cells
+
+
+def _arrow(con, query: str):
+    """A DuckDB query's result as an Arrow table (duckdb 2.x: to_arrow_table; 1.x: arrow)."""
+    rel = con.sql(query)
+    fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+    return fetch()
