@@ -131,8 +131,8 @@ class RiskResult(ResultBase):
 
     def record_risk(self, kind: RiskKind = "reidentification") -> np.ndarray:
         """Risk of each record (aligned with the input rows), computed on demand."""
-        self._need_cells(f"record_risk({kind!r})")
-        return self.cell_risk(kind)[self.table.record_cell]
+        table = self._need_cells(f"record_risk({kind!r})")
+        return self.cell_risk(kind)[table.record_cell]
 
     def household_record_risk(self) -> np.ndarray:
         """Household risk 1 - prod(1 - r) over each record's household (needs household ids)."""
@@ -147,27 +147,28 @@ class RiskResult(ResultBase):
         """
         import pandas as pd
 
-        self._need_cells("cells()")
-
+        table = self._need_cells("cells()")
         data: dict[str, Any] = {}
         if internal:
-            for j, key in enumerate(self.table.keys):
-                levels = self.table.levels[j]
-                data[key] = [levels[c] for c in self.table.cell_codes[:, j]]
-        data["f"] = self.table.counts
-        if self.table.weight_sums is not None:
-            data["F_hat"] = self.table.weight_sums
+            for j, key in enumerate(table.keys):
+                levels = table.levels[j]
+                data[key] = [levels[c] for c in table.cell_codes[:, j]]
+        data["f"] = table.counts
+        if table.weight_sums is not None:
+            data["F_hat"] = table.weight_sums
         for k, v in self.cell_risk_values.items():
             data[f"risk_{k}"] = v
         return pd.DataFrame(data)
 
-    def _need_cells(self, what: str) -> None:
+    def _need_cells(self, what: str) -> CellTable:
+        """The result's CellTable; a FrequencyTable has no cells to give ``what``."""
         if isinstance(self.table, FrequencyTable):
             raise ParameterError(
                 f"{what}: this {self.method} result was fitted on the frequencies of the cell "
                 "counts (a FrequencyTable), which do not say which record is in which cell; "
                 "fit the method on a CellTable (sdcrisk.tabulate, tabulate_file) for per-cell "
                 "and record risks")
+        return self.table
 
     # --- summaries ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:

@@ -286,42 +286,53 @@ def _duckdb_frequencies(path: Path, keys, levels, missing, max_levels, *, requir
         raise InputError(f"{path.name}: could not be read as Parquet ({exc})") from exc
     check_present(keys, schema.names, path.name)
     spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
+    con = None
     try:
         con = duckdb.connect(config={
             "memory_limit": f"{max(memory_limit() // 2, 1 << 27) // (1 << 20)}MB",
             "temp_directory": spill, "preserve_insertion_order": False})
-        con.execute("SET threads TO ?", [os.cpu_count() or 1])
-        source = f"read_parquet({files!r})"
-        groups, lv = [], []
-        for k in keys:
-            typ = schema.field(k).type
-            typ = typ.value_type if pa.types.is_dictionary(typ) else typ
-            col = '"' + k.replace('"', '""') + '"'
-            # NaN is missing, like null (arrow_column makes both the one missing level)
-            expr = (f"CASE WHEN isnan({col}) THEN NULL ELSE {col} END"
-                    if pa.types.is_floating(typ) else col)
-            raw = _arrow(con, f"SELECT DISTINCT {expr} FROM {source}").column(0)
-            raw = raw.combine_chunks().cast(typ)
-            if missing == "error" and raw.null_count:
-                return None  # the Arrow pass names the first row with a missing value
-            column = arrow_column(k, raw)
-            codes, levs = _cells.encode_column(
-                k, column.values, column.missing,
-                levels=None if not levels or k not in levels else levels[k],
-                missing_policy=missing, max_levels=max_levels)
-            if len(np.unique(codes)) != len(codes):
-                return None  # two raw values share a level: the Arrow pass merges their cells
-            groups.append(expr)
-            lv.append(levs)
-        spectrum = _arrow(con, f"SELECT c, count(*) FROM (SELECT count(*) AS c FROM {source} "
-                               f"GROUP BY {', '.join(groups)}) GROUP BY c ORDER BY c")
-        con.close()
+        return _spectrum(con, files, schema, keys, levels, missing, max_levels)
     except duckdb.Error as exc:
         if required:
             raise InputError(f"{path.name}: DuckDB could not read it ({exc})") from exc
         return None
     finally:
+        if con is not None:
+            con.close()
         shutil.rmtree(spill, ignore_errors=True)
+
+
+def _spectrum(con, files, schema, keys, levels, missing, max_levels):
+    """The levels and the counts of counts on a DuckDB connection (None: hand over)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    con.execute("SET threads TO ?", [os.cpu_count() or 1])
+    source = f"read_parquet({files!r})"
+    groups, lv = [], []
+    for k in keys:
+        typ = schema.field(k).type
+        typ = typ.value_type if pa.types.is_dictionary(typ) else typ
+        col = '"' + k.replace('"', '""') + '"'
+        raw = _arrow(con, f"SELECT DISTINCT {col} FROM {source}").column(0)
+        raw = raw.combine_chunks().cast(typ)
+        if pa.types.is_floating(typ):  # NaN is missing, like null (as arrow_column has it)
+            raw = pc.if_else(pc.is_nan(raw), pa.scalar(None, typ), raw)
+        if missing == "error" and raw.null_count:
+            return None  # the Arrow pass names the first row with a missing value
+        column = arrow_column(k, raw)
+        codes, levs = _cells.encode_column(
+            k, column.values, column.missing,
+            levels=None if not levels or k not in levels else levels[k],
+            missing_policy=missing, max_levels=max_levels)
+        if len(np.unique(codes)) != len(codes):
+            # two raw values share a level (NaN and null, text decoded alike): DuckDB
+            # groups them apart, the Arrow pass merges their cells
+            return None
+        groups.append(col)
+        lv.append(levs)
+    spectrum = _arrow(con, f"SELECT c, count(*) FROM (SELECT count(*) AS c FROM {source} "
+                           f"GROUP BY {', '.join(groups)}) GROUP BY c ORDER BY c")
     sizes = spectrum.column(0).to_numpy().astype(np.int64)
     cells = spectrum.column(1).to_numpy().astype(np.int64)
     return tuple(lv), sizes, cells
