@@ -382,3 +382,17 @@ def test_assess_in_memory_when_the_file_fits(parquet_file, monkeypatch, capsys):
         "--method", "nb", "--format", "json"]))
     assert calls == {"frequencies": 0, "cells": 0}
     assert out["provenance"]["input_fingerprint"]
+
+
+def test_assess_fail_above_on_frequencies(parquet_file, capsys):
+    """--fail-above reads sample uniques and k-anonymity violations off the FrequencyTable."""
+    from sdcrisk.cli import main
+
+    argv = ["assess", str(parquet_file), "--keys", "sex,age,region,tenure", "--population-size",
+            "600000", "--method", "nb", "--format", "json", "--fail-above", "k3_violations=1",
+            "--fail-above", "sample_uniques=1"]
+    assert main(argv) == 3
+    in_memory = capsys.readouterr()
+    assert main([*argv, "--out-of-core"]) == 3
+    streamed = capsys.readouterr()
+    assert "k3_violations" in streamed.err and streamed.err == in_memory.err
