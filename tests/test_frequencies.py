@@ -396,3 +396,31 @@ def test_assess_fail_above_on_frequencies(parquet_file, capsys):
     assert main([*argv, "--out-of-core"]) == 3
     streamed = capsys.readouterr()
     assert "k3_violations" in streamed.err and streamed.err == in_memory.err
+
+
+def test_tabulate_frequencies_column_types(tmp_path):
+    """Dates, booleans, large text, unsigned integers, timestamps and decimals come back from
+    DuckDB typed as pyarrow reads them, so their levels are tabulate_file's."""
+    pytest.importorskip("duckdb")
+    import datetime
+    import decimal
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    table = pa.table({
+        "d": pa.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=int(x))
+                       for x in rng.integers(0, 5, n)]),
+        "b": pa.array(rng.random(n) < 0.3),
+        "ls": pa.array(rng.choice(["a", "b", "c"], n).tolist(), pa.large_string()),
+        "u": pa.array(rng.integers(0, 4, n).astype(np.uint16)),
+        "ts": pa.array((rng.integers(0, 3, n) * 10**9).astype("datetime64[ns]")),
+        "dec": pa.array([decimal.Decimal(int(x)) for x in rng.integers(0, 3, n)],
+                        pa.decimal128(5, 1)),
+    })
+    path = tmp_path / "types.parquet"
+    pq.write_table(table, path)
+    for keys in (["d", "b"], ["ls", "u"], ["ts", "dec"]):
+        got = tabulate_frequencies(path, keys, population_size=1e5, engine="duckdb")
+        _same_frequencies(got, tabulate_file(path, keys, population_size=1e5,
+                                             record_cell="memory"))
+    assert got.levels[1] == ("0.0", "1.0", "2.0")

@@ -315,7 +315,10 @@ def _spectrum(con, files, schema, keys, levels, missing, max_levels):
         typ = typ.value_type if pa.types.is_dictionary(typ) else typ
         col = '"' + k.replace('"', '""') + '"'
         raw = _arrow(con, f"SELECT DISTINCT {col} FROM {source}").column(0)
-        raw = raw.combine_chunks().cast(typ)
+        try:  # typed as pyarrow reads the column, so that it codes as tabulate_file codes it
+            raw = raw.combine_chunks().cast(typ)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
         if pa.types.is_floating(typ):  # NaN is missing, like null (as arrow_column has it)
             raw = pc.if_else(pc.is_nan(raw), pa.scalar(None, typ), raw)
         if missing == "error" and raw.null_count:
