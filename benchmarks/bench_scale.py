@@ -150,8 +150,13 @@ def main(argv=None) -> int:
     r.add_argument("--population-factor", type=float, default=2.0,
                    help="N = factor x rows (default 2)")
     r.add_argument("--profile", action="store_true")
-    r.add_argument("extra", nargs="*", help="more assess arguments (after --)")
-    args = p.parse_args(argv)
+    r.add_argument("extra", nargs="*", help="more assess arguments (after --), e.g. -- "
+                   "--out-of-core")
+    args, unknown = p.parse_known_args(argv)
+    if unknown and (args.cmd != "run" or unknown[0] != "--"):
+        p.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if unknown:
+        args.extra = [*args.extra, *unknown[1:]]
     path = Path(args.path)
     if args.cmd == "generate" and args.outofcore_shapes:
         import bench_outofcore

@@ -202,11 +202,18 @@ def test_limit_from_environment(monkeypatch, table):
 
 
 def test_base_estimate_formula(table):
-    from sdcrisk.estimators._base import CELL_ARRAYS, RECORD_ARRAYS
+    from sdcrisk.estimators._base import (
+        CELL_ARRAYS,
+        GROUPED_CELL_ARRAYS,
+        RECORD_ARRAYS,
+        Estimator,
+    )
 
     est = get_estimator("nb")
-    assert est.memory_estimate(table) == 8 * (CELL_ARRAYS * table.n_cells
-                                              + RECORD_ARRAYS * table.n)
+    assert Estimator.memory_estimate(est, table) == 8 * (CELL_ARRAYS * table.n_cells
+                                                         + RECORD_ARRAYS * table.n)
+    # without weights nb works by distinct count (tests/test_frequencies.py)
+    assert est.memory_estimate(table) == 8 * GROUPED_CELL_ARRAYS * table.n_cells
 
 
 def test_guard_fires_before_allocation(table):

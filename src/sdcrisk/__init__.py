@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         PoissonPredictive,
     )
     from .core.result import RiskResult
+    from .data.frequencies import FrequencyTable, tabulate_frequencies
     from .data.household import household_microdata, household_sizes
     from .data.outofcore import tabulate_file
     from .data.route import tabulate_path
@@ -109,6 +110,7 @@ _MODULES = {
     "data.table": "CellTable Microdata PopulationCounts tabulate tabulate_source",
     "data.sizes": "check_memory",
     "data.outofcore": "tabulate_file",
+    "data.frequencies": "FrequencyTable tabulate_frequencies",
     "data.route": "tabulate_path",
     "runtime.tabulate_parts": "tabulate_parts",
     "data.household": "household_microdata household_sizes",
@@ -156,6 +158,7 @@ __all__ = [
     "__version__",
     "Microdata",
     "CellTable",
+    "FrequencyTable",
     "PopulationCounts",
     "tabulate",
     "check_memory",
@@ -192,6 +195,7 @@ __all__ = [
     "household_microdata",
     "household_sizes",
     "tabulate_file",
+    "tabulate_frequencies",
     "tabulate_path",
     "tabulate_source",
     "tabulate_parts",

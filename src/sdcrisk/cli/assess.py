@@ -39,14 +39,31 @@ def register(sub) -> None:
                    help="tabulate the file in two streaming passes without loading it "
                    "(CSV/Parquet larger than memory; see docs/scale.md); the result is the "
                    "in-memory one. Chosen automatically when the file would not fit the "
-                   "memory limit (SDCRISK_MEMORY_LIMIT)")
+                   "memory limit (SDCRISK_MEMORY_LIMIT). For nb, poisson-gamma, pitman-yor "
+                   "and skinner-elliot without weights or households (and not --format "
+                   "html) only the frequencies of the cell counts are streamed: the same "
+                   "measures, no input fingerprint")
     a.set_defaults(run=_assess)
 
 
-def _out_of_core_table(args):
-    """The CellTable of ``assess --out-of-core``: :func:`sdcrisk.data.outofcore.tabulate_file`."""
+def counts_only(args, est) -> bool:
+    """Whether a streamed ``assess`` needs only the frequencies of the cell counts (a
+    :class:`~sdcrisk.data.frequencies.FrequencyTable`): a method whose law depends on a cell
+    only through its count (``supports_frequencies``), no weights, no households, missing
+    values as their own category, and an output made of measures only (not the HTML report,
+    which shows cells and keys)."""
+    return (est.supports_frequencies() and args.weights is None and args.household is None
+            and getattr(args, "household_size", None) is None
+            and args.missing in ("category", "error") and args.format != "html")
+
+
+def _out_of_core_table(args, est=None):
+    """The table of ``assess --out-of-core`` (or of a file too large for memory):
+    :func:`sdcrisk.data.frequencies.tabulate_frequencies` when :func:`counts_only`, else
+    :func:`sdcrisk.data.outofcore.tabulate_file`."""
     import dataclasses
 
+    from ..data.frequencies import tabulate_frequencies
     from ..data.outofcore import tabulate_file
 
     for opt in ("household_size", "household_keys", "member_order"):
@@ -61,6 +78,12 @@ def _out_of_core_table(args):
         from ..data.datasets import example_path
 
         source, path = path, example_path(path.split(":", 1)[1])
+    if est is not None and counts_only(args, est):
+        table = tabulate_frequencies(
+            path, parse_keys(args.keys), population_size=args.population_size,
+            sampling_fraction=args.sampling_fraction, levels=read_levels(args.levels),
+            missing=args.missing, max_levels=args.max_levels)
+        return table if source is None else dataclasses.replace(table, source=source)
     table = tabulate_file(
         path, parse_keys(args.keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
@@ -68,9 +91,10 @@ def _out_of_core_table(args):
     return table if source is None else dataclasses.replace(table, source=source)
 
 
-def _sample_table(args, out_of_core: bool):
+def _sample_table(args, out_of_core: bool, est=None):
     """The sample's CellTable: streamed from the file (``--out-of-core``, or chosen because
-    the file would not fit the memory limit), else read in memory one column at a time."""
+    the file would not fit the memory limit), else read in memory one column at a time.
+    Streamed for ``est`` under :func:`counts_only`: a FrequencyTable."""
     if (getattr(args, "scheduler", None) is not None and args.household is None
             and getattr(args, "household_size", None) is None
             and Path(str(args.data)).is_dir()):
@@ -82,7 +106,7 @@ def _sample_table(args, out_of_core: bool):
                                  "drop --out-of-core or use --missing category")
         return tabulate(sample_microdata(args))
     if out_of_core:
-        return _out_of_core_table(args)
+        return _out_of_core_table(args, est)
     if getattr(args, "household_size", None) is not None:
         return tabulate(sample_microdata(args))
     data_defaults(args)
@@ -91,7 +115,7 @@ def _sample_table(args, out_of_core: bool):
 
         if needs_out_of_core(args.data, parse_keys(args.keys), weights=args.weights,
                              household=args.household):
-            return _out_of_core_table(args)
+            return _out_of_core_table(args, est)
     return tabulate_source(
         args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
@@ -150,8 +174,8 @@ def _assess(args) -> str:
         return text
     if args.method == "loglinear":
         _warm_up_in_background()
-    table = _sample_table(args, out_of_core)
     est = get_estimator(args.method, **options_for(args))
+    table = _sample_table(args, out_of_core, est)
     limits = parse_limits(args.fail_above)
     where = _where(args)
     if where is None:  # the method's own default

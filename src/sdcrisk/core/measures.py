@@ -138,23 +138,32 @@ def _normal_interval(mean: float, var: float, level: float, lo: float, hi: float
 
 
 def predictive_measures(pred: CellPredictive, *, population_size: float, level: float = 0.95,
-                        ) -> dict[str, Measure]:
+                        multiplicity: np.ndarray | None = None) -> dict[str, Measure]:
     """Expected tau1, tau2, P(PU), P(PU|SU), theta under a predictive law (spec A.3).
 
     Intervals for tau1 and tau2 are predictive intervals of the realised measure given the
     fitted model (independent cells, normal approximation; parameter uncertainty is not
     included): tau1 is a sum of independent Bernoulli(P(U_k = 0)) and tau2 a sum of
     independent 1/F_k over the sample uniques.
+
+    With ``multiplicity``, each entry of ``pred`` stands for that many cells with the same
+    law (an exchangeable model's cells grouped by their count f: issue 20), and every sum
+    over cells is a sum over the entries weighted by it.
     """
     f = pred.f
     su = np.flatnonzero(f == 1)
-    n1 = len(su)
+    w = None if multiplicity is None else np.asarray(multiplicity, float)[su]
+
+    def total(x):
+        return float(np.sum(x)) if w is None else float(np.dot(w, x))
+
+    n1 = len(su) if w is None else int(round(float(w.sum())))
     p0 = pred.prob_zero(su)
-    tau1 = float(p0.sum())
-    var1 = float(np.sum(p0 * (1 - p0)))
+    tau1 = total(p0)
+    var1 = total(p0 * (1 - p0))
     e1 = pred.expected_inverse(su)
-    tau2 = float(e1.sum())
-    var2 = float(np.sum(pred.expected_inverse_square(su) - e1**2)) if n1 else 0.0
+    tau2 = total(e1)
+    var2 = total(pred.expected_inverse_square(su) - e1**2) if n1 else 0.0
     kind = "predictive (model parameters fixed, normal approximation)"
     l1, u1 = _normal_interval(tau1, var1, level, 0.0, float(n1))
     l2, u2 = _normal_interval(tau2, var2, level, 0.0, float(n1))
@@ -170,7 +179,7 @@ def predictive_measures(pred: CellPredictive, *, population_size: float, level: 
         l1 / n1 if n1 else None, u1 / n1 if n1 else None, level if n1 else None,
         kind if n1 else None, DESCRIPTIONS["p_pu_given_su"],
     )
-    theta = theta_expectation(n1, float(pred.mean(su).sum()), float(pred.variance(su).sum()))
+    theta = theta_expectation(n1, total(pred.mean(su)), total(pred.variance(su)))
     out["theta"] = Measure("theta", theta if n1 else None, description=DESCRIPTIONS["theta"]
                            + " (moment-matched NB for the SU total)")
     return out

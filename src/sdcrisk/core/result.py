@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._version import __version__
+from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
 from ..exceptions import ParameterError
 from .base import ResultBase, jsonable
@@ -23,17 +24,30 @@ __all__ = ["RiskResult", "ResultBase", "jsonable", "provenance"]
 RiskKind = Literal["reidentification", "population_unique"]
 
 
-def provenance(table: CellTable, seed: int | None = None) -> dict:
-    """Package version, seed and input fingerprint (never host or user names)."""
-    return {
+#: what a result fitted on a FrequencyTable says in place of the cells' fingerprint
+FREQUENCIES_NOTE = ("tabulated as frequencies of the cell counts (how many cells have each "
+                    "count f): the cells themselves were not kept, so there is no input "
+                    "fingerprint and no per-cell or record risk")
+
+
+def provenance(table: CellTable | FrequencyTable, seed: int | None = None) -> dict:
+    """Package version, seed and input fingerprint (never host or user names).
+
+    A :class:`~sdcrisk.data.frequencies.FrequencyTable` has no cells to fingerprint: its
+    ``input_fingerprint`` is None and ``tabulation`` says why.
+    """
+    out = {
         "package": "sdcrisk",
         "version": __version__,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "seed": seed,
-        "input_fingerprint": table.fingerprint(),
+        "input_fingerprint": None if isinstance(table, FrequencyTable) else table.fingerprint(),
         "source": table.source,
     }
+    if isinstance(table, FrequencyTable):
+        out["tabulation"] = FREQUENCIES_NOTE
+    return out
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -42,6 +56,9 @@ class RiskResult(ResultBase):
 
     The result keeps the cell table (cell codes, counts and the record -> cell map) so that
     record-level risk can be computed on demand; it never holds the microdata themselves.
+    A result fitted on a :class:`~sdcrisk.data.frequencies.FrequencyTable` (an exchangeable
+    method on the frequencies of the cell counts) has the same measures but no per-cell or
+    record risks: :meth:`cell_risk`, :meth:`record_risk` and :meth:`cells` refuse.
 
     Attributes
     ----------
@@ -65,7 +82,7 @@ class RiskResult(ResultBase):
 
     method: str
     measures: Mapping[str, Measure]
-    table: CellTable
+    table: CellTable | FrequencyTable
     parameters: Mapping[str, Any] = field(default_factory=dict)
     fitted: Mapping[str, Any] = field(default_factory=dict)
     thresholds: Mapping[str, Any] = field(default_factory=dict)
@@ -105,6 +122,7 @@ class RiskResult(ResultBase):
         ``"reidentification"``: E[1/F_k | f] (or the package approximation the method was
         asked to reproduce); ``"population_unique"``: P(F_k = 1 | f), zero unless f_k = 1.
         """
+        self._need_cells(f"cell_risk({kind!r})")
         if kind not in self.cell_risk_values:
             raise ParameterError(
                 f"{self.method} gives no {kind!r} risk; available: {sorted(self.cell_risk_values)}"
@@ -113,7 +131,8 @@ class RiskResult(ResultBase):
 
     def record_risk(self, kind: RiskKind = "reidentification") -> np.ndarray:
         """Risk of each record (aligned with the input rows), computed on demand."""
-        return self.cell_risk(kind)[self.table.record_cell]
+        table = self._need_cells(f"record_risk({kind!r})")
+        return self.cell_risk(kind)[table.record_cell]
 
     def household_record_risk(self) -> np.ndarray:
         """Household risk 1 - prod(1 - r) over each record's household (needs household ids)."""
@@ -128,17 +147,28 @@ class RiskResult(ResultBase):
         """
         import pandas as pd
 
+        table = self._need_cells("cells()")
         data: dict[str, Any] = {}
         if internal:
-            for j, key in enumerate(self.table.keys):
-                levels = self.table.levels[j]
-                data[key] = [levels[c] for c in self.table.cell_codes[:, j]]
-        data["f"] = self.table.counts
-        if self.table.weight_sums is not None:
-            data["F_hat"] = self.table.weight_sums
+            for j, key in enumerate(table.keys):
+                levels = table.levels[j]
+                data[key] = [levels[c] for c in table.cell_codes[:, j]]
+        data["f"] = table.counts
+        if table.weight_sums is not None:
+            data["F_hat"] = table.weight_sums
         for k, v in self.cell_risk_values.items():
             data[f"risk_{k}"] = v
         return pd.DataFrame(data)
+
+    def _need_cells(self, what: str) -> CellTable:
+        """The result's CellTable; a FrequencyTable has no cells to give ``what``."""
+        if isinstance(self.table, FrequencyTable):
+            raise ParameterError(
+                f"{what}: this {self.method} result was fitted on the frequencies of the cell "
+                "counts (a FrequencyTable), which do not say which record is in which cell; "
+                "fit the method on a CellTable (sdcrisk.tabulate, tabulate_file) for per-cell "
+                "and record risks")
+        return self.table
 
     # --- summaries ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:

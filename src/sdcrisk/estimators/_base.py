@@ -19,12 +19,14 @@ from ..core.measures import (
 )
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult, provenance
+from ..data.frequencies import FrequencyTable, count_frequencies
 from ..data.sizes import check_memory, check_population_size, memory_limit_scope
 from ..data.table import CellTable
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
-__all__ = ["Estimator"]
+__all__ = ["Estimator", "CountGroups", "count_groups", "grouped_memory",
+           "reidentification_measures"]
 
 #: float64 arrays of length n_cells a fit holds at its peak by default: f, the predictive
 #: law's parameters, E[1/F], E[1/F^2], P(U=0), mean, variance, the measures' intermediates
@@ -32,6 +34,11 @@ __all__ = ["Estimator"]
 CELL_ARRAYS = 24
 #: float64 arrays of length n: the record risk and its threshold mask
 RECORD_ARRAYS = 3
+#: 8-byte arrays of length n_cells an exchangeable fit by count (:class:`CountGroups`) holds
+#: on a CellTable at its peak: the cell -> count index, the per-cell risks expanded from the
+#: counts' (two, and the result's copies of them) and their temporaries (tracemalloc in
+#: tests/test_frequencies.py)
+GROUPED_CELL_ARRAYS = 8
 MEMORY_REMEDIES = (
     "remedies: partition the file by a key and assess each part, use fewer or coarser key "
     "variables, raise the limit (fit(memory_limit=...) or SDCRISK_MEMORY_LIMIT) if the "
@@ -39,14 +46,53 @@ MEMORY_REMEDIES = (
     "only (nb, poisson-gamma)")
 
 
-def reidentification_measures(table: CellTable, risk: np.ndarray, max_global_risk: float
+@dataclasses.dataclass(frozen=True, eq=False)
+class CountGroups:
+    """The observed cells grouped by their sample count f, for exchangeable models whose law
+    depends on a cell only through f: the distinct counts ``sizes``, the number of cells
+    ``cells`` with each, and (for a CellTable) each cell's index ``inverse`` among them."""
+
+    sizes: np.ndarray
+    cells: np.ndarray
+    inverse: np.ndarray | None
+
+    @property
+    def records(self) -> np.ndarray:
+        """Records in the cells of each count: f times the number of cells."""
+        return self.sizes * self.cells
+
+
+def count_groups(table: CellTable | FrequencyTable) -> CountGroups:
+    """The cells of ``table`` grouped by count (a FrequencyTable is grouped already)."""
+    if isinstance(table, FrequencyTable):
+        return CountGroups(table.sizes, table.cells, None)
+    return CountGroups(*count_frequencies(table.counts))
+
+
+def grouped_memory(table: CellTable | FrequencyTable) -> int:
+    """Bytes an exchangeable fit by count needs: a few arrays per distinct count on a
+    FrequencyTable; on a CellTable the cell -> count index and the per-cell risks expanded
+    from the counts' (plus record-level arrays only with households)."""
+    if isinstance(table, FrequencyTable):
+        return 8 * CELL_ARRAYS * len(table.sizes)
+    records = RECORD_ARRAYS * int(table.n) if table.household is not None else 0
+    return 8 * (GROUPED_CELL_ARRAYS * int(table.n_cells) + records)
+
+
+def reidentification_measures(table: CellTable | FrequencyTable, risk: np.ndarray,
+                              max_global_risk: float, groups: CountGroups | None = None
                               ) -> tuple[dict[str, Measure], float | None]:
     """sdcMicro's figures from per-cell re-identification risks: expected re-identifications
     and global risk, their household versions when the table has households, and the record
-    risk threshold that meets ``max_global_risk``."""
-    measures = expected_reidentifications(table.counts, risk, table.n)
+    risk threshold that meets ``max_global_risk``.
+
+    With ``groups``, ``risk`` holds one risk per distinct count (``groups.sizes``)."""
+    counts = table.counts if groups is None else groups.records
+    measures = expected_reidentifications(counts, risk, table.n)
     if table.household is None:  # per cell, weighted by the counts: no n-long arrays
-        return measures, global_risk_threshold(risk, max_global_risk, counts=table.counts)
+        return measures, global_risk_threshold(risk, max_global_risk, counts=counts)
+    if groups is not None:
+        risk = risk[groups.inverse]
     record = risk[table.record_cell]
     if table.household is not None:
         er_h = float(household_risk(record, table.household).sum())
@@ -108,6 +154,11 @@ class Estimator(ABC):
         """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
         return False
 
+    def supports_frequencies(self) -> bool:
+        """Whether the method fits a :class:`~sdcrisk.data.frequencies.FrequencyTable` (its
+        law depends on a cell only through its count f); default no."""
+        return False
+
     def get_params(self) -> dict[str, Any]:
         """The settings as a dict."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -128,8 +179,10 @@ class Estimator(ABC):
 
         Parameters
         ----------
-        table : CellTable
-            From :func:`sdcrisk.tabulate`.
+        table : CellTable or FrequencyTable
+            From :func:`sdcrisk.tabulate`; a FrequencyTable (the frequencies of the cell
+            counts, :func:`sdcrisk.tabulate_frequencies`) for the methods whose
+            :meth:`supports_frequencies` is true.
         population_size : float, optional
             Override N (default: the table's).
         memory_limit : int, optional
@@ -150,7 +203,13 @@ class Estimator(ABC):
             When :meth:`memory_estimate` exceeds the limit; raised before anything is
             allocated, with the need, the limit and the remedies.
         """
-        if not isinstance(table, CellTable):
+        if isinstance(table, FrequencyTable) and not self.supports_frequencies():
+            raise ParameterError(
+                f"method {self.name!r} needs the observed cells themselves, not only the "
+                "frequencies of their counts (a FrequencyTable): tabulate with "
+                "sdcrisk.tabulate or tabulate_file, or use an exchangeable method (nb "
+                "without weights, poisson-gamma, pitman-yor, skinner-elliot)")
+        if not isinstance(table, CellTable | FrequencyTable):
             raise ParameterError(f"fit() takes a CellTable (see sdcrisk.tabulate), "
                                  f"not {type(table).__name__}")
         if table.n == 0:
@@ -200,28 +259,43 @@ class Estimator(ABC):
         diagnostics: dict | None = None,
         seed: int | None = None,
         sample_unique: np.ndarray | None = None,
+        groups: CountGroups | None = None,
     ) -> RiskResult:
         """Measures, record risks and sdcMicro-style global figures from a predictive law.
 
         ``reid_risk`` replaces E[1/F|f] as the record re-identification risk where a method
         reproduces a package approximation; tau2 then sums it over the sample uniques.
+
+        With ``groups`` (:func:`count_groups`), ``pred`` and ``reid_risk`` are laid out per
+        distinct count f, each standing for ``groups.cells`` cells; the result's per-cell
+        risks are expanded from them (none for a FrequencyTable).
         """
+        mult = None if groups is None else groups.cells
         measures = predictive_measures(pred, population_size=table.population_size,
-                                       level=self.ci_level)
+                                       level=self.ci_level, multiplicity=mult)
         exact = pred.expected_inverse()
         risk = exact if reid_risk is None else np.asarray(reid_risk, float)
-        su = (table.counts == 1) if sample_unique is None else sample_unique
+        if sample_unique is not None:
+            su = sample_unique
+        else:
+            su = (table.counts if groups is None else groups.sizes) == 1
         if reid_risk is not None:
-            tau2 = float(risk[su].sum())
+            tau2 = float(risk[su].sum()) if mult is None else float(np.dot(risk[su], mult[su]))
             old = measures["tau2"]
             same = abs(tau2 - (old.estimate or 0.0)) <= 1e-12 * max(1.0, abs(tau2))
             measures["tau2"] = dataclasses.replace(
                 old, estimate=tau2, **({} if same else
                                        {"lower": None, "upper": None, "level": None,
                                         "interval": None}))
-        extra, threshold = reidentification_measures(table, risk, self.max_global_risk)
+        extra, threshold = reidentification_measures(table, risk, self.max_global_risk,
+                                                     groups)
         measures.update(extra)
         p_unique = np.where(su, pred.prob_zero(), 0.0)
+        risks = {"reidentification": risk, "population_unique": p_unique,
+                 **({} if reid_risk is None else {"expected_inverse": exact})}
+        if groups is not None:
+            risks = ({} if groups.inverse is None
+                     else {k: v[groups.inverse] for k, v in risks.items()})
         thresholds = {
             "max_global_risk": self.max_global_risk,
             "record_risk_threshold": threshold,
@@ -244,6 +318,5 @@ class Estimator(ABC):
             assumptions=assumptions,
             diagnostics=diag,
             provenance=provenance(table, seed),
-            cell_risk_values={"reidentification": risk, "population_unique": p_unique,
-                              **({} if reid_risk is None else {"expected_inverse": exact})},
+            cell_risk_values=risks,
         )

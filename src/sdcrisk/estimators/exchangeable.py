@@ -20,9 +20,10 @@ from ..core import _nb
 from ..core.measures import DESCRIPTIONS, Measure
 from ..core.predictive import NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
+from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
-from ._base import Estimator
+from ._base import CountGroups, Estimator, count_groups, grouped_memory
 
 __all__ = [
     "NegativeBinomialRisk",
@@ -117,6 +118,8 @@ class NegativeBinomialRisk(Estimator):
     F_hat_k the sum of the survey weights in cell k (with no weights, F_hat_k = f_k N / n).
     Record risk r_k = E[1/F_k | f_k]; P(F_k = 1 | f_k = 1) = p_k. Unweighted data with no
     population size are taken to be the population (F_hat = f, r = 1/f), as sdcMicro does.
+    Without weights every cell with the same f has the same law: the fit works per distinct
+    f (so it also fits a :class:`~sdcrisk.data.frequencies.FrequencyTable`).
     sdcMicro/mu-Argus equivalent: ``measure_risk`` / ``indivRisk``; mu-Argus individual risk.
 
     References
@@ -145,9 +148,24 @@ class NegativeBinomialRisk(Estimator):
     def supports_wildcards(self) -> bool:
         return self.mode in ("sdcmicro", "sdcmicro_legacy")
 
-    def _fit(self, table: CellTable) -> RiskResult:
+    def supports_frequencies(self) -> bool:
+        return True
+
+    def _grouped(self, table) -> bool:
+        """Whether every cell's law is a function of its count: no weights, no wildcards."""
         wc = table.wildcard if self.supports_wildcards() else None
-        f = table.counts.astype(float) if wc is None else wc.counts
+        return wc is None and table.weight_sums is None
+
+    def memory_estimate(self, table) -> int:
+        return grouped_memory(table) if self._grouped(table) else super().memory_estimate(table)
+
+    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
+        wc = table.wildcard if self.supports_wildcards() else None
+        groups = count_groups(table) if self._grouped(table) else None
+        if groups is not None:
+            f = groups.sizes.astype(float)
+        else:
+            f = table.counts.astype(float) if wc is None else wc.counts
         if wc is not None and wc.weight_sums is not None:
             f_hat = wc.weight_sums
             how = ("p_k = fk / Fk with missing key values as wildcards (sdcMicro freqCalc, "
@@ -180,28 +198,23 @@ class NegativeBinomialRisk(Estimator):
             table, pred, reid_risk=None if self.mode == "exact" else risk,
             fitted={"p_min": float(p.min()), "p_max": float(p.max())},
             assumptions=assumptions,
-            sample_unique=None if wc is None else wc.counts == 1,
+            sample_unique=None if wc is None else wc.counts == 1, groups=groups,
         )
 
 
-def _pg_loglik(alpha: float, counts: np.ndarray | tuple[np.ndarray, np.ndarray], n: int,
-               k: int) -> float:
+def _pg_loglik(alpha: float, groups: CountGroups, n: int, k: int) -> float:
     """Log-likelihood of the K cells (spec B.1), log f! dropped, beta = 1/(K alpha).
 
     Written so that it stays accurate as alpha grows (the Poisson limit): with x = n/(K alpha),
     sum_k [log Gamma(alpha + f_k) - log Gamma(alpha)] = n log(alpha) + sum_k sum_{i<f_k}
-    log1p(i / alpha), and the n log(alpha) cancels against n log(x).
+    log1p(i / alpha), and the n log(alpha) cancels against n log(x). The cells come grouped
+    by count (:func:`~sdcrisk.estimators._base.count_groups`).
     """
     x = n / (k * alpha)
-    f_values, multiplicity = counts if isinstance(counts, tuple) else _frequencies(counts)
+    f_values, multiplicity = groups.sizes, groups.cells
     rising = np.concatenate([[0.0], np.cumsum(np.log1p(np.arange(f_values[-1]) / alpha))])
     return float(np.dot(rising[f_values], multiplicity) + n * np.log(n / k)
                  - k * alpha * np.log1p(x) - n * np.log1p(x))
-
-
-def _frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct counts and how many cells have each (the likelihood needs only these)."""
-    return np.unique(counts.astype(np.int64), return_counts=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -223,7 +236,8 @@ class PoissonGammaRisk(Estimator):
     F_k | lambda_k ~ Poisson(N lambda_k), lambda_k ~ Gamma(alpha, scale beta), alpha beta = 1/K.
     Then F_k - f_k | f_k ~ NegBin(alpha + f_k, p) with p = (1 + n beta)/(1 + N beta), so
     P(F_k = 1 | f_k = 1) = p^(alpha+1) and E[1/F_k | f_k] follows from spec B.1. Every cell is
-    exchangeable: all sample uniques get the same risk. No sdcMicro equivalent.
+    exchangeable: all sample uniques get the same risk, and the fit works per distinct f (it
+    also fits a :class:`~sdcrisk.data.frequencies.FrequencyTable`). No sdcMicro equivalent.
 
     References
     ----------
@@ -243,19 +257,26 @@ class PoissonGammaRisk(Estimator):
         if self.cell_space is not None and self.cell_space < 1:
             raise ParameterError(f"cell_space={self.cell_space} must be >= 1")
 
-    def _fit(self, table: CellTable) -> RiskResult:
+    def supports_frequencies(self) -> bool:
+        return True
+
+    def memory_estimate(self, table) -> int:
+        return grouped_memory(table)
+
+    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
         k = int(self.cell_space or table.cell_space)
         if k < table.n_cells:
             raise ParameterError(f"cell_space={k} is smaller than the {table.n_cells} "
                                  "observed cells")
         n, big_n = table.n, table.population_size
-        counts = table.counts.astype(float)
+        groups = count_groups(table)
+        counts = groups.sizes.astype(float)
         diag: dict = {}
         if self.alpha is not None:
             alpha = float(self.alpha)
             diag["alpha_source"] = "given"
         elif self.fit_method == "moments":
-            s2 = float(np.sum(counts**2)) / k - (n / k) ** 2
+            s2 = float(np.dot(groups.cells, counts**2)) / k - (n / k) ** 2
             beta = (k * s2 - n) / n**2
             if beta <= 0:
                 raise ParameterError("the cell counts are not overdispersed (moment estimate of "
@@ -263,7 +284,7 @@ class PoissonGammaRisk(Estimator):
             alpha = 1.0 / (k * beta)
             diag["alpha_source"] = "moments"
         else:
-            alpha, diag = self._ml_alpha(counts, n, k)
+            alpha, diag = self._ml_alpha(groups, n, k)
         beta = 1.0 / (k * alpha)
         p = (1 + n * beta) / (1 + big_n * beta)
         unobserved = (k - table.n_cells) * float(_nb.prob_one(alpha, p))
@@ -272,7 +293,7 @@ class PoissonGammaRisk(Estimator):
             law_name="NegBin(size=alpha+f_k, prob=(1+n beta)/(1+N beta)) [Poisson-gamma]",
         )
         fitted = {"alpha": alpha, "beta": beta, "p": p, "cell_space": k,
-                  "log_likelihood": _pg_loglik(alpha, counts, n, k)}
+                  "log_likelihood": _pg_loglik(alpha, groups, n, k)}
         assumptions = (
             "F_k ~ Poisson(N lambda_k), lambda_k ~ Gamma(alpha, beta) iid over all K cells, "
             "alpha beta = 1/K (Bethlehem et al. 1990)",
@@ -280,19 +301,18 @@ class PoissonGammaRisk(Estimator):
             f"K = {k:,} admissible cells (sample zeros included)",
         )
         return self._predictive_result(table, pred, fitted=fitted, assumptions=assumptions,
-                                       diagnostics=diag)
+                                       diagnostics=diag, groups=groups)
 
     @staticmethod
-    def _ml_alpha(counts, n, k):
+    def _ml_alpha(groups, n, k):
         from scipy import optimize  # lazy: slow to import, only needed here
 
-        counts = _frequencies(counts)  # once, not at each of ~100 evaluations
         lo, hi = np.log(1e-10), np.log(1e8)
         grid = np.linspace(lo, hi, 91)
-        vals = np.array([_pg_loglik(np.exp(g), counts, n, k) for g in grid])
+        vals = np.array([_pg_loglik(np.exp(g), groups, n, k) for g in grid])
         i = int(np.nanargmax(vals))
         a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-        res = optimize.minimize_scalar(lambda g: -_pg_loglik(np.exp(g), counts, n, k),
+        res = optimize.minimize_scalar(lambda g: -_pg_loglik(np.exp(g), groups, n, k),
                                        bounds=(a, b), method="bounded",
                                        options={"xatol": 1e-10})
         alpha = float(np.exp(res.x))
@@ -326,10 +346,17 @@ class SkinnerElliotTheta(Estimator):
 
     name: ClassVar[str] = "skinner-elliot"
 
-    def _fit(self, table: CellTable) -> RiskResult:
+    def supports_frequencies(self) -> bool:
+        return True
+
+    def memory_estimate(self, table) -> int:
+        return grouped_memory(table)
+
+    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
         pi = table.n / table.population_size
-        n1 = int(np.count_nonzero(table.counts == 1))
-        n2 = int(np.count_nonzero(table.counts == 2))
+        groups = count_groups(table)
+        n1 = int(groups.cells[groups.sizes == 1].sum())
+        n2 = int(groups.cells[groups.sizes == 2].sum())
         denom = pi * n1 + 2 * (1 - pi) * n2
         theta = pi * n1 / denom if denom > 0 else None
         measures = {

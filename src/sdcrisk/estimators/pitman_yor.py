@@ -26,9 +26,10 @@ from scipy.special import betaln, digamma, gammaln
 from ..core.measures import Measure
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult
+from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError
-from ._base import Estimator
+from ._base import Estimator, count_groups, grouped_memory
 
 __all__ = [
     "PitmanYorRisk",
@@ -90,17 +91,22 @@ def _unpack(x) -> tuple[float, float]:
     return math.exp(x[1]) - alpha, alpha
 
 
-def fit_pitman_yor(counts: np.ndarray) -> dict:
+def fit_pitman_yor(counts: np.ndarray, cells: np.ndarray | None = None) -> dict:
     """Maximum-likelihood (theta, alpha) of the EPPF for the sample cell counts.
 
     Optimised over logit(alpha) and log(theta + alpha) (Nelder-Mead polished by L-BFGS-B
     from a grid start). Returns theta, alpha, the log-likelihood, the observed-information
     covariance of (theta, alpha) (``None`` when it is not positive definite) and whether
-    alpha ran towards its bound (``alpha_at_bound``: alpha > 0.95).
+    alpha ran towards its bound (``alpha_at_bound``: alpha > 0.95). With ``cells``,
+    ``counts`` are the distinct counts and ``cells`` the number of cells with each.
     """
     from scipy import optimize  # lazy: slow to import
 
-    values, mult = _frequencies(counts)
+    if cells is None:
+        values, mult = _frequencies(counts)
+    else:
+        values = np.asarray(counts, float)
+        mult = np.asarray(cells, float)
     n = int(np.dot(values, mult))
     k = int(mult.sum())
     if k < 2 or n < 2:
@@ -378,13 +384,20 @@ class PitmanYorRisk(Estimator):
         if isinstance(self.draws, bool) or not isinstance(self.draws, int) or self.draws < 0:
             raise ParameterError(f"draws={self.draws!r} must be an integer >= 0")
 
-    def _fit(self, table: CellTable) -> RiskResult:
-        counts = table.counts
-        fit = fit_pitman_yor(counts)
+    def supports_frequencies(self) -> bool:
+        return True
+
+    def memory_estimate(self, table) -> int:
+        return grouped_memory(table)
+
+    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
+        groups = count_groups(table)
+        fit = fit_pitman_yor(groups.sizes, groups.cells)
         theta, alpha = fit["theta"], fit["alpha"]
         n, big_n = table.n, table.population_size
         unseen = float(big_n - n)
-        pred = BetaBinomialPredictive(counts, theta=theta, alpha=alpha, n=n, unseen=unseen)
+        pred = BetaBinomialPredictive(groups.sizes, theta=theta, alpha=alpha, n=n,
+                                      unseen=unseen)
         diag = {"alpha_at_bound": fit["alpha_at_bound"],
                 "theta_at_bound": fit["theta_at_bound"],
                 "laplace_covariance": fit["covariance"] is not None}
@@ -408,7 +421,7 @@ class PitmanYorRisk(Estimator):
         result = self._predictive_result(
             table, pred, fitted={"theta": theta, "alpha": alpha,
                                  "log_likelihood": fit["log_likelihood"]},
-            assumptions=assumptions, diagnostics=diag, seed=self.random_state)
+            assumptions=assumptions, diagnostics=diag, seed=self.random_state, groups=groups)
         su = int(table.sample_uniques)
         if su and fit["covariance"] is not None and self.draws:
             measures = dict(result.measures)

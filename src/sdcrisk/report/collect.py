@@ -421,6 +421,11 @@ def _as_results(results) -> dict[str, RiskResult]:
     for label, r in items:
         if not isinstance(r, RiskResult):
             raise ParameterError(f"results: {type(r).__name__} is not a RiskResult")
+        if not isinstance(r.table, CellTable):
+            raise ParameterError(
+                f"results: the {r.method} result was fitted on the frequencies of the cell "
+                "counts (a FrequencyTable); the report shows cells, keys and record risks: "
+                "fit it on a CellTable (sdcrisk.tabulate, tabulate_file)")
         name, i = label, 2
         while name in out:
             name, i = f"{label} ({i})", i + 1
