@@ -424,3 +424,29 @@ def test_tabulate_frequencies_column_types(tmp_path):
         _same_frequencies(got, tabulate_file(path, keys, population_size=1e5,
                                              record_cell="memory"))
     assert got.levels[1] == ("0.0", "1.0", "2.0")
+
+
+def test_assess_streams_frequencies_from_a_share_of_the_budget(parquet_file, monkeypatch,
+                                                                capsys):
+    """A file whose in-memory read needs more than 1/COUNTS_ONLY_SHARE of the memory limit
+    (but less than the limit) is streamed as frequencies for nb (bounded memory), and read in
+    memory for a method that needs its cells."""
+    import sdcrisk.cli.assess as assess_mod
+    from sdcrisk.data.route import in_memory_bytes
+
+    keys = "sex,age,region,tenure"
+    need = in_memory_bytes(parquet_file, keys.split(","), [])
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "64M")
+    monkeypatch.setattr(assess_mod, "COUNTS_ONLY_SHARE", 2 * (64 << 20) // need)
+    calls = _spy(monkeypatch)
+    base = ["assess", str(parquet_file), "--keys", keys, "--population-size", "600000",
+            "--format", "json"]
+    out = json.loads(_assess(capsys, [*base, "--method", "nb"]))
+    assert calls == {"frequencies": 1, "cells": 0}
+    assert out["provenance"]["input_fingerprint"] is None
+    out = json.loads(_assess(capsys, [*base, "--method", "graphical"]))
+    assert calls == {"frequencies": 1, "cells": 0}  # read in memory: it fits the limit
+    assert out["provenance"]["input_fingerprint"]
+    monkeypatch.setattr(assess_mod, "COUNTS_ONLY_SHARE", (64 << 20) // need // 2)
+    _assess(capsys, [*base, "--method", "nb"])
+    assert calls == {"frequencies": 1, "cells": 0}  # under the share: in memory

@@ -46,13 +46,19 @@ def register(sub) -> None:
     a.set_defaults(run=_assess)
 
 
+#: ``assess`` streams the frequencies of the counts (see :func:`counts_only`) when reading the
+#: file in memory would need more than this fraction of the memory limit
+COUNTS_ONLY_SHARE = 4
+
+
 def counts_only(args, est) -> bool:
     """Whether a streamed ``assess`` needs only the frequencies of the cell counts (a
     :class:`~sdcrisk.data.frequencies.FrequencyTable`): a method whose law depends on a cell
     only through its count (``supports_frequencies``), no weights, no households, missing
     values as their own category, and an output made of measures only (not the HTML report,
     which shows cells and keys)."""
-    return (est.supports_frequencies() and args.weights is None and args.household is None
+    return (est is not None and est.supports_frequencies() and args.weights is None
+            and args.household is None
             and getattr(args, "household_size", None) is None
             and args.missing in ("category", "error") and args.format != "html")
 
@@ -78,7 +84,7 @@ def _out_of_core_table(args, est=None):
         from ..data.datasets import example_path
 
         source, path = path, example_path(path.split(":", 1)[1])
-    if est is not None and counts_only(args, est):
+    if counts_only(args, est):
         table = tabulate_frequencies(
             path, parse_keys(args.keys), population_size=args.population_size,
             sampling_fraction=args.sampling_fraction, levels=read_levels(args.levels),
@@ -112,9 +118,14 @@ def _sample_table(args, out_of_core: bool, est=None):
     data_defaults(args)
     if not str(args.data).startswith("example:"):
         from ..data.route import needs_out_of_core  # not for the bundled examples
+        from ..data.sizes import memory_limit
 
+        # a method that needs only the counts' frequencies streams them (memory bounded by
+        # DuckDB's limit) as soon as reading the file would take a quarter of the budget:
+        # 10^8 records x 10 keys read in memory peaked at 5-6 GiB, streamed at 1.1 GiB
+        limit = memory_limit() // COUNTS_ONLY_SHARE if counts_only(args, est) else None
         if needs_out_of_core(args.data, parse_keys(args.keys), weights=args.weights,
-                             household=args.household):
+                             household=args.household, limit=limit):
             return _out_of_core_table(args, est)
     return tabulate_source(
         args.data, parse_keys(args.keys), weights=args.weights, household=args.household,
