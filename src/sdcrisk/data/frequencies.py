@@ -170,6 +170,16 @@ class FrequencyTable:
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
 
+#: DuckDB's working memory for the frequency pass, at most (spilling costs little here:
+#: 10^8 records x 10 keys, 62.7 M cells: 18.1 CPU s and 2.9 GiB with 4 GiB for DuckDB,
+#: 19.2 CPU s and 1.1 GiB with 1 GiB)
+DUCKDB_MAX = 1 << 30
+
+
+def _duckdb_budget() -> int:
+    return max(min(memory_limit() // 2, DUCKDB_MAX), 1 << 27)
+
+
 def tabulate_frequencies(
     path: str | os.PathLike,
     keys: Sequence[str] | str,
@@ -199,8 +209,8 @@ def tabulate_frequencies(
     engine : {"auto", "duckdb", "pyarrow"}
         ``duckdb``: each key's distinct values (its levels), then one query that groups the
         records by their key values and those groups by their size, spilling to disk past
-        half of :func:`~sdcrisk.data.sizes.memory_limit`; memory stays within that limit
-        whatever the number of cells. ``pyarrow``: the Arrow pass 1 of ``tabulate_file``
+        half of :func:`~sdcrisk.data.sizes.memory_limit` or ``DUCKDB_MAX`` (1 GiB),
+        whichever is smaller; memory stays within that limit whatever the number of cells. ``pyarrow``: the Arrow pass 1 of ``tabulate_file``
         (its key combinations are held and coded, but not the record map). ``auto``
         (default): DuckDB for Parquet when it is installed, else Arrow. DuckDB also hands
         over to Arrow where the data need a message with a row number (missing keys under
@@ -289,7 +299,7 @@ def _duckdb_frequencies(path: Path, keys, levels, missing, max_levels, *, requir
     con = None
     try:
         con = duckdb.connect(config={
-            "memory_limit": f"{max(memory_limit() // 2, 1 << 27) // (1 << 20)}MB",
+            "memory_limit": f"{_duckdb_budget() // (1 << 20)}MB",
             "temp_directory": spill, "preserve_insertion_order": False})
         return _spectrum(con, files, schema, keys, levels, missing, max_levels)
     except duckdb.Error as exc:
