@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     )
     from .estimators import (
         Estimator,
+        GaussianCopulaRisk,
         GraphicalRisk,
         HdpRisk,
         LogLinearRisk,
@@ -118,7 +119,7 @@ _MODULES = {
     ),
     "core.result": "RiskResult",
     "estimators": (
-        "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
+        "Estimator GaussianCopulaRisk GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
         "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
@@ -174,6 +175,7 @@ __all__ = [
     "AutoRisk",
     "PoissonGammaRisk",
     "PitmanYorRisk",
+    "GaussianCopulaRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",
