@@ -56,7 +56,7 @@ _GL_HIGH = np.polynomial.legendre.leggauss(64)
 _GL_INV = np.polynomial.legendre.leggauss(64)
 #: random shifts of the lattice: the spread of their estimates is the QMC error
 REPLICATES = 8
-DEPENDENCE = ("mutual_information", "mutual_information_corrected", "independence")
+DEPENDENCE = ("mutual_information_corrected", "mutual_information", "independence")
 ORDERS = ("levels", "frequency")
 
 
@@ -238,18 +238,24 @@ def _binomial_integrals(f: np.ndarray, p: np.ndarray, m: float) -> tuple[np.ndar
 
     E[1/F] = int_0^1 (1-s)^(f-1) (1-ps)^m ds,  E[1/F^2] = int_0^1 -log(1-s) (1-s)^(f-1)
     (1-ps)^m ds (from 1/F = int_0^1 t^(F-1) dt and E[t^U] = (1 - p + pt)^m, s = 1 - t),
-    on [0, min(1, 50 / (f - 1 + m p))] where the integrand has not yet fallen below e^-50.
+    on [0, top], top = min(1, 50 / (f - 1 + m p)) (beyond it the integrand is below e^-50),
+    mapped by s = top (1 - (1 - u)^3) so that the log singularity of the second integral at
+    s = 1 (when top = 1) is flattened for the Gauss-Legendre rule in u.
     """
     x, w = _GL_INV
     rate = f - 1.0 + m * p
     top = np.minimum(1.0, 50.0 / np.maximum(rate, 1e-300))
-    s = top[:, None] * (x[None, :] + 1.0) / 2.0
-    ws = top[:, None] * w[None, :] / 2.0
+    u = (x + 1.0) / 2.0
+    v = (1.0 - u) ** 3
+    s = top[:, None] * (1.0 - v[None, :])
+    ws = top[:, None] * (w * 1.5 * (1.0 - u) ** 2)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         log_g = (f[:, None] - 1.0) * np.log1p(-s) + m * np.log1p(-p[:, None] * s)
+        # -log(1 - s) where s = 1 - v exactly (top = 1) from log(v), without cancellation
+        neg_log = np.where(top[:, None] == 1.0, -np.log(v)[None, :], -np.log1p(-s))
     g = np.exp(log_g)
     e1 = np.sum(ws * g, axis=1)
-    e2 = np.sum(ws * g * -np.log1p(-s), axis=1)
+    e2 = np.sum(ws * g * neg_log, axis=1)
     return e1, e2
 
 
@@ -331,20 +337,24 @@ class GaussianCopulaRisk(Estimator):
 
     Parameters
     ----------
-    dependence : {"mutual_information", "mutual_information_corrected", "independence"}
-        How each correlation is fitted. ``"mutual_information"`` (default, the paper's
-        choice): the rho whose bivariate model has the sample pair's plug-in mutual
-        information. ``"mutual_information_corrected"``: the same after removing the
-        plug-in estimator's small-sample bias (L_j - 1)(L_k - 1) / (2 n) (Miller-Madow), which
-        otherwise reads dependence into independent keys with many levels.
-        ``"independence"``: Sigma = I (the product of the marginals; a baseline).
+    dependence : {"mutual_information_corrected", "mutual_information", "independence"}
+        How each correlation is fitted. ``"mutual_information"`` (the paper's choice): the rho
+        whose bivariate model has the sample pair's plug-in mutual information.
+        ``"mutual_information_corrected"`` (default): the same after removing the plug-in
+        estimator's small-sample bias (l_j - 1)(l_k - 1) / (2 n), l the levels seen in the
+        pair's table (Miller-Madow). Without it independent keys with many levels read as
+        dependent: on a synthetic Gaussian-copula population (6 keys of 3-40 levels, 1% sample,
+        n = 3,000) the plug-in match missed a correlation by 0.46 and tau1 by +40%, the
+        corrected one by 0.05 and -2% (tests/test_copula.py). ``"independence"``: Sigma = I
+        (the product of the marginals; a baseline).
     order : {"levels", "frequency"}
         Ordering of each key's categories on the latent axis. ``"levels"`` (default): the
         table's level order (sorted values, so the natural order of numeric and coded ordinal
         keys such as age); ``"frequency"``: most frequent category first.
     points : int
         Quasi-Monte-Carlo lattice points per cell for the rectangle probabilities (default
-        512, split over 8 random shifts whose spread gives the QMC error).
+        256, split over 8 random shifts whose spread gives the QMC error; on a 30,000-record
+        sample with 8 keys the QMC standard error of tau1 was below 0.1%).
     smoothing : float
         Mass added to every level of every key before the marginals are normalised (default
         0.5, Jeffreys): levels the table lists but the sample lacks get a small probability.
@@ -410,9 +420,9 @@ class GaussianCopulaRisk(Estimator):
     """
 
     name: ClassVar[str] = "copula"
-    dependence: str = "mutual_information"
+    dependence: str = "mutual_information_corrected"
     order: str = "levels"
-    points: int = 512
+    points: int = 256
     smoothing: float = 0.5
     random_state: int | None = 0
 
