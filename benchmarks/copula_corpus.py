@@ -19,10 +19,9 @@ import datetime
 import platform
 from pathlib import Path
 
+import calibrate_auto as cal
 import numpy as np
 import pandas as pd
-
-import calibrate_auto as cal
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- COPULA:BEGIN -->", "<!-- COPULA:END -->"
