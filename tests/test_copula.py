@@ -336,3 +336,16 @@ def test_registered_and_in_the_cli(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert '"method": "copula"' in out
+
+
+def test_evaluate_with_per_method_options(tmp_path, capsys):
+    """``evaluate --methods copula,copula:order=levels`` scores both variants against the
+    truth of a population."""
+    pop, _ = _copula_population(20_000, 5)
+    path = tmp_path / "pop.csv"
+    pop.to_csv(path, index=False)
+    code = main(["evaluate", str(path), "--keys", "v0,v1,v2,v3", "--fraction", "0.05",
+                 "--methods", "copula,copula:order=levels", "--format", "json"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "copula(order=levels)" in out and '"copula"' in out
