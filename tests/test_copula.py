@@ -132,6 +132,26 @@ def test_mca_orders_recover_a_scrambled_latent_order():
     assert all(f or r for f, r in zip(fwd, rev, strict=True)), (orders, perms)
 
 
+def test_mca_orders_sparse_path_agrees_with_dense(monkeypatch):
+    """Two keys of about 900 levels: the Lanczos path orders the categories as the dense
+    Burt-table path does (up to the axis' sign and near-ties)."""
+    import sdcrisk.estimators.copula as cm
+
+    rng = np.random.default_rng(0)
+    z = rng.multivariate_normal(np.zeros(3), 0.5 * np.eye(3) + 0.5, 20_000)
+    frame = pd.DataFrame({"a": np.digitize(z[:, 0], np.linspace(-3, 3, 900)),
+                          "e": np.digitize(z[:, 0] + z[:, 1], np.linspace(-4, 4, 900)),
+                          "b": np.digitize(z[:, 2], np.linspace(-2, 2, 10))})
+    table = tabulate(Microdata.from_source(frame, list(frame), population_size=10**6))
+    assert sum(len(lv) for lv in table.levels) > cm.MCA_DENSE
+    sparse = mca_orders(table)
+    monkeypatch.setattr(cm, "MCA_DENSE", 10**6)
+    dense = mca_orders(table)
+    for a, b in zip(dense, sparse, strict=True):
+        ra, rb = np.argsort(a), np.argsort(b)
+        assert abs(np.corrcoef(ra, rb)[0, 1]) > 0.9999
+
+
 def test_mutual_information_hand_worked():
     # X = Y uniform on 2 levels: I = log 2
     assert mutual_information(np.array([[5, 0], [0, 5]])) == pytest.approx(math.log(2))

@@ -59,6 +59,8 @@ _GL_INV = np.polynomial.legendre.leggauss(64)
 REPLICATES = 8
 DEPENDENCE = ("mutual_information_corrected", "mutual_information", "independence")
 ORDERS = ("levels", "frequency", "mca")
+#: up to this many categories over all keys the correspondence analysis forms the Burt table
+MCA_DENSE = 1500
 
 
 # --- marginals ---------------------------------------------------------------------------------
@@ -118,7 +120,9 @@ def mca_orders(table: CellTable) -> list[np.ndarray]:
     S'S = D_c^-1/2 (B / (n d^2) - c c') D_c^-1/2 (B the Burt table of the d keys over the
     sample, c the category masses): the one-dimensional scoring of all categories that makes
     the keys most associated (Greenacre 2007, ch. 18); each key's categories are sorted by it
-    (levels absent from the sample last).
+    (levels absent from the sample last). Up to ``MCA_DENSE`` categories over all keys by a
+    dense eigendecomposition of the Burt table, beyond by Lanczos (``eigsh``) on products with
+    the sparse indicator matrix of the cells.
     """
     mass = _cell_mass(table)
     sizes = [len(lv) for lv in table.levels]
@@ -126,18 +130,37 @@ def mca_orders(table: CellTable) -> list[np.ndarray]:
     cols = table.cell_codes.astype(np.int64) + offs[:-1][None, :]
     total = int(offs[-1])
     d = len(sizes)
-    burt = np.zeros((total, total))
-    for j in range(d):
-        for k in range(d):
-            np.add.at(burt, (cols[:, j], cols[:, k]), mass)
     n = float(mass.sum())
-    c = np.diag(burt) / (n * d)
+    c = np.bincount(cols.ravel(), weights=np.repeat(mass, d), minlength=total) / (n * d)
     ok = c > 0
     cs = np.sqrt(c[ok])
-    s = (burt[np.ix_(ok, ok)] / (n * d * d) - np.outer(c[ok], c[ok])) / np.outer(cs, cs)
-    _, vec = np.linalg.eigh(s)
+    if total <= MCA_DENSE:
+        burt = np.zeros((total, total))
+        for j in range(d):
+            for k in range(d):
+                np.add.at(burt, (cols[:, j], cols[:, k]), mass)
+        s = (burt[np.ix_(ok, ok)] / (n * d * d) - np.outer(c[ok], c[ok])) / np.outer(cs, cs)
+        vec = np.linalg.eigh(s)[1][:, -1]
+    else:  # many categories: the leading eigenvector without forming the Burt table
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        index = np.full(total, -1)
+        index[ok] = np.arange(int(ok.sum()))
+        rows = np.repeat(np.arange(len(mass)), d)
+        z = csr_matrix((np.ones(rows.size), (rows, index[cols.ravel()])),
+                       shape=(len(mass), int(ok.sum())))
+        cv = c[ok]
+
+        def matvec(v):
+            v = np.ravel(v) / cs
+            bv = z.T @ (mass * (z @ v)) / (n * d * d)
+            return (bv - cv * (cv @ v)) / cs
+
+        op = LinearOperator((cv.size, cv.size), matvec=matvec, dtype=float)
+        vec = eigsh(op, k=1, which="LA", v0=np.ones(cv.size) / cv.size)[1][:, 0]
     score = np.full(total, np.inf)
-    score[ok] = vec[:, -1] / cs
+    score[ok] = vec / cs
     return [np.argsort(score[offs[j]:offs[j + 1]], kind="stable") for j in range(d)]
 
 
@@ -488,7 +511,9 @@ class GaussianCopulaRisk(Estimator):
     def memory_estimate(self, table: CellTable) -> int:
         d = len(table.keys)
         per_cell = CELL_ARRAYS + 2 * d + REPLICATES + 3 * len(_GL_INV[0])
-        return 8 * (per_cell * int(table.n_cells) + RECORD_ARRAYS * int(table.n))
+        cats = sum(len(lv) for lv in table.levels)
+        burt = cats**2 if cats <= MCA_DENSE else 4 * cats
+        return 8 * (per_cell * int(table.n_cells) + RECORD_ARRAYS * int(table.n) + burt)
 
     # -- fitting ----------------------------------------------------------------------------
     def _orders(self, margins: list[np.ndarray], table: CellTable) -> list[np.ndarray]:
