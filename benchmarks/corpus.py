@@ -29,6 +29,8 @@ Usage::
 ``benchmarks/corpus/copula-part-<i>-of-<k>.csv`` (its tau1/tau2, interval bounds, seconds and
 the ROC AUC of its record risk for "sample unique is population unique" on the case);
 ``--merge-copula`` adds those columns to ``benchmarks/corpus.csv`` (replacing earlier ones).
+``--copula --auc SPEC`` computes instead the same AUC for another candidate's record risk
+(e.g. ``graphical:prior_weight=50``, whose record risk auto reports), for comparison.
 """
 
 from __future__ import annotations
@@ -355,9 +357,37 @@ def run_copula_case(case: Case) -> dict:
     return row
 
 
-def run_copula_part(i: int, k: int, limit: float | None) -> None:
+def run_auc_case(case: Case, spec: str) -> dict:
+    """The ROC AUC of one candidate's record risk P(F = 1 | f = 1) over the sample uniques
+    (for comparison with the copula's; ``--auc SPEC``)."""
+    from sdcrisk import Microdata, roc_auc, tabulate
+    from sdcrisk.analyses.validation import Candidate
+
+    cand = Candidate.parse(spec)
+    sample, truth, record_f = draw_records(case)
+    row: dict = {"case": case.index}
+    table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(CANDIDATE_TIMEOUT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = cand.estimator().fit(table)
+    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
+        row[f"{cand.label}:auc_error"] = f"{type(exc).__name__}: {exc}"[:200]
+        return row
+    finally:
+        signal.alarm(0)
+    su = table.counts[table.record_cell] == 1
+    row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
+                                       record_f[su] == 1)
+    return row
+
+
+def run_copula_part(i: int, k: int, limit: float | None, auc: str | None = None) -> None:
     OUT.mkdir(exist_ok=True)
-    path = OUT / f"copula-part-{i}-of-{k}.csv"
+    path = OUT / (f"copula-part-{i}-of-{k}.csv" if auc is None
+                  else f"auc-{auc.replace(':', '_').replace('=', '')}-part-{i}-of-{k}.csv")
     rows = pd.read_csv(path).to_dict("records") if path.exists() else []
     done = {r["case"] for r in rows}
     todo = [c for c in cases() if c.index % k == i - 1 and c.index not in done]
@@ -368,19 +398,25 @@ def run_copula_part(i: int, k: int, limit: float | None) -> None:
             print(f"time limit reached; {len(todo)} cases were left", flush=True)
             break
         t0 = time.time()
-        rows.append(run_copula_case(case))
+        rows.append(run_copula_case(case) if auc is None else run_auc_case(case, auc))
         pd.DataFrame(rows).to_csv(path, index=False)
         print(f"copula case {case.index} {case.population} {case.keyset} {case.design} "
               f"{case.fraction}: {time.time() - t0:.1f}s", flush=True)
 
 
 def merge_copula() -> pd.DataFrame:
-    """Add the copula pass's columns to corpus.csv (replacing any earlier copula columns)."""
-    parts = sorted(OUT.glob("copula-part-*.csv"))
-    new = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True).drop_duplicates("case")
+    """Add the copula pass's columns (and the ``--auc`` passes' AUC columns) to corpus.csv,
+    replacing earlier ones."""
     df = pd.read_csv(HERE / "corpus.csv")
-    df = df[[c for c in df.columns if not c.startswith(f"{COPULA}:")]]
-    df = df.merge(new, on="case", how="left").sort_values("case")
+    for pattern in ("copula-part-*.csv", "auc-*-part-*.csv"):
+        parts = sorted(OUT.glob(pattern))
+        if not parts:
+            continue
+        new = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+        new = new.groupby("case", as_index=False).first()
+        df = df[[c for c in df.columns if c == "case" or c not in new.columns]]
+        df = df.merge(new, on="case", how="left")
+    df = df.sort_values("case")
     df.to_csv(HERE / "corpus.csv", index=False, quoting=csv.QUOTE_MINIMAL, float_format="%.8g")
     return df
 
@@ -412,6 +448,9 @@ def main(argv=None) -> None:
                     "large-theta fix of the Pitman-Yor tau2)")
     ap.add_argument("--copula", action="store_true",
                     help="the Gaussian-copula pass only (its own part files)")
+    ap.add_argument("--auc", metavar="SPEC", default=None,
+                    help="with --copula: instead, the record-risk AUC of this candidate, e.g. "
+                    "'graphical:prior_weight=50' (the record risk auto reports)")
     ap.add_argument("--merge-copula", action="store_true",
                     help="add the copula parts' columns to corpus.csv")
     args = ap.parse_args(argv)
@@ -434,7 +473,7 @@ def main(argv=None) -> None:
         return
     i, k = (int(x) for x in args.part.split("/"))
     if args.copula:
-        run_copula_part(i, k, args.time_limit)
+        run_copula_part(i, k, args.time_limit, args.auc)
         return
     run_part(i, k, args.time_limit, args.loglinear)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -356,6 +357,17 @@ def test_registered_and_in_the_cli(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert '"method": "copula"' in out
+    code = main(["assess", str(path), "--keys", "a,b,c", "--population-size", "30000",
+                 "--method", "copula", "--order", "levels", "--points", "64",
+                 "--dependence", "independence", "--format", "json"])
+    assert code == 0
+    params = json.loads(capsys.readouterr().out)["parameters"]
+    assert (params["order"], params["points"], params["dependence"]) == (
+        "levels", 64, "independence")
+    # a copula flag with another method is a user error naming the method that takes it
+    assert main(["assess", str(path), "--keys", "a,b,c", "--population-size", "30000",
+                 "--method", "nb", "--order", "levels"]) == 2
+    assert "taken by copula" in capsys.readouterr().err
 
 
 def test_evaluate_with_per_method_options(tmp_path, capsys):
