@@ -325,7 +325,7 @@ def test_auc_on_shared_population(shared_data):
     score = res.record_risk("population_unique")[su]
     label = big_f[ids[take]][su] == 1
     auc = roc_auc(score, label)
-    assert auc > 0.7, auc
+    assert auc > 0.8, auc  # 0.889 when written (tau1 445 against the true 356)
 
 
 # --- options, registry, CLI ---------------------------------------------------------------------
