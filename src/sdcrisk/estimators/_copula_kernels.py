@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 _JIT = {"cache": True, "nogil": True}
 
@@ -118,69 +118,66 @@ def _cholesky(a, out):
             out[i, j] = 0.0
 
 
-@njit(**_JIT)
+@njit(cache=True, nogil=True, parallel=True)
 def genz_rectangles(lower, upper, corr, points, shifts, replicates):
     """P(lower < Z < upper), Z ~ N(0, corr), for every row of the (cells x d) limit arrays.
 
     ``shifts`` (replicates x d) are the random shifts of the Richtmyer lattice; each replicate
     averages ``points`` lattice points. Returns (cells x replicates) estimates: their mean
-    over replicates is the probability, their spread its quasi-Monte-Carlo error.
+    over replicates is the probability, their spread its quasi-Monte-Carlo error. Cells run in
+    parallel (numba threads); each cell's result does not depend on the thread.
     """
     n_cells, d = lower.shape
     out = np.zeros((n_cells, replicates))
     sq = np.sqrt(PRIMES[:d])
-    order = np.empty(d, np.int64)
+    for c in prange(n_cells):
+        _genz_cell(lower[c], upper[c], corr, points, shifts, replicates, sq, out[c])
+    return out
+
+
+@njit(**_JIT)
+def _genz_cell(low, up, corr, points, shifts, replicates, sq, out):
+    d = low.shape[0]
     width = np.empty(d)
+    for i in range(d):
+        width[i] = norm_cdf(up[i]) - norm_cdf(low[i])
+        if width[i] <= 0.0:
+            return  # an empty interval (a category with zero mass): the rectangle is empty
+    # narrowest interval first (Genz & Bretz's ordering heuristic, without the conditional
+    # refinement)
+    order = np.argsort(width)
     sub = np.empty((d, d))
     chol = np.empty((d, d))
     a = np.empty(d)
     b = np.empty(d)
     y = np.empty(d)
-    for c in range(n_cells):
-        for i in range(d):
-            width[i] = norm_cdf(upper[c, i]) - norm_cdf(lower[c, i])
-        # narrowest interval first (Genz & Bretz's ordering heuristic, without the
-        # conditional refinement)
-        order[:] = np.argsort(width)
-        prod = 1.0
-        for i in range(d):
-            prod *= width[i]
-        if prod == 0.0 and d > 0:
-            # an empty interval (a category with zero mass): the rectangle is empty
-            has_zero = False
-            for i in range(d):
-                if width[i] <= 0.0:
-                    has_zero = True
-            if has_zero:
-                continue
-        for i in range(d):
-            a[i] = lower[c, order[i]]
-            b[i] = upper[c, order[i]]
-            for j in range(d):
-                sub[i, j] = corr[order[i], order[j]]
-        _cholesky(sub, chol)
-        d0 = norm_cdf(a[0] / chol[0, 0])
-        e0 = norm_cdf(b[0] / chol[0, 0])
-        for r in range(replicates):
-            acc = 0.0
-            for p in range(points):
-                di = d0
-                ei = e0
-                f = ei - di
-                for i in range(1, d):
-                    w = (p + 1) * sq[i - 1] + shifts[r, i - 1]
-                    w = w - math.floor(w)
-                    w = abs(2.0 * w - 1.0)  # baker's (tent) transform: smoother periodisation
-                    y[i - 1] = min(max(norm_ppf(di + w * (ei - di)), -38.0), 38.0)
-                    s = 0.0
-                    for j in range(i):
-                        s += chol[i, j] * y[j]
-                    di = norm_cdf((a[i] - s) / chol[i, i])
-                    ei = norm_cdf((b[i] - s) / chol[i, i])
-                    f *= ei - di
-                    if f <= 0.0:
-                        break
-                if f > 0.0:
-                    acc += f
-            out[c, r] = acc / points
-    return out
+    for i in range(d):
+        a[i] = low[order[i]]
+        b[i] = up[order[i]]
+        for j in range(d):
+            sub[i, j] = corr[order[i], order[j]]
+    _cholesky(sub, chol)
+    d0 = norm_cdf(a[0] / chol[0, 0])
+    e0 = norm_cdf(b[0] / chol[0, 0])
+    for r in range(replicates):
+        acc = 0.0
+        for p in range(points):
+            di = d0
+            ei = e0
+            f = ei - di
+            for i in range(1, d):
+                w = (p + 1) * sq[i - 1] + shifts[r, i - 1]
+                w = w - math.floor(w)
+                w = abs(2.0 * w - 1.0)  # baker's (tent) transform: smoother periodisation
+                y[i - 1] = min(max(norm_ppf(di + w * (ei - di)), -38.0), 38.0)
+                s = 0.0
+                for j in range(i):
+                    s += chol[i, j] * y[j]
+                di = norm_cdf((a[i] - s) / chol[i, i])
+                ei = norm_cdf((b[i] - s) / chol[i, i])
+                f *= ei - di
+                if f <= 0.0:
+                    break
+            if f > 0.0:
+                acc += f
+        out[r] = acc / points
