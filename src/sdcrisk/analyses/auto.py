@@ -403,14 +403,20 @@ class AutoRisk(Estimator):
                   "random_state": self.random_state}
         cands = {c.label: c for c in (Candidate.parse(s) for s in CALIBRATED_CANDIDATES)}
         fits, failed, caught = {}, {}, []
-        for label, cand in cands.items():
+        # only the result whose record-level risks are reported keeps its per-cell arrays
+        # (hundreds of MB each at census scale, issue 20): those that can still be it are
+        # fitted first, the others keep their measures only
+        rank = {label: i for i, label in enumerate(RECORD_RISK_FROM)}
+        for label in sorted(cands, key=lambda c: rank.get(c, len(rank))):
             try:
                 with warnings.catch_warnings(record=True) as got:
                     warnings.simplefilter("always")
-                    fits[label] = cand.estimator(**shared).fit(table)
+                    fits[label] = cands[label].estimator(**shared).fit(table)
                 caught += [(label, w) for w in got]
             except SdcRiskError as exc:
                 failed[label] = f"{type(exc).__name__}: {exc}"
+            _keep_risks_of(fits, _possible_refs(params, failed))
+        fits = {label: fits[label] for label in cands if label in fits}
         set_name = next((name for name, labels in params["candidate_sets"].items()
                          if all(label in fits for label in labels)), None)
         if set_name is None:
@@ -419,6 +425,7 @@ class AutoRisk(Estimator):
                 + "; ".join(f"{k}: {v}" for k, v in failed.items()) + "); choose a method "
                 "explicitly or use rule='validated' with candidates that run")
         labels = params["candidate_sets"][set_name]
+        _keep_risks_of(fits, {_record_risk_source(labels)})
         su = int(table.sample_uniques)
         py = fits.get("pitman-yor")
         base = base_features(
@@ -454,7 +461,7 @@ class AutoRisk(Estimator):
         # the record-level risks come from a fixed candidate (the best single one on the
         # corpus, which also ranks records), rescaled to the calibrated tau1/tau2; a choice by
         # nearness would flip between models with different record-level behaviour
-        ref = next(c for c in (*RECORD_RISK_FROM, *labels) if c in labels)
+        ref = _record_risk_source(labels)
         first = fits[ref]
         measures = dict(first.measures)
         risks = dict(first.cell_risk_values)
@@ -525,6 +532,24 @@ class AutoRisk(Estimator):
             diagnostics=diagnostics,
             provenance={**first.provenance, "seed": self.random_state},
             cell_risk_values=risks)
+
+
+def _record_risk_source(labels) -> str:
+    """The candidate whose record-level risks the calibrated rule reports for this set."""
+    return next(c for c in (*RECORD_RISK_FROM, *labels) if c in labels)
+
+
+def _possible_refs(params: dict, failed: dict) -> set[str]:
+    """Record-risk sources of the candidate sets that no failure has ruled out yet."""
+    return {_record_risk_source(labels) for labels in params["candidate_sets"].values()
+            if not any(label in failed for label in labels)}
+
+
+def _keep_risks_of(fits: dict, keep: set[str]) -> None:
+    """Drop the per-cell risks of every fitted result not in ``keep`` (in place)."""
+    for label, res in fits.items():
+        if label not in keep and res.cell_risk_values:
+            fits[label] = dataclasses.replace(res, cell_risk_values={})
 
 
 def _observed_space(table: CellTable) -> float:

@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _MAX_RADIX = 2**62
+#: margins over at most this many cells (or 4 per observed cell) are counted densely
+_DENSE_MIN = 1 << 22
 
 
 # ------------------------------------------------------------------------------------------
@@ -221,14 +223,15 @@ class Margin:
     """Non-empty cells of the margin of the sample over a variable set A.
 
     ``counts[k]`` is f_A of margin cell k, ``codes[k]`` its level codes (columns in
-    ``variables`` order), ``inverse[i]`` the margin cell of observed cell i, ``log_size`` the
-    log of |I_A|, the number of cells of A (sample zeros included).
+    ``variables`` order), ``inverse[i]`` the margin cell of observed cell i (``None`` where
+    :class:`Margins` keeps it apart: use :meth:`Margins.cell_index`), ``log_size`` the log of
+    |I_A|, the number of cells of A (sample zeros included).
     """
 
     variables: tuple[int, ...]
     counts: np.ndarray
     codes: np.ndarray
-    inverse: np.ndarray
+    inverse: np.ndarray | None
     log_size: float
     ids: np.ndarray | None  # sorted mixed-radix ids of the margin cells (None if too large)
     radices: tuple[int, ...]
@@ -271,12 +274,22 @@ class Margins:
         Number of levels d_j of each key (zero-count levels included).
     """
 
-    def __init__(self, cell_codes: np.ndarray, counts: np.ndarray, n_levels):
+    def __init__(self, cell_codes: np.ndarray, counts: np.ndarray, n_levels,
+                 count_cache: dict | None = None):
         self.cell_codes = np.asarray(cell_codes)
         self.counts = np.asarray(counts, np.int64)
         self.n_levels = tuple(int(d) for d in n_levels)
         self.n = int(self.counts.sum())
         self._cache: dict[int, Margin] = {}
+        # the search needs only the multiset of each margin's counts (``count_cache``, which
+        # may be shared by searches over the same table): kept apart from the full margins,
+        # whose per-cell ``inverse`` costs 4-8 bytes an observed cell (issue 20)
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray, float]] = (
+            {} if count_cache is None else count_cache)
+        self._weights = self.counts.astype(float)
+        # margin cell of every observed cell, per margin (4-8 bytes an observed cell each):
+        # needed while the models' cell moments are computed, then released
+        self._index: dict[int, np.ndarray] = {}
 
     @property
     def n_vertices(self) -> int:
@@ -284,7 +297,7 @@ class Margins:
 
     def __len__(self) -> int:
         """Number of margins computed so far."""
-        return len(self._cache)
+        return len(self._cache.keys() | self._counts.keys())
 
     def __call__(self, mask: int) -> Margin:
         got = self._cache.get(mask)
@@ -292,6 +305,59 @@ class Margins:
             got = self._compute(mask)
             self._cache[mask] = got
         return got
+
+    def cell_index(self, mask: int) -> np.ndarray:
+        """For each observed cell, the index of its cell in the margin over ``mask``."""
+        m = self(mask)
+        if m.inverse is not None:
+            return m.inverse
+        got = self._index.get(mask)
+        if got is None:
+            got = np.searchsorted(m.ids, self._ids(m.variables, m.radices))
+            self._index[mask] = got
+        return got
+
+    def release_cell_index(self) -> None:
+        """Forget the per-cell indexes (recomputed by :meth:`cell_index` if asked again)."""
+        self._index.clear()
+
+    def margin_counts(self, mask: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """The distinct counts f_A of the non-empty cells of the margin over A, how many cells
+        have each, and log |I_A| (what the marginal likelihood needs; no per-cell index)."""
+        got = self._counts.get(mask)
+        if got is None:
+            full = self._cache.get(mask)
+            variables = tuple(members(mask))
+            radices = tuple(self.n_levels[v] for v in variables)
+            dense = self._dense_size(radices)
+            if full is not None or dense is None:
+                counts = self(mask).counts
+            else:
+                counts = np.bincount(self._ids(variables, radices), weights=self._weights,
+                                     minlength=dense)
+                counts = counts[counts > 0].astype(np.int64)
+            top = int(counts.max())
+            if top <= 4 * len(counts) + 64:
+                mult = np.bincount(counts)
+                values = np.flatnonzero(mult)
+                mult = mult[values]
+            else:
+                values, mult = np.unique(counts, return_counts=True)
+            got = (values, mult, float(sum(math.log(d) for d in radices)))
+            self._counts[mask] = got
+        return got
+
+    def _dense_size(self, radices: tuple[int, ...]) -> int | None:
+        """|I_A| when a dense count over it costs no more than a sort of the cells."""
+        size = math.prod(radices)
+        return size if size <= max(_DENSE_MIN, 4 * len(self.counts)) else None
+
+    def _ids(self, variables: tuple[int, ...], radices: tuple[int, ...]) -> np.ndarray:
+        ids = np.zeros(len(self.counts), np.int64)
+        for v, d in zip(variables, radices, strict=True):
+            ids *= d
+            ids += self.cell_codes[:, v]
+        return ids
 
     def _compute(self, mask: int) -> Margin:
         variables = tuple(members(mask))
@@ -301,6 +367,25 @@ class Margins:
         if not variables:
             return Margin((), np.array([self.n], np.int64), np.zeros((1, 0), np.int64),
                           np.zeros(n_cells, np.int64), 0.0, None, ())
+        dense = self._dense_size(radices)
+        if dense is not None:  # one bincount instead of a sort: same cells, same order
+            ids = self._ids(variables, radices)
+            total = np.bincount(ids, weights=self._weights, minlength=dense)
+            uniq = np.flatnonzero(total)
+            counts = total[uniq].astype(np.int64)
+            del total
+            position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
+            position[uniq] = np.arange(len(uniq), dtype=position.dtype)
+            self._index[mask] = position[ids]
+            del position, ids
+            # in the cells' own (small) integer type: an int64 copy of a large margin's codes
+            # weighed 8 bytes x keys per margin cell (0.38 GB for the full 8-key margin)
+            codes = np.empty((len(uniq), len(variables)), self.cell_codes.dtype
+                             if np.issubdtype(self.cell_codes.dtype, np.integer) else np.int64)
+            rest = uniq.copy()
+            for j in range(len(variables) - 1, -1, -1):
+                rest, codes[:, j] = np.divmod(rest, radices[j])
+            return Margin(variables, counts, codes, None, log_size, uniq, radices)
         sub = self.cell_codes[:, list(variables)].astype(np.int64)
         if math.prod(radices) < _MAX_RADIX:
             ids = _radix_ids(sub, radices)
@@ -316,8 +401,8 @@ class Margins:
         """log ML(A) of spec D.3 for the variable set A (0 for the empty set)."""
         if mask == 0:
             return 0.0
-        m = self(mask)
-        return _log_ml_margin(m.counts, m.log_size, prior_weight)
+        values, mult, log_size = self.margin_counts(mask)
+        return _log_ml_margin(values, log_size, prior_weight, mult)
 
 
 def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
@@ -329,10 +414,17 @@ def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
     return log_a + gammaln(a + f) - gammaln(1.0 + a)
 
 
-def _log_ml_margin(counts: np.ndarray, log_size: float, p: float) -> float:
-    n = float(counts.sum())
-    log_a = math.log(p) - log_size
-    return float(gammaln(p) - gammaln(p + n) + np.sum(_log_gamma_ratio(log_a, counts)))
+def _log_ml_margin(counts: np.ndarray, log_size: float, p: float,
+                   mult: np.ndarray | None = None) -> float:
+    """log ML of a margin from its non-empty cells' counts (``mult[k]`` cells with count
+    ``counts[k]`` when given)."""
+    if mult is None:
+        n = float(counts.sum())
+        terms = float(np.sum(_log_gamma_ratio(math.log(p) - log_size, counts)))
+    else:
+        n = float(np.dot(counts, mult))
+        terms = float(np.dot(mult, _log_gamma_ratio(math.log(p) - log_size, counts)))
+    return float(gammaln(p) - gammaln(p + n) + terms)
 
 
 def log_ml_clique_form(graph: DecomposableGraph, margins: Margins, prior_weight: float

@@ -122,7 +122,8 @@ class ObservedDirichlet:
             starts = np.concatenate([[0], np.cumsum(k_b)[:-1]]).astype(np.int64)
             rest = np.maximum(margins.n_levels[v] - k_b, 0) * a_a
             self.factors.append(_FactorDraw(a_a + fam.counts[order].astype(float), starts,
-                                            parent[order], rest, rank[fam.inverse]))
+                                            parent[order], rest,
+                                            rank[margins.cell_index(a_mask)]))
 
     def log_pi(self, rng: np.random.Generator, draws: int) -> np.ndarray:
         """log pi_i, shape (draws, n_cells)."""

@@ -184,7 +184,8 @@ class NegativeBinomialRisk(Estimator):
         )
 
 
-def _pg_loglik(alpha: float, counts: np.ndarray, n: int, k: int) -> float:
+def _pg_loglik(alpha: float, counts: np.ndarray | tuple[np.ndarray, np.ndarray], n: int,
+               k: int) -> float:
     """Log-likelihood of the K cells (spec B.1), log f! dropped, beta = 1/(K alpha).
 
     Written so that it stays accurate as alpha grows (the Poisson limit): with x = n/(K alpha),
@@ -192,10 +193,15 @@ def _pg_loglik(alpha: float, counts: np.ndarray, n: int, k: int) -> float:
     log1p(i / alpha), and the n log(alpha) cancels against n log(x).
     """
     x = n / (k * alpha)
-    f_values, multiplicity = np.unique(counts.astype(np.int64), return_counts=True)
+    f_values, multiplicity = counts if isinstance(counts, tuple) else _frequencies(counts)
     rising = np.concatenate([[0.0], np.cumsum(np.log1p(np.arange(f_values[-1]) / alpha))])
     return float(np.dot(rising[f_values], multiplicity) + n * np.log(n / k)
                  - k * alpha * np.log1p(x) - n * np.log1p(x))
+
+
+def _frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct counts and how many cells have each (the likelihood needs only these)."""
+    return np.unique(counts.astype(np.int64), return_counts=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -280,6 +286,7 @@ class PoissonGammaRisk(Estimator):
     def _ml_alpha(counts, n, k):
         from scipy import optimize  # lazy: slow to import, only needed here
 
+        counts = _frequencies(counts)  # once, not at each of ~100 evaluations
         lo, hi = np.log(1e-10), np.log(1e8)
         grid = np.linspace(lo, hi, 91)
         vals = np.array([_pg_loglik(np.exp(g), counts, n, k) for g in grid])

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import time
 import warnings
+import weakref
 from typing import ClassVar
 
 import numpy as np
@@ -36,6 +37,10 @@ from ._graphical_predictive import (
 __all__ = ["GraphicalRisk"]
 
 _MC_DENSE_BUDGET = 10**8  # K x draws up to which the Monte Carlo draws pi on the f = 0 cells
+#: per table, the distinct counts of every margin a search scored (small: a few values per
+#: margin), so that fits with other prior weights on the same table (auto fits two) do not
+#: tabulate the margins again; dropped with the table
+_MARGIN_COUNTS: weakref.WeakKeyDictionary[CellTable, dict] = weakref.WeakKeyDictionary()
 _MC_DENSE_MAX_K = 1 << 22  # ... and K at most this (memory: a few arrays of K doubles)
 
 
@@ -179,7 +184,8 @@ class GraphicalRisk(Estimator):
     # ---------------------------------------------------------------------------------------
     def _fit(self, table: CellTable) -> RiskResult:
         n_levels = [len(lv) for lv in table.levels]
-        margins = Margins(table.cell_codes, table.counts, n_levels)
+        margins = Margins(table.cell_codes, table.counts, n_levels,
+                          count_cache=_MARGIN_COUNTS.setdefault(table, {}))
         names = list(table.keys)
         p = float(self.prior_weight)
         u = float(table.population_size - table.n)
@@ -203,8 +209,11 @@ class GraphicalRisk(Estimator):
         big_n = table.population_size
         t0 = time.perf_counter()
         components, rows, unobs_se = [], [], []
-        for g, log_ml, w in zip(search.graphs, search.log_ml, search.posterior, strict=True):
-            size, prob = nb_parameters(observed_moments(g, margins, p), u)
+        laws = [nb_parameters(observed_moments(g, margins, p), u) for g in search.graphs]
+        if self.monte_carlo is None:  # the Monte Carlo draws need them again
+            margins.release_cell_index()
+        for g, log_ml, w, (size, prob) in zip(search.graphs, search.log_ml, search.posterior,
+                                              laws, strict=True):
             if enumerate_k:
                 unobs, se = unobserved_enumerated(g, margins, p, u), 0.0
             else:
@@ -216,6 +225,7 @@ class GraphicalRisk(Estimator):
             components.append(comp)
             unobs_se.append(se)
             rows.append(_model_row(g, names, log_ml, w, comp, su, n1, big_n, se))
+        del laws
         predictive_seconds = time.perf_counter() - t0
         weights = search.posterior
         pred = (components[0] if len(components) == 1 else MixturePredictive(
