@@ -22,6 +22,15 @@ Usage::
     nice -n 10 python benchmarks/corpus.py --part 1/2
     nice -n 10 python benchmarks/corpus.py --part 1/2 --loglinear --time-limit 1500
     python benchmarks/corpus.py --merge               # parts -> benchmarks/corpus.csv
+    nice -n 10 python benchmarks/corpus.py --copula --part 1/2 --time-limit 1500
+    python benchmarks/corpus.py --merge-copula        # copula parts -> corpus.csv columns
+
+``--copula`` fits only the Gaussian-copula candidate (added after the main pass) and writes
+``benchmarks/corpus/copula-part-<i>-of-<k>.csv`` (its tau1/tau2, interval bounds, seconds and
+the ROC AUC of its record risk for "sample unique is population unique" on the case);
+``--merge-copula`` adds those columns to ``benchmarks/corpus.csv`` (replacing earlier ones).
+``--copula --auc SPEC`` computes instead the same AUC for another candidate's record risk
+(e.g. ``graphical:prior_weight=50``, whose record risk auto reports), for comparison.
 """
 
 from __future__ import annotations
@@ -160,6 +169,13 @@ def _cell_ids(df: pd.DataFrame, keys) -> np.ndarray:
 
 def draw(case: Case) -> tuple[pd.DataFrame, dict]:
     """The case's sample (its key columns) and the truth."""
+    sample, truth, _ = draw_records(case)
+    return sample, truth
+
+
+def draw_records(case: Case) -> tuple[pd.DataFrame, dict, np.ndarray]:
+    """:func:`draw`, plus the population count F of each sampled record's cell (in the
+    sample's row order)."""
     df = _population(case.population)
     rng = np.random.default_rng(case.seed)
     if case.design == "household":
@@ -176,7 +192,7 @@ def draw(case: Case) -> tuple[pd.DataFrame, dict]:
              "true_tau1": int(np.sum(su & (big_f == 1))),
              "true_tau2": float(np.sum(1.0 / big_f[su])),
              "pop_cells": int(len(big_f)), "pop_uniques": int(np.sum(big_f == 1))}
-    return df.loc[take, list(case.keys)], truth
+    return df.loc[take, list(case.keys)], truth, big_f[ids[take]]
 
 
 def features(table) -> dict:
@@ -305,6 +321,106 @@ def refit(method: str, query: str) -> None:
         df.to_csv(path, index=False)
 
 
+#: the copula pass (added after the main pass: its own part files, merged as columns)
+COPULA = "copula"
+
+
+def run_copula_case(case: Case) -> dict:
+    """The Gaussian-copula candidate on one case, with the AUC of its record risk."""
+    from sdcrisk import GaussianCopulaRisk, Microdata, roc_auc, tabulate
+
+    sample, truth, record_f = draw_records(case)
+    row: dict = {"case": case.index}
+    table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
+    t0 = time.perf_counter()
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(CANDIDATE_TIMEOUT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = GaussianCopulaRisk().fit(table)
+    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
+        row[f"{COPULA}:error"] = f"{type(exc).__name__}: {exc}"[:200]
+        return row
+    finally:
+        signal.alarm(0)
+    row[f"{COPULA}:seconds"] = time.perf_counter() - t0
+    for m in ("tau1", "tau2"):
+        meas = res.measures[m]
+        row[f"{COPULA}:{m}"] = meas.estimate
+        row[f"{COPULA}:{m}_lo"] = meas.lower
+        row[f"{COPULA}:{m}_hi"] = meas.upper
+    su = table.counts[table.record_cell] == 1
+    row[f"{COPULA}:auc"] = roc_auc(res.record_risk("population_unique")[su], record_f[su] == 1)
+    row[f"{COPULA}:qmc_se_tau1"] = res.diagnostics["qmc_standard_error"].get("tau1")
+    row[f"{COPULA}:max_rho"] = res.diagnostics["max_abs_correlation"]
+    return row
+
+
+def run_auc_case(case: Case, spec: str) -> dict:
+    """The ROC AUC of one candidate's record risk P(F = 1 | f = 1) over the sample uniques
+    (for comparison with the copula's; ``--auc SPEC``)."""
+    from sdcrisk import Microdata, roc_auc, tabulate
+    from sdcrisk.analyses.validation import Candidate
+
+    cand = Candidate.parse(spec)
+    sample, truth, record_f = draw_records(case)
+    row: dict = {"case": case.index}
+    table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(CANDIDATE_TIMEOUT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = cand.estimator().fit(table)
+    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
+        row[f"{cand.label}:auc_error"] = f"{type(exc).__name__}: {exc}"[:200]
+        return row
+    finally:
+        signal.alarm(0)
+    su = table.counts[table.record_cell] == 1
+    row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
+                                       record_f[su] == 1)
+    return row
+
+
+def run_copula_part(i: int, k: int, limit: float | None, auc: str | None = None) -> None:
+    OUT.mkdir(exist_ok=True)
+    path = OUT / (f"copula-part-{i}-of-{k}.csv" if auc is None
+                  else f"auc-{auc.replace(':', '_').replace('=', '')}-part-{i}-of-{k}.csv")
+    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+    done = {r["case"] for r in rows}
+    todo = [c for c in cases() if c.index % k == i - 1 and c.index not in done]
+    todo.sort(key=lambda c: (c.population, c.keyset))
+    start = time.time()
+    for case in todo:
+        if limit is not None and time.time() - start > limit:
+            print(f"time limit reached; {len(todo)} cases were left", flush=True)
+            break
+        t0 = time.time()
+        rows.append(run_copula_case(case) if auc is None else run_auc_case(case, auc))
+        pd.DataFrame(rows).to_csv(path, index=False)
+        print(f"copula case {case.index} {case.population} {case.keyset} {case.design} "
+              f"{case.fraction}: {time.time() - t0:.1f}s", flush=True)
+
+
+def merge_copula() -> pd.DataFrame:
+    """Add the copula pass's columns (and the ``--auc`` passes' AUC columns) to corpus.csv,
+    replacing earlier ones."""
+    df = pd.read_csv(HERE / "corpus.csv")
+    for pattern in ("copula-part-*.csv", "auc-*-part-*.csv"):
+        parts = sorted(OUT.glob(pattern))
+        if not parts:
+            continue
+        new = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+        new = new.groupby("case", as_index=False).first()
+        df = df[[c for c in df.columns if c == "case" or c not in new.columns]]
+        df = df.merge(new, on="case", how="left")
+    df = df.sort_values("case")
+    df.to_csv(HERE / "corpus.csv", index=False, quoting=csv.QUOTE_MINIMAL, float_format="%.8g")
+    return df
+
+
 def merge() -> pd.DataFrame:
     parts = sorted(OUT.glob("part-*.csv"))
     df = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
@@ -330,7 +446,18 @@ def main(argv=None) -> None:
                     help="re-fit one candidate on the rows matching a pandas query, e.g. "
                     "--refit pitman-yor 'py_theta > 1e5' (done 2026-11-24 after the "
                     "large-theta fix of the Pitman-Yor tau2)")
+    ap.add_argument("--copula", action="store_true",
+                    help="the Gaussian-copula pass only (its own part files)")
+    ap.add_argument("--auc", metavar="SPEC", default=None,
+                    help="with --copula: instead, the record-risk AUC of this candidate, e.g. "
+                    "'graphical:prior_weight=50' (the record risk auto reports)")
+    ap.add_argument("--merge-copula", action="store_true",
+                    help="add the copula parts' columns to corpus.csv")
     args = ap.parse_args(argv)
+    if args.merge_copula:
+        df = merge_copula()
+        print(f"copula columns for {int(df[f'{COPULA}:tau1'].notna().sum())} cases merged")
+        return
     if args.refit:
         refit(*args.refit)
         return
@@ -345,6 +472,9 @@ def main(argv=None) -> None:
         print(f"{len(df)} cases merged into {HERE / 'corpus.csv'}")
         return
     i, k = (int(x) for x in args.part.split("/"))
+    if args.copula:
+        run_copula_part(i, k, args.time_limit, args.auc)
+        return
     run_part(i, k, args.time_limit, args.loglinear)
 
 

@@ -25,6 +25,7 @@ import pytest
 import sdcrisk
 from sdcrisk import (
     AutoRisk,
+    GaussianCopulaRisk,
     GraphicalRisk,
     HdpRisk,
     InputError,
@@ -871,6 +872,7 @@ FAST_ESTIMATORS = {
     "loglinear": LogLinearRisk(),
     "graphical": GraphicalRisk(),
     "graphical-mc": GraphicalRisk(monte_carlo=4000, random_state=1),
+    "copula": GaussianCopulaRisk(),
 }
 
 

@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     )
     from .estimators import (
         Estimator,
+        GaussianCopulaRisk,
         GraphicalRisk,
         HdpRisk,
         LogLinearRisk,
@@ -120,7 +121,7 @@ _MODULES = {
     ),
     "core.result": "RiskResult",
     "estimators": (
-        "Estimator GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
+        "Estimator GaussianCopulaRisk GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
         "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
@@ -177,6 +178,7 @@ __all__ = [
     "AutoRisk",
     "PoissonGammaRisk",
     "PitmanYorRisk",
+    "GaussianCopulaRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",

@@ -150,6 +150,16 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--burn-in", type=int, default=None, help="MCMC burn-in iterations")
     p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
                    help="hdp/mixed-membership: tau by Monte Carlo formula or population sampling")
+    p.add_argument("--dependence", default=None,
+                   choices=["mutual_information_corrected", "mutual_information",
+                            "independence"],
+                   help="copula: how the pairwise correlations are matched (default "
+                   "mutual_information_corrected)")
+    p.add_argument("--order", default=None, choices=["mca", "levels", "frequency"],
+                   help="copula: ordering of each key's categories on the latent axis "
+                   "(default mca)")
+    p.add_argument("--points", type=int, default=None,
+                   help="copula: quasi-Monte-Carlo lattice points per cell (default 256)")
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
@@ -289,6 +299,9 @@ METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "--chains": ("chains", ("chains",)),
     "--burn-in": ("burn_in", ("burn_in",)),
     "--tau-mode": ("tau_mode", ("tau_mode",)),
+    "--dependence": ("dependence", ("dependence",)),
+    "--order": ("order", ("order",)),
+    "--points": ("points", ("points",)),
     "--max-global-risk": ("max_global_risk", ("max_global_risk",)),
     "--ci-level": ("ci_level", ("ci_level",)),
 }

@@ -21,6 +21,7 @@ from .._lazy import lazy_getattr
 from ._base import Estimator
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from .copula import GaussianCopulaRisk
     from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
     from .graphical import GraphicalRisk
     from .loglinear import LogLinearRisk
@@ -37,6 +38,7 @@ __all__ = [
     "MixedMembershipRisk",
     "GraphicalRisk",
     "PitmanYorRisk",
+    "GaussianCopulaRisk",
     "bf_risk",
     "MODELS",
     "Registry",
@@ -49,7 +51,7 @@ _WHERE = {
     "SkinnerElliotTheta": "exchangeable", "bf_risk": "exchangeable",
     "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical",
     "HdpRisk": "mixed_membership", "MixedMembershipRisk": "mixed_membership",
-    "PitmanYorRisk": "pitman_yor",
+    "PitmanYorRisk": "pitman_yor", "GaussianCopulaRisk": "copula",
 }
 
 
@@ -107,6 +109,7 @@ MODELS: MutableMapping[str, type[Estimator]] = Registry({
     "graphical": _class("GraphicalRisk"), "hdp": _class("HdpRisk"),
     "mixed-membership": _class("MixedMembershipRisk"),
     "pitman-yor": _class("PitmanYorRisk"),
+    "copula": _class("GaussianCopulaRisk"),
 })
 
 
