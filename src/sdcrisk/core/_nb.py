@@ -227,16 +227,16 @@ def _direct_kernel():
     if _DIRECT_KERNEL is None:
         import math
 
-        from numba import njit
+        from numba import njit, prange
 
         max_steps = 50 * _MAX_TERMS
         rtol = _RTOL
         log_1e250 = 250.0 * math.log(10.0)
 
-        @njit(cache=True)
+        @njit(parallel=True, cache=True)
         def series(f, r, p, power):
             out = np.empty(f.shape[0])
-            for i in range(f.shape[0]):
+            for i in prange(f.shape[0]):  # cells are independent
                 q = 1.0 - p[i]
                 log_scale = r[i] * math.log(p[i])
                 term = 1.0

@@ -254,6 +254,32 @@ class Margin:
         return table[inv[len(self.codes):]]
 
 
+#: observed cells from which margin ids are computed in one compiled pass over the rows
+#: (numba costs about 1 s to import; a NumPy pass per variable cost 2 s over 101 margins
+#: of 5.9 M cells, issue 20)
+_COMPILED_FROM = 100_000
+_IDS_KERNEL = None
+
+
+def _ids_kernel():
+    global _IDS_KERNEL
+    if _IDS_KERNEL is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True)
+        def ids_of(codes, variables, radices):
+            out = np.empty(codes.shape[0], np.int64)
+            for i in prange(codes.shape[0]):
+                v = np.int64(0)
+                for j in range(variables.shape[0]):
+                    v = v * radices[j] + codes[i, variables[j]]
+                out[i] = v
+            return out
+
+        _IDS_KERNEL = ids_of
+    return _IDS_KERNEL
+
+
 def _radix_ids(codes: np.ndarray, radices: tuple[int, ...]) -> np.ndarray:
     ids = np.zeros(codes.shape[0], np.int64)
     for j, d in enumerate(radices):
@@ -353,6 +379,10 @@ class Margins:
         return size if size <= max(_DENSE_MIN, 4 * len(self.counts)) else None
 
     def _ids(self, variables: tuple[int, ...], radices: tuple[int, ...]) -> np.ndarray:
+        """Mixed-radix id of each observed cell's margin cell over ``variables``."""
+        if len(self.counts) >= _COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+            return _ids_kernel()(self.cell_codes, np.asarray(variables, np.int64),
+                                 np.asarray(radices, np.int64))
         ids = np.zeros(len(self.counts), np.int64)
         for v, d in zip(variables, radices, strict=True):
             ids *= d
