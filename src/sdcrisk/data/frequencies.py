@@ -210,8 +210,9 @@ def tabulate_frequencies(
         ``duckdb``: each key's distinct values (its levels), then one query that groups the
         records by their key values and those groups by their size, spilling to disk past
         half of :func:`~sdcrisk.data.sizes.memory_limit` or ``DUCKDB_MAX`` (1 GiB),
-        whichever is smaller; memory stays within that limit whatever the number of cells. ``pyarrow``: the Arrow pass 1 of ``tabulate_file``
-        (its key combinations are held and coded, but not the record map). ``auto``
+        whichever is smaller; memory stays within that limit whatever the number of cells.
+        ``pyarrow``: the Arrow pass 1 of ``tabulate_file`` (its key combinations are held
+        and coded, but not the record map). ``auto``
         (default): DuckDB for Parquet when it is installed, else Arrow. DuckDB also hands
         over to Arrow where the data need a message with a row number (missing keys under
         ``missing="error"``) or two raw values share one level.
