@@ -7,7 +7,7 @@ re-identifications, the record-risk threshold, k-anonymity and sample-unique cou
 function of how many observed cells have each count, plus n, N and the key space. A
 :class:`FrequencyTable` holds exactly that: a few hundred numbers where a
 :class:`~sdcrisk.data.table.CellTable` holds one row per observed cell and one entry per
-record. :func:`sdcrisk.data.outofcore.tabulate_frequencies` streams a file straight into one.
+record. :func:`sdcrisk.data.frequencies.tabulate_frequencies` streams a file straight into one.
 
 What it cannot give is anything that needs to know *which* cell is which: per-cell or per-record
 risks, the cells' key values, household risk, an input fingerprint of the cells.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +25,9 @@ from typing import Literal
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
-from . import _cells
+from . import _cells, outofcore
 from .io import arrow_column, check_present, detect_format
+from .outofcore import duckdb_session, import_duckdb, parquet_parts
 from .sizes import memory_limit, resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
@@ -59,7 +59,7 @@ class FrequencyTable:
     """Frequencies of frequencies: how many observed cells have each sample count f.
 
     What an exchangeable model without weights needs (see the module notes); from
-    :func:`sdcrisk.data.outofcore.tabulate_frequencies` (a file streamed without holding its
+    :func:`sdcrisk.data.frequencies.tabulate_frequencies` (a file streamed without holding its
     cells) or :meth:`from_cells`. Estimators whose ``supports_frequencies()`` is true fit it
     and give the same measures as on the :class:`~sdcrisk.data.table.CellTable`.
 
@@ -235,8 +235,6 @@ def tabulate_frequencies(
     >>> t.sizes.tolist(), t.cells.tolist(), t.n, t.cell_space
     ([1, 2], [2, 1], 4, 6)
     """
-    from . import outofcore
-
     keys = check_keys(keys)
     if missing not in ("category", "error"):
         raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
@@ -276,19 +274,11 @@ def tabulate_frequencies(
 def _duckdb_frequencies(path: Path, keys, levels, missing, max_levels, *, required: bool):
     """(levels, sizes, cells) by DuckDB; None to hand over to the Arrow pass (see
     :func:`tabulate_frequencies`)."""
-    try:
-        import duckdb
-    except ImportError:
-        if required:
-            raise ParameterError("engine='duckdb' needs the duckdb package: pip install "
-                                 "'sdcrisk[duckdb]'") from None
+    duckdb = import_duckdb(required)
+    if duckdb is None:
         return None
-    import shutil
-
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .outofcore import parquet_parts
 
     files = [str(f) for f in parquet_parts(path)]
     try:
@@ -296,21 +286,13 @@ def _duckdb_frequencies(path: Path, keys, levels, missing, max_levels, *, requir
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path.name}: could not be read as Parquet ({exc})") from exc
     check_present(keys, schema.names, path.name)
-    spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
-    con = None
     try:
-        con = duckdb.connect(config={
-            "memory_limit": f"{_duckdb_budget() // (1 << 20)}MB",
-            "temp_directory": spill, "preserve_insertion_order": False})
-        return _spectrum(con, files, schema, keys, levels, missing, max_levels)
+        with duckdb_session(duckdb, _duckdb_budget()) as con:
+            return _spectrum(con, files, schema, keys, levels, missing, max_levels)
     except duckdb.Error as exc:
         if required:
             raise InputError(f"{path.name}: DuckDB could not read it ({exc})") from exc
         return None
-    finally:
-        if con is not None:
-            con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _spectrum(con, files, schema, keys, levels, missing, max_levels):
@@ -318,7 +300,6 @@ def _spectrum(con, files, schema, keys, levels, missing, max_levels):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    con.execute("SET threads TO ?", [os.cpu_count() or 1])
     source = f"read_parquet({files!r})"
     groups, lv = [], []
     for k in keys:

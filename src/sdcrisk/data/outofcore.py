@@ -31,10 +31,12 @@ does not fit; the out-of-core path goes from the file straight to the CellTable.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,8 +49,8 @@ from .io import arrow_column, check_present, detect_format, printable
 from .sizes import resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
-__all__ = ["tabulate_file", "PartCounts", "CellPlan", "count_part", "plan_cells",
-           "part_record_cells", "parquet_parts"]
+__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "PartCounts", "CellPlan",
+           "count_part", "plan_cells", "part_record_cells", "parquet_parts"]
 
 RecordCell = Literal["memmap", "memory"]
 _COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
@@ -284,16 +286,43 @@ def tabulate_file(
     return plan.table(out, hh_out, big_n, how, path.name)
 
 
-def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> PartCounts | None:
-    """Pass 1 as one DuckDB ``GROUP BY`` over the Parquet file(s); None (use Arrow's
-    batches) when duckdb is missing, or when the data need an error message with a row
-    number (missing keys under ``missing="error"``, bad weights): the Arrow pass gives it."""
+def import_duckdb(required: bool):
+    """The ``duckdb`` module; None when it is not installed (a ParameterError naming the
+    extra when ``required``)."""
     try:
         import duckdb
     except ImportError:
         if required:
             raise ParameterError("engine='duckdb' needs the duckdb package: pip install "
                                  "'sdcrisk[duckdb]'") from None
+        return None
+    return duckdb
+
+
+@contextlib.contextmanager
+def duckdb_session(duckdb, memory_bytes: int) -> Iterator[Any]:
+    """A DuckDB connection that spills to a private folder past ``memory_bytes`` (at least
+    128 MiB) and uses every core; closed, and its spill folder removed, on exit."""
+    spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
+    con = None
+    try:
+        con = duckdb.connect(config={
+            "memory_limit": f"{max(int(memory_bytes), 1 << 27) // (1 << 20)}MB",
+            "temp_directory": spill, "preserve_insertion_order": False})
+        con.execute("SET threads TO ?", [os.cpu_count() or 1])
+        yield con
+    finally:
+        if con is not None:
+            con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> PartCounts | None:
+    """Pass 1 as one DuckDB ``GROUP BY`` over the Parquet file(s); None (use Arrow's
+    batches) when duckdb is missing, or when the data need an error message with a row
+    number (missing keys under ``missing="error"``, bad weights): the Arrow pass gives it."""
+    duckdb = import_duckdb(required)
+    if duckdb is None:
         return None
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -302,43 +331,34 @@ def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> Part
 
     files = [str(f) for f in parquet_parts(path)]
     schema = pq.read_schema(files[0])
-    spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
     try:
-        con = duckdb.connect(config={
-            "memory_limit": f"{max(memory_limit() // 2, 1 << 27) // (1 << 20)}MB",
-            "temp_directory": spill, "preserve_insertion_order": False})
-        q = [f'"{k}"' for k in keys]
-        aggs = [f"count(*) AS {_COUNT}"]
-        checks = []
-        if weights:
-            w = f'"{weights}"'
-            aggs += [f"sum({w}::DOUBLE) AS {_WSUM}", f"sum(1.0 / {w}::DOUBLE) AS {_ISUM}"]
-            checks.append(f"count(*) FILTER (WHERE {w} IS NULL OR NOT isfinite({w}::DOUBLE) "
-                          f"OR {w} <= 0)")
-        if missing == "error":
-            checks += [f"count(*) FILTER (WHERE {c} IS NULL"
-                       + (f" OR isnan({c}))" if pa.types.is_floating(schema.field(k).type)
-                          else ")") for k, c in zip(keys, q, strict=True)]
-        con.execute("SET threads TO ?", [os.cpu_count() or 1])
-        source = f"read_parquet({files!r})"
-        if checks:
-            bad = con.execute(f"SELECT {', '.join(checks)} FROM {source}").fetchone()
-            if any(bad):
-                return None
-        result = con.execute(f"SELECT {', '.join(q)}, {', '.join(aggs)} FROM {source} "
-                             f"GROUP BY ALL")
-        # duckdb 1.x: fetch_arrow_table; 2.x: to_arrow_table
-        fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
-        combos = fetch()
-        con.close()
+        with duckdb_session(duckdb, memory_limit() // 2) as con:
+            q = [f'"{k}"' for k in keys]
+            aggs = [f"count(*) AS {_COUNT}"]
+            checks = []
+            if weights:
+                w = f'"{weights}"'
+                aggs += [f"sum({w}::DOUBLE) AS {_WSUM}", f"sum(1.0 / {w}::DOUBLE) AS {_ISUM}"]
+                checks.append(f"count(*) FILTER (WHERE {w} IS NULL OR NOT "
+                              f"isfinite({w}::DOUBLE) OR {w} <= 0)")
+            if missing == "error":
+                checks += [f"count(*) FILTER (WHERE {c} IS NULL"
+                           + (f" OR isnan({c}))" if pa.types.is_floating(schema.field(k).type)
+                              else ")") for k, c in zip(keys, q, strict=True)]
+            source = f"read_parquet({files!r})"
+            if checks:
+                bad = con.execute(f"SELECT {', '.join(checks)} FROM {source}").fetchone()
+                if any(bad):
+                    return None
+            result = con.execute(f"SELECT {', '.join(q)}, {', '.join(aggs)} FROM {source} "
+                                 f"GROUP BY ALL")
+            # duckdb 1.x: fetch_arrow_table; 2.x: to_arrow_table
+            fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            combos = fetch()
     except duckdb.Error as exc:
         if required:
             raise InputError(f"{path.name}: DuckDB could not read it ({exc})") from exc
         return None
-    finally:
-        import shutil
-
-        shutil.rmtree(spill, ignore_errors=True)
     # the key columns typed as pyarrow reads them (pass 2 looks their values up by type)
     fields = []
     for f in combos.schema:
