@@ -54,6 +54,22 @@ def skewed_population(folder: Path):
     return df, path
 
 
+def synthetic_frame(n: int, seed: int = 0) -> dict:
+    """Columns of a synthetic file for the streaming tests: integer, float (2% NaN: its own
+    level), string and negative-integer keys, weights and household ids."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(15, 90, n).astype(float)
+    age[rng.random(n) < 0.02] = np.nan  # missing -> its own level
+    return {
+        "sex": rng.integers(1, 3, n),
+        "age": age,
+        "region": rng.choice(np.array(["north", "south", "east", "west"]), n),
+        "tenure": rng.integers(-3, 4, n),
+        "w": rng.uniform(1, 50, n),
+        "hh": rng.integers(0, n // 3, n),
+    }
+
+
 def without_timings(obj):
     """``obj`` (a JSON-like result) without its timings (keys ending in "seconds"), at any
     depth, so that two runs of the same computation compare equal."""

@@ -20,7 +20,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from conftest import without_timings
+from conftest import synthetic_frame, without_timings
 from sdcrisk import (
     FrequencyTable,
     LogLinearRisk,
@@ -64,17 +64,7 @@ def uk_table():
 
 
 def _frame(n=6000, seed=0):
-    rng = np.random.default_rng(seed)
-    age = rng.integers(15, 90, n).astype(float)
-    age[rng.random(n) < 0.02] = np.nan  # missing -> its own level
-    return {
-        "sex": rng.integers(1, 3, n),
-        "age": age,
-        "region": rng.choice(np.array(["north", "south", "east", "west"]), n),
-        "tenure": rng.integers(-3, 4, n),
-        "w": rng.uniform(1, 50, n),
-        "hh": rng.integers(0, n // 3, n),
-    }
+    return synthetic_frame(n, seed)
 
 
 @pytest.fixture

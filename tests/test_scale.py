@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import synthetic_frame
 from sdcrisk import Microdata, tabulate
 from sdcrisk.core import _nb
 from sdcrisk.core.measures import global_risk_threshold
@@ -43,17 +44,7 @@ def assert_same_table(a, b, *, exact_weights=True):
 
 
 def _frame(n=3000, seed=0):
-    rng = np.random.default_rng(seed)
-    age = rng.integers(15, 90, n).astype(float)
-    age[rng.random(n) < 0.02] = np.nan  # missing -> its own level
-    return {
-        "sex": rng.integers(1, 3, n),
-        "age": age,
-        "region": rng.choice(np.array(["north", "south", "east", "west"]), n),
-        "tenure": rng.integers(-3, 4, n),
-        "w": rng.uniform(1, 50, n),
-        "hh": rng.integers(0, n // 3, n),
-    }
+    return synthetic_frame(n, seed)
 
 
 @pytest.fixture
