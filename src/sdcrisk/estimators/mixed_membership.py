@@ -460,14 +460,15 @@ class HdpRisk(_MixedMembershipBase):
     pass its verdict by the 10,000-iteration cap, and the slow quantity is omega itself.
     omega moves in a random walk with a weak pull (one chain: integrated autocorrelation
     time about 1,000 iterations; the four chains of the default run sit at 0.902-0.907 for
-    thousands of iterations, R-hat of omega 1.3-1.5, bulk ESS about 10), and tau2 follows it
+    thousands of iterations, R-hat of omega 1.17-1.51, bulk ESS 8-17), and tau2 follows it
     (about 750 records per unit of omega, correlation 0.45 over the draws), so tau2's
     R-hat stays at 1.04-1.11 while tau1's reaches 1.01-1.02. Discarding the first half of the
     draws does not help (the chains keep their omega levels); neither do block moves (above),
-    four App. C refreshes with a profile draw per sweep (omega's spread grows with its speed:
-    tau2 R-hat 1.37 after 4 x 2,000 iterations at 2.2 times the cost) or ten times as many
-    membership draws in App. C (omega's step-to-step sd unchanged). ``diagnostics["mcmc"]``
-    reports omega's R-hat, ESS and chain means with those of tau1 and tau2.
+    four App. C refreshes with a profile draw per sweep (omega's spread grows with its
+    speed: tau2 R-hat 1.37 after 4 x (1,000 + 1,000) iterations at 2.2 times the cost) or
+    ten times as many membership draws in App. C (omega's step-to-step sd unchanged).
+    ``diagnostics["mcmc"]`` reports omega's R-hat, ESS and chain means with those of tau1
+    and tau2 (benchmarks/RESULTS.md, HDP section, issue 20 item 4).
 
     Mixing: tau1 depends on the profiles of small components, which the ``sequential``
     sampler reorganises only every few thousand iterations (on NY clean n = 1,000 its tau1
