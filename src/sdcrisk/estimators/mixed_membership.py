@@ -467,6 +467,12 @@ class HdpRisk(_MixedMembershipBase):
     four App. C refreshes with a profile draw per sweep (omega's spread grows with its
     speed: tau2 R-hat 1.37 after 4 x (1,000 + 1,000) iterations at 2.2 times the cost) or
     ten times as many membership draws in App. C (omega's step-to-step sd unchanged).
+    Nor does a longer run: continued to 25,000 iterations, two of the four chains' omega
+    climbed from 14,000 iterations on (one averaged about 0.96 over its last 7,500; the
+    pooled 95% interval reached 0.989, the ``sz_cap`` of 100 n is 0.990), tau1 and tau2
+    with it (R-hat 1.18 / 1.28 at 25,000): ``sz_tables="top"`` slows the
+    upward drift of omega but does not stop it, and the default's tau1 (about 96) is a
+    metastable state that the 10,000-iteration cap does not leave.
     ``diagnostics["mcmc"]`` reports omega's R-hat, ESS and chain means with those of tau1
     and tau2 (benchmarks/RESULTS.md, HDP section, issue 20 item 4).
 
