@@ -396,7 +396,9 @@ class HdpRisk(_MixedMembershipBase):
         no exact target, and block moves shift it: NY n = 5,000 gave tau1 65.3 +- 6.0 with
         them against 55.3 +- 2.7 without (truth 55) at twice the run time, and NY n = 10,000
         chain means 107.6-114.4 after 4 x (1,000 + 3,000) iterations, still rising, against
-        95.4-97.0 without (truth 88; R-hat of tau1 / tau2 1.20 / 1.16): they are off there
+        95.4-97.0 without (truth 88; R-hat of tau1 / tau2 1.20 / 1.16), omega's chain
+        means 0.953-0.977 against 0.903-0.906 (they speed up omega's upward drift, see
+        Notes): they are off there
         unless asked for. Each move is valid given the augmentation, but the App. C chain is
         a composition of conditionals that belong to no joint law, so its limit depends on
         how fast the other steps move: faster allocations let App. C's feedback pull the
