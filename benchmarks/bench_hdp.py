@@ -16,6 +16,9 @@ section between the HDP markers of ``benchmarks/RESULTS.md``:
 * ``paper``: the reproduction of spec G.5 (posterior mean, sd and interval of tau1 against
   the truth and BR's estimate; per-chain means and the multimodality flag);
 * ``noise``: the Monte Carlo part of the variance of the traced tau1 (App. B, M = 500);
+* ``szdefault``: ``HdpRisk()``'s default adaptive run on NY with structural zeros, with
+  the verdict (R-hat, bulk / tail ESS and chain means of tau1, tau2, omega and K) at every
+  check, CPU seconds and load (issue 20 item 4);
 * ``trace``: one chain on the sample with structural zeros, printing every ``--every``
   iterations N_0, omega, K, alpha_0, tau1 and, for the four heaviest components, their
   weight beta_k, their own mass on the structural zeros (sum over conditions of the
@@ -34,6 +37,8 @@ Usage::
         [--iterations I --burn-in B --chains C]
     python benchmarks/bench_hdp.py trace --n 5000 --seed 3 --iterations 4000 \
         [--set allocation=sequential sz_cap=inf sz_method=exact ...]
+    python benchmarks/bench_hdp.py szdefault --n 10000 [--label L] [--set block_moves=true]
+        [--max-iterations I]   # HdpRisk()'s adaptive run with the verdict at every check
     python benchmarks/bench_hdp.py write      # only rebuild the RESULTS.md section
 
 The machine is shared: every record carries the load average (``os.getloadavg``) seen
@@ -241,6 +246,60 @@ def bench_szmix(n: int, iterations: int, label: str, options: dict, seed: int = 
             "load_avg": (load0 + os.getloadavg()[0]) / 2, "date": stamp()["date"]}
 
 
+def bench_szdefault(n: int, options: dict, label: str, max_iterations: int | None = None
+                    ) -> dict:
+    """``HdpRisk()``'s adaptive run (4 chains, its defaults plus ``options``) on NY with
+    structural zeros, recording the verdict at every check (block end): R-hat and bulk /
+    tail ESS of tau1, tau2, omega (the model's mass on the structural zeros) and K, the
+    chain means of tau1, tau2 and omega, CPU seconds (both threads) and the load; then the
+    final result (issue 20 item 4)."""
+    from sdcrisk.runtime import mcmc
+
+    tab = table("sz", n)
+    opts = dict(options)
+    if max_iterations is not None:
+        opts["max_iterations"] = max_iterations
+    checks = []
+    load0 = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    original = mcmc.assess
+
+    def assess(draws, **kw):
+        d = original(draws, **kw)
+        row = {"draws": int(next(iter(draws.values())).shape[1]),
+               "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+               "load": os.getloadavg()[0], "failures": d["failures"]}
+        for k in ("tau1", "tau2", "omega", "components"):
+            if k in draws:
+                row[k] = {"rhat": d["rhat"][k], "ess_bulk": d["ess_bulk"][k],
+                          "ess_tail": d["ess_tail"][k],
+                          "chain_means": [round(m, 4) for m in d["chain_means"][k]]}
+        checks.append(row)
+        print(json.dumps(row), flush=True)
+        return d
+
+    mcmc.assess = assess
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = HdpRisk(structural_zeros=conditions(), progress=False, **opts).fit(tab)
+    finally:
+        mcmc.assess = original
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    d = res.diagnostics["mcmc"]
+    post = res.fitted["posterior"]
+    return {"n": n, "label": label, "options": {k: str(v) for k, v in opts.items()},
+            "wall": wall, "cpu": cpu, "load_avg": (load0 + os.getloadavg()[0]) / 2,
+            "iterations": d["iterations"], "converged": d["converged"],
+            "failures": d["failures"], "truth": TRUTH[("sz", n)],
+            "tau1": post["tau1"], "tau2": post["tau2"], "omega": post.get("omega"),
+            "rhat": {k: d["rhat"][k] for k in ("tau1", "tau2", "omega", "components")},
+            "ess_bulk": {k: d["ess_bulk"][k] for k in ("tau1", "tau2", "omega")},
+            "chain_means": {k: d["chain_means"][k] for k in ("tau1", "tau2", "omega")},
+            "blocks_moved": d["step_info"].get("blocks_moved"), "checks": checks,
+            "date": stamp()["date"]}
+
+
 def _parse_set(items, fields) -> dict:
     out = {}
     for item in items:
@@ -434,6 +493,32 @@ def render(store: dict) -> str:
             lines.append(f"| NY {r['kind']} | {r['n']:,} | {r['mc_sd']:.3f} | "
                          f"{r['state_sd']:.3f} | {r['mc_share_of_variance']:.1%} |")
         lines.append("")
+    szd = store.get("szdefault", {})
+    if szd or store.get("szdefault_text"):
+        lines += ["### Structural zeros: the default run at n = 10,000 and its verdict "
+                  "(2026-11-24, issue 20 item 4)", ""]
+        lines += store.get("szdefault_text", [])
+    if szd:
+        lines += ["| n | run | iterations | CPU s (both threads) | wall s | load | converged | "
+                  "tau1 mean [95%] | tau2 mean [95%] | R-hat tau1 / tau2 / omega / K | "
+                  "bulk ESS tau1 / tau2 / omega | chain means tau1 | chain means tau2 | "
+                  "chain means omega |",
+                  "|---:|---|---:|---:|---:|---:|---|---|---|---|---|---|---|---|"]
+        for key in sorted(szd):
+            r = szd[key]
+            rh, es, cm = r["rhat"], r["ess_bulk"], r["chain_means"]
+            lines.append(
+                f"| {r['n']:,} | {r['label']} | {r['iterations']:,} x 4 | {r['cpu']:.0f} | "
+                f"{r['wall']:.0f} | {r['load_avg']:.1f} | {'yes' if r['converged'] else 'no'} "
+                f"| {r['tau1']['mean']:.2f} [{r['tau1']['lower']:.1f}, "
+                f"{r['tau1']['upper']:.1f}] | {r['tau2']['mean']:.1f} "
+                f"[{r['tau2']['lower']:.1f}, {r['tau2']['upper']:.1f}] | "
+                f"{rh['tau1']:.3f} / {rh['tau2']:.3f} / {rh['omega']:.3f} / "
+                f"{rh['components']:.2f} | {es['tau1']:.0f} / {es['tau2']:.0f} / "
+                f"{es['omega']:.0f} | {', '.join(f'{m:.1f}' for m in cm['tau1'])} | "
+                f"{', '.join(f'{m:.1f}' for m in cm['tau2'])} | "
+                f"{', '.join(f'{m:.4f}' for m in cm['omega'])} |")
+        lines.append("")
     lines.append(END)
     return "\n".join(lines)
 
@@ -500,6 +585,11 @@ def main(argv=None) -> None:
     y.add_argument("--label", required=True)
     y.add_argument("--set", nargs="*", default=[],
                    help="HdpRisk options, e.g. sz_method=exact block_moves=true")
+    q = sub.add_parser("szdefault")
+    q.add_argument("--n", type=int, default=10000)
+    q.add_argument("--label", default="default")
+    q.add_argument("--max-iterations", type=int, default=None)
+    q.add_argument("--set", nargs="*", default=[], help="HdpRisk options, e.g. block_moves=true")
     sub.add_parser("write")
     sub.add_parser("note").add_argument("text")
     args = p.parse_args(argv)
@@ -539,6 +629,14 @@ def main(argv=None) -> None:
         r = bench_szmix(args.n, args.iterations, args.label, opts, args.seed, args.burn_in)
         print(json.dumps(r), flush=True)
         store.setdefault("szmix", {})[f"sz-{args.n}-{args.label}-{args.iterations}"] = r
+    elif args.cmd == "szdefault":
+        opts = {}
+        for key, value in _parse_set(args.set, HdpRisk()).items():
+            opts[key] = ({"true": True, "false": False}.get(value.lower(), value)
+                         if isinstance(value, str) else value)
+        r = bench_szdefault(args.n, opts, args.label, args.max_iterations)
+        print(json.dumps({k: v for k, v in r.items() if k != "checks"}), flush=True)
+        store.setdefault("szdefault", {})[f"sz-{args.n}-{args.label}"] = r
     elif args.cmd == "default":
         r = bench_fit(args.kind, args.n, {}, "default")
         r["code"] = args.code

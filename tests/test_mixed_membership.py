@@ -770,6 +770,22 @@ def test_block_moves_are_on_by_default_with_marginal_allocations(small_table):
         assert ("blocks_moved" in res.diagnostics["mcmc"]["step_info"]) is moved
 
 
+def test_structural_zero_fits_trace_omega_in_the_verdict_diagnostics(small_table):
+    # With structural zeros the slow quantity of the default (App. C) chain is omega, the
+    # model's mass on the structural zeros, and tau2 follows it (NY n = 10,000: omega's
+    # R-hat 1.3-1.4 where tau2's is 1.04-1.09; benchmarks/RESULTS.md, issue 20 item 4).
+    # The fit must trace it with R-hat, ESS and chain means next to tau1 and tau2, and keep
+    # block moves off with App. C (they moved tau1 from 96 to 108-114 at n = 10,000).
+    res = _fit(HdpRisk(**FAST, structural_zeros=[{"a": 2, "b": 0}]), small_table)
+    d = res.diagnostics["mcmc"]
+    assert "blocks_moved" not in d["step_info"]
+    assert d["monitored"] == ["tau1", "tau2"]
+    assert np.isfinite(d["rhat"]["omega"]) and d["ess_bulk"]["omega"] > 0
+    omega = np.array(d["chain_means"]["omega"])
+    assert omega.shape == (FAST["chains"],) and np.all((omega > 0) & (omega < 1))
+    assert res.fitted["posterior"]["omega"]["mean"] == pytest.approx(omega.mean(), rel=1e-9)
+
+
 @pytest.mark.parametrize("cls", [HdpRisk, MixedMembershipRisk])
 def test_default_run_settles_negligible_risk_quickly(cls):
     # 400 records, 65 cells, 2 sample uniques, N = 40,000 (the contract table): tau1 is

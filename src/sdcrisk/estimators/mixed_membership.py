@@ -394,8 +394,15 @@ class HdpRisk(_MixedMembershipBase):
         iterations) where it had not without them (1.055 and 50 after 4 x 10,000). With
         structural zeros the augmentation (BR App. C) is an approximation, so the chain has
         no exact target, and block moves shift it: NY n = 5,000 gave tau1 65.3 +- 6.0 with
-        them against 55.3 +- 2.7 without (truth 55) at twice the run time; they are off there
-        unless asked for.
+        them against 55.3 +- 2.7 without (truth 55) at twice the run time, and NY n = 10,000
+        chain means 107.6-114.4 after 4 x (1,000 + 3,000) iterations, still rising, against
+        95.4-97.0 without (truth 88; R-hat of tau1 / tau2 1.20 / 1.16), omega's chain
+        means 0.953-0.977 against 0.903-0.906 (they speed up omega's upward drift, see
+        Notes): they are off there
+        unless asked for. Each move is valid given the augmentation, but the App. C chain is
+        a composition of conditionals that belong to no joint law, so its limit depends on
+        how fast the other steps move: faster allocations let App. C's feedback pull the
+        profiles further towards its own fixed point.
     compat_bnpdr : bool
         Reproduce BR's code where it departs from the HDP (spec H.1.1): table counts with
         concentration alpha_0 beta_k and the step order 1-2-3-4-5-6. For the code's full
@@ -450,6 +457,26 @@ class HdpRisk(_MixedMembershipBase):
     bounds N_0 in any case; chains that reach it are listed in
     ``diagnostics["mcmc"]["capped_chains"]``, chains above ``RUNAWAY_RATIO`` x n (only
     possible with a larger cap) in ``runaway_chains`` with a ConvergenceWarning.
+
+    Convergence with structural zeros: the default (App. C) run on NY n = 10,000 does not
+    pass its verdict by the 10,000-iteration cap, and the slow quantity is omega itself.
+    omega moves in a random walk with a weak pull (one chain: integrated autocorrelation
+    time about 1,000 iterations; the four chains of the default run sit at 0.902-0.907 for
+    thousands of iterations, R-hat of omega 1.17-1.51, bulk ESS 8-17), and tau2 follows it
+    (about 750 records per unit of omega, correlation 0.45 over the draws), so tau2's
+    R-hat stays at 1.04-1.11 while tau1's reaches 1.01-1.02. Discarding the first half of the
+    draws does not help (the chains keep their omega levels); neither do block moves (above),
+    four App. C refreshes with a profile draw per sweep (omega's spread grows with its
+    speed: tau2 R-hat 1.37 after 4 x (1,000 + 1,000) iterations at 2.2 times the cost) or
+    ten times as many membership draws in App. C (omega's step-to-step sd unchanged).
+    Nor does a longer run: continued to 25,000 iterations, two of the four chains' omega
+    climbed from 14,000 iterations on (one averaged about 0.96 over its last 7,500; the
+    pooled 95% interval reached 0.989, the ``sz_cap`` of 100 n is 0.990), tau1 and tau2
+    with it (R-hat 1.18 / 1.28 at 25,000): ``sz_tables="top"`` slows the
+    upward drift of omega but does not stop it, and the default's tau1 (about 96) is a
+    metastable state that the 10,000-iteration cap does not leave.
+    ``diagnostics["mcmc"]`` reports omega's R-hat, ESS and chain means with those of tau1
+    and tau2 (benchmarks/RESULTS.md, HDP section, issue 20 item 4).
 
     Mixing: tau1 depends on the profiles of small components, which the ``sequential``
     sampler reorganises only every few thousand iterations (on NY clean n = 1,000 its tau1
