@@ -157,10 +157,18 @@ def _where(args) -> str | None:
 
 
 def _warm_up_in_background() -> None:
-    """Start numba and load the IPF kernel while the file is read (about 1 s of start-up
-    that would otherwise come after it). A failure here is ignored: the fit itself reports
-    it."""
+    """Load the IPF kernel from numba's cache while the file is read (start-up that would
+    otherwise come after it). A failure here is ignored: the fit itself reports it.
+
+    numba itself is imported here, in the calling thread: importing a large package from
+    a background thread while the main thread imports the file readers can let Python's
+    import-deadlock detection hand one of them a partially initialised module (the likely
+    cause of intermittent failures of unrelated CLI tests under load; not reproduced on
+    demand). Called only once the options are valid, so that a refused run leaves no
+    thread behind."""
     import threading
+
+    import numba  # noqa: F401 - see above
 
     def run():
         try:
@@ -183,9 +191,9 @@ def _assess(args) -> str:
     text = run_scenarios(args, options_for(args))
     if text is not None:  # --key-sets / --all-subsets-up-to
         return text
+    est = get_estimator(args.method, **options_for(args))
     if args.method == "loglinear":
         _warm_up_in_background()
-    est = get_estimator(args.method, **options_for(args))
     table = _sample_table(args, out_of_core, est)
     limits = parse_limits(args.fail_above)
     where = _where(args)
