@@ -316,8 +316,8 @@ def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
 
 
 def test_compiled_margin_ids_equal_the_numpy_pass(monkeypatch):
-    """Margins of >= _COMPILED_FROM observed cells get their ids from the numba kernel: the
-    same ids, counts and margin cells as the NumPy pass."""
+    """Margins of >= _COMPILED_FROM observed cells get their ids and dense counts from the
+    numba kernels: the same ids, counts, count spectra and margin cells as the NumPy pass."""
     import sdcrisk.estimators._decomposable as dec
 
     rng = np.random.default_rng(3)
@@ -325,11 +325,16 @@ def test_compiled_margin_ids_equal_the_numpy_pass(monkeypatch):
     counts = rng.integers(1, 4, len(codes))
     compiled = dec.Margins(codes, counts, [2, 9, 5, 7])
     ids = compiled._ids((1, 3), (9, 7))
+    spectrum = [compiled.margin_counts(mask) for mask in (0b0001, 0b0110, 0b1111)]
     m1 = compiled(0b1010)
     monkeypatch.setattr(dec, "_COMPILED_FROM", 10**12)
     plain = dec.Margins(codes, counts, [2, 9, 5, 7])
     np.testing.assert_array_equal(ids, codes[:, 1].astype(np.int64) * 7 + codes[:, 3])
     m2 = plain(0b1010)
+    for got, mask in zip(spectrum, (0b0001, 0b0110, 0b1111), strict=True):
+        want = plain.margin_counts(mask)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(m1.counts, m2.counts)
     np.testing.assert_array_equal(m1.codes, m2.codes)
     np.testing.assert_array_equal(compiled.cell_index(0b1010), plain.cell_index(0b1010))

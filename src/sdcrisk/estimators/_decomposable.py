@@ -280,6 +280,36 @@ def _ids_kernel():
     return _IDS_KERNEL
 
 
+_COUNTS_KERNEL = None
+
+
+def _counts_kernel():
+    """Dense margin counts in one compiled pass over the cells (ids and the sum together;
+    ``blocks`` private accumulators summed at the end, so the blocks run in parallel)."""
+    global _COUNTS_KERNEL
+    if _COUNTS_KERNEL is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True)
+        def dense_counts(codes, variables, radices, counts, size, blocks):
+            n = codes.shape[0]
+            acc = np.zeros((blocks, size), np.int64)
+            per = (n + blocks - 1) // blocks
+            for b in prange(blocks):
+                for i in range(b * per, min(n, (b + 1) * per)):
+                    v = np.int64(0)
+                    for j in range(variables.shape[0]):
+                        v = v * radices[j] + codes[i, variables[j]]
+                    acc[b, v] += counts[i]
+            out = acc[0].copy()
+            for b in range(1, blocks):
+                out += acc[b]
+            return out
+
+        _COUNTS_KERNEL = dense_counts
+    return _COUNTS_KERNEL
+
+
 def _radix_ids(codes: np.ndarray, radices: tuple[int, ...]) -> np.ndarray:
     ids = np.zeros(codes.shape[0], np.int64)
     for j, d in enumerate(radices):
@@ -359,9 +389,8 @@ class Margins:
             if full is not None or dense is None:
                 counts = self(mask).counts
             else:
-                counts = np.bincount(self._ids(variables, radices), weights=self._weights,
-                                     minlength=dense)
-                counts = counts[counts > 0].astype(np.int64)
+                counts = self._dense_counts(variables, radices, dense)
+                counts = counts[counts > 0]
             top = int(counts.max())
             if top <= 4 * len(counts) + 64:
                 mult = np.bincount(counts)
@@ -372,6 +401,17 @@ class Margins:
             got = (values, mult, float(sum(math.log(d) for d in radices)))
             self._counts[mask] = got
         return got
+
+    def _dense_counts(self, variables: tuple[int, ...], radices: tuple[int, ...],
+                      size: int) -> np.ndarray:
+        """f_A of every cell of the margin over ``variables`` (int64, dense, length ``size``)."""
+        if len(self.counts) >= _COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+            return _counts_kernel()(self.cell_codes, np.asarray(variables, np.int64),
+                                    np.asarray(radices, np.int64), self.counts, size,
+                                    2 if size <= (1 << 22) else 1)
+        counts = np.bincount(self._ids(variables, radices), weights=self._weights,
+                             minlength=size)
+        return counts.astype(np.int64)
 
     def _dense_size(self, radices: tuple[int, ...]) -> int | None:
         """|I_A| when a dense count over it costs no more than a sort of the cells."""
