@@ -24,10 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from ..exceptions import InputError, ParameterError
+from ..exceptions import InputError
 from . import _cells, outofcore
 from .io import arrow_column, check_present, detect_format
-from .outofcore import duckdb_session, import_duckdb, parquet_parts
+from .outofcore import check_stream_options, duckdb_session, import_duckdb, parquet_parts
 from .sizes import memory_limit, resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
@@ -236,19 +236,7 @@ def tabulate_frequencies(
     ([1, 2], [2, 1], 4, 6)
     """
     keys = check_keys(keys)
-    if missing not in ("category", "error"):
-        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
-    if engine not in ("auto", "duckdb", "pyarrow"):
-        raise ParameterError(f"engine={engine!r}; use 'auto', 'duckdb' or 'pyarrow'")
-    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
-        raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
-    if levels:
-        unknown = [k for k in levels if k not in keys]
-        if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"file not found: {str(path)!r}")
+    path = check_stream_options(path, keys, levels, missing, engine, batch_rows)
     parquet = path.is_dir() or detect_format(path)[0] == "parquet"
     got = None
     if engine != "pyarrow" and parquet:

@@ -49,8 +49,9 @@ from .io import arrow_column, check_present, detect_format, printable
 from .sizes import resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
-__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "PartCounts", "CellPlan",
-           "count_part", "plan_cells", "part_record_cells", "parquet_parts"]
+__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options",
+           "PartCounts", "CellPlan", "count_part", "plan_cells", "part_record_cells",
+           "parquet_parts"]
 
 RecordCell = Literal["memmap", "memory"]
 _COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
@@ -166,6 +167,25 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
     return values
 
 
+def check_stream_options(path, keys, levels, missing, engine, batch_rows) -> Path:
+    """The options every streaming pass shares, checked once (``keys`` already checked):
+    the path as a Path that exists."""
+    if missing not in ("category", "error"):
+        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
+    if engine not in ("auto", "duckdb", "pyarrow"):
+        raise ParameterError(f"engine={engine!r}; use 'auto', 'duckdb' or 'pyarrow'")
+    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
+        raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
+    if levels:
+        unknown = [k for k in levels if k not in keys]
+        if unknown:
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"file not found: {str(path)!r}")
+    return path
+
+
 def tabulate_file(
     path: str | os.PathLike,
     keys: Sequence[str] | str,
@@ -242,22 +262,10 @@ def tabulate_file(
     """
 
     keys = check_keys(keys, weights, household)
-    if missing not in ("category", "error"):
-        raise ParameterError(f"missing={missing!r}; use 'category' or 'error'")
     if record_cell not in ("memmap", "memory"):
         raise ParameterError(f"record_cell={record_cell!r}; use 'memmap' or 'memory'")
-    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
-        raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
-    if levels:
-        unknown = [k for k in levels if k not in keys]
-        if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"file not found: {str(path)!r}")
+    path = check_stream_options(path, keys, levels, missing, engine, batch_rows)
     columns = list(keys) + [c for c in (weights, household) if c]
-    if engine not in ("auto", "duckdb", "pyarrow"):
-        raise ParameterError(f"engine={engine!r}; use 'auto', 'duckdb' or 'pyarrow'")
     data, is_csv = _dataset(path, columns, weights)
     counted = None
     if engine != "pyarrow" and not is_csv and household is None:
