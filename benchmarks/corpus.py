@@ -226,6 +226,21 @@ def _timeout(signum, frame):
     raise CandidateTimeout(f"over {CANDIDATE_TIMEOUT} s")
 
 
+def fit_or_error(estimator, table):
+    """(result, None), or (None, "Error: message") when the fit fails or runs past
+    CANDIDATE_TIMEOUT (a failure is a corpus fact); warnings are silenced."""
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(CANDIDATE_TIMEOUT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return estimator.fit(table), None
+    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
+        return None, f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        signal.alarm(0)
+
+
 def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> dict | None:
     from sdcrisk import Microdata, tabulate
     from sdcrisk.analyses.validation import Candidate
@@ -245,17 +260,10 @@ def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> d
     for spec in candidates:
         cand = Candidate.parse(spec)
         t0 = time.perf_counter()
-        signal.signal(signal.SIGALRM, _timeout)
-        signal.alarm(CANDIDATE_TIMEOUT)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                res = cand.estimator().fit(table)
-        except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
-            row[f"{cand.label}:error"] = f"{type(exc).__name__}: {exc}"[:200]
+        res, error = fit_or_error(cand.estimator(), table)
+        if error is not None:
+            row[f"{cand.label}:error"] = error
             continue
-        finally:
-            signal.alarm(0)
         for m in ("tau1", "tau2"):
             meas = res.measures[m]
             row[f"{cand.label}:{m}"] = meas.estimate
@@ -333,17 +341,10 @@ def run_copula_case(case: Case) -> dict:
     row: dict = {"case": case.index}
     table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
     t0 = time.perf_counter()
-    signal.signal(signal.SIGALRM, _timeout)
-    signal.alarm(CANDIDATE_TIMEOUT)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = GaussianCopulaRisk().fit(table)
-    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
-        row[f"{COPULA}:error"] = f"{type(exc).__name__}: {exc}"[:200]
+    res, error = fit_or_error(GaussianCopulaRisk(), table)
+    if error is not None:
+        row[f"{COPULA}:error"] = error
         return row
-    finally:
-        signal.alarm(0)
     row[f"{COPULA}:seconds"] = time.perf_counter() - t0
     for m in ("tau1", "tau2"):
         meas = res.measures[m]
@@ -367,17 +368,10 @@ def run_auc_case(case: Case, spec: str) -> dict:
     sample, truth, record_f = draw_records(case)
     row: dict = {"case": case.index}
     table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
-    signal.signal(signal.SIGALRM, _timeout)
-    signal.alarm(CANDIDATE_TIMEOUT)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = cand.estimator().fit(table)
-    except Exception as exc:  # noqa: BLE001 - a failure is a corpus fact
-        row[f"{cand.label}:auc_error"] = f"{type(exc).__name__}: {exc}"[:200]
+    res, error = fit_or_error(cand.estimator(), table)
+    if error is not None:
+        row[f"{cand.label}:auc_error"] = error
         return row
-    finally:
-        signal.alarm(0)
     su = table.counts[table.record_cell] == 1
     row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
                                        record_f[su] == 1)
