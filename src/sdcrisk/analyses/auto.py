@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from ..core.measures import (
     Measure,
@@ -81,7 +81,7 @@ def widen_interval(m: Measure, errors: np.ndarray, *, cap: float, level: float) 
         return m
     d = np.log1p(e)
     s = float(np.sqrt(np.mean(d**2)))
-    t = float(stats.t.ppf(0.5 + level / 2, df=e.size))
+    t = float(stdtrit(e.size, 0.5 + level / 2))  # Student-t quantile (scipy.stats: 0.3 s)
     v = (t * s) ** 2
     # the model's half-widths on the log scale (no model interval: 0; a bound at 0: infinite)
     h_lo = 0.0 if m.lower is None else (math.inf if m.lower <= 0 else math.log(est / m.lower))
