@@ -284,34 +284,43 @@ def _part_path(i: int, k: int, loglinear: bool = False) -> Path:
     return OUT / f"{'loglinear-' if loglinear else ''}part-{i}-of-{k}.csv"
 
 
-def run_part(i: int, k: int, limit: float | None, loglinear: bool = False) -> None:
+def _run_pass(path: Path, i: int, k: int, limit: float | None, run, *, keep=None,
+              order=lambda c: (c.population, c.keyset), label: str = "case") -> None:
+    """Part i of k of a pass: ``run(case)`` on the cases not yet in ``path`` (those ``keep``
+    accepts), in ``order``, appending each row (None: skipped) and rewriting ``path`` after
+    every case, so that an interrupted part resumes; stops after ``limit`` seconds."""
     OUT.mkdir(exist_ok=True)
-    path = _part_path(i, k, loglinear)
-    done = set()
-    rows = []
-    if path.exists():
-        rows = pd.read_csv(path).to_dict("records")
-        done = {r["case"] for r in rows}
-    todo = [c for c in cases() if c.index % k == i - 1 and c.index not in done]
-    if loglinear:  # a stratified subset: 1% and 5% Bernoulli samples, every key set
-        todo = [c for c in todo if c.design == "bernoulli" and c.fraction in (0.01, 0.05)]
-    # the main pass goes population by population; the time-bounded log-linear pass
-    # interleaves them (key set by key set) so that a cut-off leaves every population scored
-    todo.sort(key=(lambda c: (c.keyset, c.fraction, c.population)) if loglinear
-              else (lambda c: (c.population, c.keyset)))
+    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+    done = {r["case"] for r in rows}
+    todo = [c for c in cases() if c.index % k == i - 1 and c.index not in done
+            and (keep is None or keep(c))]
+    todo.sort(key=order)
     start = time.time()
     for case in todo:
         if limit is not None and time.time() - start > limit:
             print(f"time limit reached; {len(todo)} cases were left", flush=True)
             break
         t0 = time.time()
-        row = (run_case(case, LOGLINEAR, LOGLINEAR_MAX_K) if loglinear else run_case(case))
+        row = run(case)
         if row is None:
             continue
         rows.append(row)
         pd.DataFrame(rows).to_csv(path, index=False)
-        print(f"case {case.index} {case.population} {case.keyset} {case.design} "
+        print(f"{label} {case.index} {case.population} {case.keyset} {case.design} "
               f"{case.fraction}: {time.time() - t0:.1f}s", flush=True)
+
+
+def run_part(i: int, k: int, limit: float | None, loglinear: bool = False) -> None:
+    if not loglinear:
+        _run_pass(_part_path(i, k), i, k, limit, run_case)
+        return
+    # a stratified subset (1% and 5% Bernoulli samples, every key set), interleaving the
+    # populations key set by key set so that a cut-off of this time-bounded pass leaves
+    # every population scored
+    _run_pass(_part_path(i, k, True), i, k, limit,
+              lambda c: run_case(c, LOGLINEAR, LOGLINEAR_MAX_K),
+              keep=lambda c: c.design == "bernoulli" and c.fraction in (0.01, 0.05),
+              order=lambda c: (c.keyset, c.fraction, c.population))
 
 
 def refit(method: str, query: str) -> None:
@@ -379,23 +388,11 @@ def run_auc_case(case: Case, spec: str) -> dict:
 
 
 def run_copula_part(i: int, k: int, limit: float | None, auc: str | None = None) -> None:
-    OUT.mkdir(exist_ok=True)
     path = OUT / (f"copula-part-{i}-of-{k}.csv" if auc is None
                   else f"auc-{auc.replace(':', '_').replace('=', '')}-part-{i}-of-{k}.csv")
-    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
-    done = {r["case"] for r in rows}
-    todo = [c for c in cases() if c.index % k == i - 1 and c.index not in done]
-    todo.sort(key=lambda c: (c.population, c.keyset))
-    start = time.time()
-    for case in todo:
-        if limit is not None and time.time() - start > limit:
-            print(f"time limit reached; {len(todo)} cases were left", flush=True)
-            break
-        t0 = time.time()
-        rows.append(run_copula_case(case) if auc is None else run_auc_case(case, auc))
-        pd.DataFrame(rows).to_csv(path, index=False)
-        print(f"copula case {case.index} {case.population} {case.keyset} {case.design} "
-              f"{case.fraction}: {time.time() - t0:.1f}s", flush=True)
+    _run_pass(path, i, k, limit,
+              run_copula_case if auc is None else (lambda c: run_auc_case(c, auc)),
+              label="copula case")
 
 
 def merge_copula() -> pd.DataFrame:
