@@ -342,7 +342,6 @@ class Margins:
         # whose per-cell ``inverse`` costs 4-8 bytes an observed cell (issue 20)
         self._counts: dict[int, tuple[np.ndarray, np.ndarray, float]] = (
             {} if count_cache is None else count_cache)
-        self._weights = self.counts.astype(float)
         # margin cell of every observed cell, per margin (4-8 bytes an observed cell each):
         # needed while the models' cell moments are computed, then released
         self._index: dict[int, np.ndarray] = {}
@@ -409,7 +408,7 @@ class Margins:
             return _counts_kernel()(self.cell_codes, np.asarray(variables, np.int64),
                                     np.asarray(radices, np.int64), self.counts, size,
                                     2 if size <= (1 << 22) else 1)
-        counts = np.bincount(self._ids(variables, radices), weights=self._weights,
+        counts = np.bincount(self._ids(variables, radices), weights=self.counts,
                              minlength=size)
         return counts.astype(np.int64)
 
@@ -439,11 +438,11 @@ class Margins:
                           np.zeros(n_cells, np.int64), 0.0, None, ())
         dense = self._dense_size(radices)
         if dense is not None:  # one bincount instead of a sort: same cells, same order
-            ids = self._ids(variables, radices)
-            total = np.bincount(ids, weights=self._weights, minlength=dense)
+            total = self._dense_counts(variables, radices, dense)
             uniq = np.flatnonzero(total)
-            counts = total[uniq].astype(np.int64)
+            counts = total[uniq]
             del total
+            ids = self._ids(variables, radices)
             position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
             position[uniq] = np.arange(len(uniq), dtype=position.dtype)
             self._index[mask] = position[ids]
@@ -484,16 +483,12 @@ def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
     return log_a + gammaln(a + f) - gammaln(1.0 + a)
 
 
-def _log_ml_margin(counts: np.ndarray, log_size: float, p: float,
-                   mult: np.ndarray | None = None) -> float:
-    """log ML of a margin from its non-empty cells' counts (``mult[k]`` cells with count
-    ``counts[k]`` when given)."""
-    if mult is None:
-        n = float(counts.sum())
-        terms = float(np.sum(_log_gamma_ratio(math.log(p) - log_size, counts)))
-    else:
-        n = float(np.dot(counts, mult))
-        terms = float(np.dot(mult, _log_gamma_ratio(math.log(p) - log_size, counts)))
+def _log_ml_margin(counts: np.ndarray, log_size: float, p: float, mult: np.ndarray
+                   ) -> float:
+    """log ML of a margin whose non-empty cells have the distinct counts ``counts``,
+    ``mult[k]`` cells having ``counts[k]``."""
+    n = float(np.dot(counts, mult))
+    terms = float(np.dot(mult, _log_gamma_ratio(math.log(p) - log_size, counts)))
     return float(gammaln(p) - gammaln(p + n) + terms)
 
 
