@@ -39,6 +39,7 @@ __all__ = [
     "prob_one",
     "nb_mean",
     "nb_variance",
+    "probe_distinct",
 ]
 
 _RTOL = 1e-14
@@ -106,7 +107,7 @@ def _unique_triples(f, r, p):
     f, r, p = f.ravel(), r.ravel(), p.ravel()
     if f.size == 0:
         return shape, f.copy(), r.copy(), p.copy(), np.zeros(0, np.intp)
-    if f.size > _COMPILED_FROM and _mostly_distinct(p):
+    if f.size > _COMPILED_FROM and probe_distinct(p) > 2048:
         # per-cell probabilities (graphical models): the triples are the cells themselves,
         # and sorting millions of them to find the few repeats costs more than it saves
         return shape, f, r, p, None  # one triple per entry, read only below: no copies
@@ -147,10 +148,12 @@ def _unique_triples(f, r, p):
     return shape, out[0], out[1], out[2], inverse
 
 
-def _mostly_distinct(x: np.ndarray) -> bool:
-    """Whether an evenly spaced probe of 4,096 entries holds mostly distinct values."""
-    probe = x[np.linspace(0, x.size - 1, 4096).astype(np.int64)]
-    return len(np.unique(probe)) > 2048
+def probe_distinct(x: np.ndarray, size: int = 4096) -> int:
+    """Distinct values among ``size`` evenly spaced entries of ``x``: a cheap look at whether
+    a cell-long array has one value per cell or a few shared ones."""
+    if x.size <= size:
+        return len(np.unique(x))
+    return len(np.unique(x[np.linspace(0, x.size - 1, size).astype(np.int64)]))
 
 
 def _factorize_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

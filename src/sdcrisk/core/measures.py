@@ -215,7 +215,8 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
     if counts is None:
         r = np.sort(values)[::-1]
         w = None
-    elif _few_distinct(values):  # cells share few risks: work on those, weighted by records
+    elif len(values) <= 4096 or _nb.probe_distinct(values) < 1024:
+        # cells share few risks (exchangeable models): work on those, weighted by records
         distinct = np.unique(values)
         w = np.bincount(np.searchsorted(distinct, values), weights=counts,
                         minlength=len(distinct))[::-1]
@@ -244,15 +245,6 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
     if ok.size == 0:
         return 0.0
     return float(r[starts[1:][ok[0]]])
-
-
-def _few_distinct(values: np.ndarray) -> bool:
-    """Whether a sample of the values has many ties (exchangeable models give one risk per
-    count): then grouping them first is cheaper than sorting every cell."""
-    if len(values) <= 4096:
-        return True
-    probe = values[np.linspace(0, len(values) - 1, 4096).astype(np.int64)]
-    return len(np.unique(probe)) < 1024
 
 
 def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray:
