@@ -24,6 +24,8 @@ Usage::
     python benchmarks/corpus.py --merge               # parts -> benchmarks/corpus.csv
     nice -n 10 python benchmarks/corpus.py --copula --part 1/2 --time-limit 1500
     python benchmarks/corpus.py --merge-copula        # copula parts -> corpus.csv columns
+    nice -n 10 python benchmarks/corpus.py --latent --part 1/2 --time-limit 2400
+    python benchmarks/corpus.py --merge-latent        # latent-class parts -> corpus.csv
 
 ``--copula`` fits only the Gaussian-copula candidate (added after the main pass) and writes
 ``benchmarks/corpus/copula-part-<i>-of-<k>.csv`` (its tau1/tau2, interval bounds, seconds and
@@ -31,6 +33,8 @@ the ROC AUC of its record risk for "sample unique is population unique" on the c
 ``--merge-copula`` adds those columns to ``benchmarks/corpus.csv`` (replacing earlier ones).
 ``--copula --auc SPEC`` computes instead the same AUC for another candidate's record risk
 (e.g. ``graphical:prior_weight=50``, whose record risk auto reports), for comparison.
+``--latent`` (parts ``latent-part-<i>-of-<k>.csv``) and ``--merge-latent`` do the same for the
+latent-class candidate and its variants (``LATENT``).
 """
 
 from __future__ import annotations
@@ -412,6 +416,58 @@ def merge_copula() -> pd.DataFrame:
     return df
 
 
+#: the latent-class pass (issue 17 item 2): the default and the variants tried, each a
+#: candidate spec whose label names its columns (every variant is reported, none chosen here)
+LATENT = ("latent-class", "latent-class:classes=bic", "latent-class:classes=average",
+          "latent-class:smoothing=1", "latent-class:classes=8")
+
+
+def run_latent_case(case: Case, specs=LATENT) -> dict:
+    """The latent-class candidate and its variants on one case: tau1/tau2, interval bounds,
+    seconds, the chosen number of classes and the ROC AUC of the record risk."""
+    from sdcrisk import Microdata, roc_auc, tabulate
+    from sdcrisk.analyses.validation import Candidate
+
+    sample, truth, record_f = draw_records(case)
+    row: dict = {"case": case.index}
+    table = tabulate(Microdata.from_source(sample, list(case.keys), population_size=truth["N"]))
+    su = table.counts[table.record_cell] == 1
+    for spec in specs:
+        cand = Candidate.parse(spec)
+        t0 = time.perf_counter()
+        res, error = fit_or_error(cand.estimator(), table)
+        if error is not None:
+            row[f"{cand.label}:error"] = error
+            continue
+        row[f"{cand.label}:seconds"] = time.perf_counter() - t0
+        for m in ("tau1", "tau2"):
+            meas = res.measures[m]
+            row[f"{cand.label}:{m}"] = meas.estimate
+            row[f"{cand.label}:{m}_lo"] = meas.lower
+            row[f"{cand.label}:{m}_hi"] = meas.upper
+        row[f"{cand.label}:classes"] = res.diagnostics["classes"]
+        row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
+                                           record_f[su] == 1)
+    return row
+
+
+def run_latent_part(i: int, k: int, limit: float | None) -> None:
+    _run_pass(OUT / f"latent-part-{i}-of-{k}.csv", i, k, limit, run_latent_case,
+              label="latent case")
+
+
+def merge_latent() -> pd.DataFrame:
+    """Add the latent-class pass's columns to corpus.csv, replacing earlier ones."""
+    df = pd.read_csv(HERE / "corpus.csv")
+    parts = sorted(OUT.glob("latent-part-*.csv"))
+    new = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+    new = new.groupby("case", as_index=False).first()
+    df = df[[c for c in df.columns if c == "case" or c not in new.columns]]
+    df = df.merge(new, on="case", how="left").sort_values("case")
+    df.to_csv(HERE / "corpus.csv", index=False, quoting=csv.QUOTE_MINIMAL, float_format="%.8g")
+    return df
+
+
 def merge() -> pd.DataFrame:
     parts = sorted(OUT.glob("part-*.csv"))
     df = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
@@ -444,7 +500,16 @@ def main(argv=None) -> None:
                     "'graphical:prior_weight=50' (the record risk auto reports)")
     ap.add_argument("--merge-copula", action="store_true",
                     help="add the copula parts' columns to corpus.csv")
+    ap.add_argument("--latent", action="store_true",
+                    help="the latent-class pass only (its own part files)")
+    ap.add_argument("--merge-latent", action="store_true",
+                    help="add the latent-class parts' columns to corpus.csv")
     args = ap.parse_args(argv)
+    if args.merge_latent:
+        df = merge_latent()
+        print(f"latent-class columns for {int(df['latent-class:tau1'].notna().sum())} cases "
+              "merged")
+        return
     if args.merge_copula:
         df = merge_copula()
         print(f"copula columns for {int(df[f'{COPULA}:tau1'].notna().sum())} cases merged")
@@ -465,6 +530,9 @@ def main(argv=None) -> None:
     i, k = (int(x) for x in args.part.split("/"))
     if args.copula:
         run_copula_part(i, k, args.time_limit, args.auc)
+        return
+    if args.latent:
+        run_latent_part(i, k, args.time_limit)
         return
     run_part(i, k, args.time_limit, args.loglinear)
 

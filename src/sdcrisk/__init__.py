@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         GaussianCopulaRisk,
         GraphicalRisk,
         HdpRisk,
+        LatentClassRisk,
         LogLinearRisk,
         MixedMembershipRisk,
         NegativeBinomialRisk,
@@ -121,7 +122,8 @@ _MODULES = {
     ),
     "core.result": "RiskResult",
     "estimators": (
-        "Estimator GaussianCopulaRisk GraphicalRisk HdpRisk LogLinearRisk MixedMembershipRisk "
+        "Estimator GaussianCopulaRisk GraphicalRisk HdpRisk LatentClassRisk LogLinearRisk "
+        "MixedMembershipRisk "
         "NegativeBinomialRisk PitmanYorRisk PoissonGammaRisk SkinnerElliotTheta bf_risk"
     ),
     "analyses.auto": "AutoRisk",
@@ -179,6 +181,7 @@ __all__ = [
     "PoissonGammaRisk",
     "PitmanYorRisk",
     "GaussianCopulaRisk",
+    "LatentClassRisk",
     "SkinnerElliotTheta",
     "ESTIMATORS",
     "get_estimator",

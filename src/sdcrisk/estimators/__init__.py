@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from .copula import GaussianCopulaRisk
     from .exchangeable import NegativeBinomialRisk, PoissonGammaRisk, SkinnerElliotTheta, bf_risk
     from .graphical import GraphicalRisk
+    from .latent_class import LatentClassRisk
     from .loglinear import LogLinearRisk
     from .mixed_membership import HdpRisk, MixedMembershipRisk
     from .pitman_yor import PitmanYorRisk
@@ -39,6 +40,7 @@ __all__ = [
     "GraphicalRisk",
     "PitmanYorRisk",
     "GaussianCopulaRisk",
+    "LatentClassRisk",
     "bf_risk",
     "MODELS",
     "Registry",
@@ -52,6 +54,7 @@ _WHERE = {
     "LogLinearRisk": "loglinear", "GraphicalRisk": "graphical",
     "HdpRisk": "mixed_membership", "MixedMembershipRisk": "mixed_membership",
     "PitmanYorRisk": "pitman_yor", "GaussianCopulaRisk": "copula",
+    "LatentClassRisk": "latent_class",
 }
 
 
@@ -110,6 +113,7 @@ MODELS: MutableMapping[str, type[Estimator]] = Registry({
     "mixed-membership": _class("MixedMembershipRisk"),
     "pitman-yor": _class("PitmanYorRisk"),
     "copula": _class("GaussianCopulaRisk"),
+    "latent-class": _class("LatentClassRisk"),
 })
 
 
