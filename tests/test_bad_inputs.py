@@ -29,6 +29,7 @@ from sdcrisk import (
     GraphicalRisk,
     HdpRisk,
     InputError,
+    LatentClassRisk,
     LogLinearRisk,
     Microdata,
     MixedMembershipRisk,
@@ -873,6 +874,7 @@ FAST_ESTIMATORS = {
     "graphical": GraphicalRisk(),
     "graphical-mc": GraphicalRisk(monte_carlo=4000, random_state=1),
     "copula": GaussianCopulaRisk(),
+    "latent-class": LatentClassRisk(),
 }
 
 

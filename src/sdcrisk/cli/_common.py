@@ -160,6 +160,9 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    "(default mca)")
     p.add_argument("--points", type=int, default=None,
                    help="copula: quasi-Monte-Carlo lattice points per cell (default 256)")
+    p.add_argument("--classes", type=_int_or_rule, default=None,
+                   help="latent-class: number of latent classes, or the rule choosing it: "
+                   "heldout (default), bic, aic, average")
     p.add_argument("--max-global-risk", type=float, default=None,
                    help="target global risk for the record-risk threshold (default 0.01)")
     p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
@@ -175,6 +178,11 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--out", help="write the output to this file instead of stdout")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _int_or_rule(text: str) -> int | str:
+    """An integer option value, or a rule name (``--classes 4`` or ``--classes bic``)."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text
 
 
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
@@ -302,6 +310,7 @@ METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "--dependence": ("dependence", ("dependence",)),
     "--order": ("order", ("order",)),
     "--points": ("points", ("points",)),
+    "--classes": ("classes", ("classes",)),
     "--max-global-risk": ("max_global_risk", ("max_global_risk",)),
     "--ci-level": ("ci_level", ("ci_level",)),
 }
