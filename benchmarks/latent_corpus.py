@@ -24,13 +24,13 @@ import calibrate_auto as cal
 import copula_corpus
 import numpy as np
 import pandas as pd
-from corpus import LATENT
+from corpus import LATENT, LATENT_EXTRA
 
 from sdcrisk.analyses.validation import Candidate
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- LATENT:BEGIN -->", "<!-- LATENT:END -->"
-VARIANTS = [Candidate.parse(s).label for s in LATENT]
+VARIANTS = [Candidate.parse(s).label for s in (*LATENT, *LATENT_EXTRA)]
 DEFAULT = VARIANTS[0]
 OTHERS = ["pitman-yor", "graphical(prior_weight=50)", "copula", "auto"]
 
@@ -188,6 +188,7 @@ def main(argv=None) -> None:
                     help="also time the default fit on the largest corpus cases")
     args = ap.parse_args(argv)
     df = load()
+    VARIANTS[:] = [v for v in VARIANTS if f"{v}:tau1" in df]  # passes not merged yet: skipped
     lines = [
         "### The latent-class candidate on the corpus (`benchmarks/corpus.py --latent`, "
         "`benchmarks/latent_corpus.py`)",
@@ -196,9 +197,10 @@ def main(argv=None) -> None:
         f"{platform.python_version()}; date {datetime.date.today()}. `{DEFAULT}` = "
         "`LatentClassRisk()` with its defaults (K = 1..8 chosen by held-out likelihood on a "
         "fixed 20% of the records, smoothing 0.5, 4 starts, 16 Bayesian-bootstrap replicates "
-        "for the interval). Every variant run on the corpus is listed (they were all run in "
-        "the same pass; the default was set before the pass from 6 corpus cases and one "
-        "synthetic population, so its figures are not free of selection either). auto's "
+        "for the interval). Every variant run on the corpus is listed: the first five in one "
+        "pass (the default was set before it from 6 corpus cases and one synthetic "
+        "population, so its figures are not free of selection either), max_classes=16 in a "
+        "second pass after seeing the first (`corpus.py --latent --latent-extra`). auto's "
         "figures are its leave-one-population-out estimates from `calibration.csv`; the "
         "single methods have no fitted part. Columns as in the CALIBRATION table.",
         "",
