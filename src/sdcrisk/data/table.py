@@ -461,6 +461,10 @@ class PopulationCounts:
     k_anonymity_violations: Mapping[int, int] = field(default_factory=dict)
 
 
+#: CellTable -> its fingerprint (tables are not changed once built)
+_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class CellTable:
     """Sample cell counts f_k over observed cells, and the record -> cell map.
@@ -550,15 +554,21 @@ class CellTable:
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
     def fingerprint(self) -> str:
-        """SHA-256 of keys, levels and cell counts: identifies the input without revealing it."""
-        h = hashlib.sha256()
-        h.update(repr((self.keys, self.levels)).encode())
-        h.update(np.ascontiguousarray(self.cell_codes).tobytes())
-        h.update(np.ascontiguousarray(self.counts, dtype=np.int64).tobytes())
-        if self.weight_sums is not None:
-            h.update(np.ascontiguousarray(self.weight_sums).tobytes())
-        h.update(repr(float(self.population_size)).encode())
-        return h.hexdigest()[:16]
+        """SHA-256 of keys, levels and cell counts: identifies the input without revealing it.
+
+        Computed once per table (every result's provenance carries it; at 5.9 M cells a hash
+        took 0.1 s) from the arrays' own memory, without byte copies."""
+        got = _FINGERPRINTS.get(self)
+        if got is None:
+            h = hashlib.sha256()
+            h.update(repr((self.keys, self.levels)).encode())
+            h.update(np.ascontiguousarray(self.cell_codes).data)
+            h.update(np.ascontiguousarray(self.counts, dtype=np.int64).data)
+            if self.weight_sums is not None:
+                h.update(np.ascontiguousarray(self.weight_sums).data)
+            h.update(repr(float(self.population_size)).encode())
+            got = _FINGERPRINTS[self] = h.hexdigest()[:16]
+        return got
 
     def cell_labels(self, cells: np.ndarray | None = None) -> list[tuple]:
         """Category labels of (some) observed cells, as tuples in key order."""
