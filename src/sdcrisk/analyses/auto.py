@@ -206,6 +206,10 @@ class AutoRisk(Estimator):
     random_state: int | None = 0
     rule: str | None = None
 
+    def uses_record_map(self) -> bool:
+        """The validated rule re-samples the file's records; the calibrated one does not."""
+        return self.effective_rule == "validated"
+
     @property
     def effective_rule(self) -> str:
         """``calibrated`` or ``validated`` (see ``rule``)."""
