@@ -10,6 +10,7 @@ from ..analyses.methods import get_estimator
 from ..data.table import CellTable, tabulate, tabulate_source
 from ..exceptions import ParameterError
 from ._common import (
+    Outcome,
     add_fail_above,
     add_input_arguments,
     add_sample_arguments,
@@ -190,7 +191,7 @@ def _warm_up_in_background() -> None:
     threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True).start()
 
 
-def _assess(args) -> str:
+def _assess(args) -> str | Outcome:
     out_of_core = getattr(args, "out_of_core", False)
     if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
         raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
@@ -212,7 +213,12 @@ def _assess(args) -> str:
         result = est.fit(table)
     else:  # MCMC chains, log-linear partitions on these workers / this cluster
         result = est.fit(table, executor=args.scheduler, workers=args.workers)
-    args.breaches = limit_breaches({result.method: result}, limits)
+    breaches = tuple(limit_breaches({result.method: result}, limits))
+    return Outcome(_render(args, result, where), breaches)
+
+
+def _render(args, result, where: str | None) -> str:
+    """The result in the output format asked for."""
     if args.format == "html":
         from ..report.collect import build_report
 
