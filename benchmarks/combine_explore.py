@@ -21,21 +21,31 @@ model's LOPO figure in every variant, as at runtime.
 
 Usage::
 
-    nice -n 10 python benchmarks/combine_explore.py [--only NAME,NAME] [--no-nested]
+    nice -n 10 python benchmarks/combine_explore.py [--only NAME,NAME] [--no-nested] [--write]
+
+``--write`` (with every variant) rewrites the COMBINE section of ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
+import os
+import platform
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-from scipy.optimize import minimize
+# hundreds of small solves: a multi-threaded BLAS only spins on the shared cores (measured:
+# the same wall time for about 40% less CPU with one thread)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -106,7 +116,7 @@ class Variant:
     delta: float = 0.1           # Huber delta on the log scale; <= 0.005 means (near) L1
     lambdas: tuple[float, ...] = BASE_LAMBDAS
     scale_lambdas: bool = False  # scale the grid with delta (same effective penalty)
-    weighting: str = "pop"       # pop: every population equal; case; sqrt
+    weighting: str = "pop"       # pop: every population equal; case; sqrt; ivar
     target: str = "su"           # su: log(tau/SU); raw: log tau; g50: log(tau / g50)
     kind: str = "lin"            # lin, split, gate
     shrink: bool = False         # blend with graphical(pw=50), weight chosen inside
@@ -114,6 +124,7 @@ class Variant:
     select: str = "meanpop"      # hyper choice: meanpop (as shipped) or pooled median
     doc: str = ""
     splits: tuple[str, ...] = field(default=("log_fraction", "su_share", "log_n"))
+    members: tuple[str, ...] = ()  # kind="ensemble": the averaged variants
 
 
 def _weights(pops: np.ndarray, how: str) -> np.ndarray:
@@ -122,6 +133,7 @@ def _weights(pops: np.ndarray, how: str) -> np.ndarray:
         return np.ones_like(w)
     if how == "sqrt":
         return np.sqrt(w)
+    # "ivar": populations equal, times the row weight of the Problem
     return w
 
 
@@ -239,11 +251,12 @@ class Fitter:
             return split_fit(x, y, w, hyper[0], v.delta, hyper[1], hyper[2])
         return gate_fit(x, y, w, hyper[0], v.delta, self.cand_cols)
 
-    def lopo(self, x, y, pops, hyper):
+    def lopo(self, x, y, pops, hyper, rw):
         out = np.full(len(y), np.nan)
         for p in np.unique(pops):
             tr = (pops != p) & np.isfinite(y)
-            m = self.fit_one(x[tr], y[tr], _weights(pops[tr], self.v.weighting), hyper)
+            m = self.fit_one(x[tr], y[tr], _weights(pops[tr], self.v.weighting) * rw[tr],
+                             hyper)
             out[pops == p] = predict(m, x[pops == p])
         return out
 
@@ -254,19 +267,20 @@ class Fitter:
             return float(np.median(e))
         return float(np.mean([np.median(e[pops[ok] == p]) for p in np.unique(pops[ok])]))
 
-    def fit(self, x, y, pops, sx, cap, g50):
+    def fit(self, x, y, pops, sx, cap, aux):
+        g50, rw = aux[:, 0], aux[:, 1]
         """Full model on these populations. ``y`` is the target minus the offset; ``cap``
         the largest allowed prediction (log SU minus the offset). Returns a dict."""
         self.cap = cap
         best = None
         for hyper in self.grid:
-            pred = self.lopo(x, y, pops, hyper)
+            pred = self.lopo(x, y, pops, hyper, rw)
             s = self.score(pred, y, pops)
             if best is None or s < best[0]:
                 best = (s, hyper, pred)
         _, hyper, pred = best
         ok = np.isfinite(y)
-        w = _weights(pops[ok], self.v.weighting)
+        w = _weights(pops[ok], self.v.weighting) * rw[ok]
         final = self.fit_one(x[ok], y[ok], w, hyper)
         alpha = 1.0
         if self.v.shrink:  # blend with graphical(pw=50), weight from the inner residuals
@@ -276,22 +290,73 @@ class Fitter:
             alpha = min(bs)[1]
         pred = alpha * pred + (1 - alpha) * g50
         pred = np.minimum(pred, cap)
-        r = (y - pred)[ok]
-        wc = ca._weights(pops[ok])
-        sa = np.column_stack([np.ones(ok.sum()), sx[ok]])
-        gamma = np.linalg.lstsq(sa * np.sqrt(wc)[:, None],
-                                np.log(np.abs(r) + 0.02) * np.sqrt(wc), rcond=None)[0]
-        qs = np.abs(r) / np.exp(sa @ gamma)
-        q95 = float(ca._weighted_quantile(qs, wc, 0.95))
-        return {"model": final, "hyper": hyper, "alpha": alpha, "gamma": gamma, "q": q95,
-                "smin": sx[ok].min(axis=0), "smax": sx[ok].max(axis=0)}
+        return {"model": final, "hyper": hyper, "alpha": alpha, "inner": pred,
+                **conformal(y, pred, pops, sx)}
 
-    def apply(self, fitted, x, sx, cap, g50):
+    def apply(self, fitted, x, sx, cap, aux):
+        g50 = aux[:, 0]
         a = fitted["alpha"]
         yh = np.minimum(a * predict(fitted["model"], x) + (1 - a) * g50, cap)
-        sxc = np.clip(sx, fitted["smin"], fitted["smax"])
-        s = np.exp(np.column_stack([np.ones(len(sx)), sxc]) @ fitted["gamma"])
-        return yh, yh - fitted["q"] * s, yh + fitted["q"] * s
+        return interval(fitted, yh, sx)
+
+
+def conformal(y, pred, pops, sx) -> dict:
+    """The shipped interval: scale of the inner out-of-population residuals, then the
+    weighted split-conformal 95% quantile of |r| / scale."""
+    ok = np.isfinite(y)
+    r = (y - pred)[ok]
+    wc = ca._weights(pops[ok])
+    sa = np.column_stack([np.ones(ok.sum()), sx[ok]])
+    gamma = np.linalg.lstsq(sa * np.sqrt(wc)[:, None],
+                            np.log(np.abs(r) + 0.02) * np.sqrt(wc), rcond=None)[0]
+    qs = np.abs(r) / np.exp(sa @ gamma)
+    return {"gamma": gamma, "q": float(ca._weighted_quantile(qs, wc, 0.95)),
+            "smin": sx[ok].min(axis=0), "smax": sx[ok].max(axis=0)}
+
+
+def interval(fitted, yh, sx):
+    sxc = np.clip(sx, fitted["smin"], fitted["smax"])
+    s = np.exp(np.column_stack([np.ones(len(sx)), sxc]) @ fitted["gamma"])
+    return yh, yh - fitted["q"] * s, yh + fitted["q"] * s
+
+
+class EnsembleProblem:
+    """The mean (in log(tau/SU)) of several variants' predictions, each member fitted with
+    its own inner hyper-parameter choice; the interval is calibrated on the mean's inner
+    residuals. ``subset`` hands row indices to the fitter in place of a design matrix."""
+
+    def __init__(self, df, measure, v: Variant):
+        self.members = [Problem(df, measure, by_name(n)) for n in v.members]
+        first = self.members[0]
+        self.su = first.su
+        self.off = np.zeros(len(self.su))
+        self.y = ca._target(df, measure)
+        self.sx = first.sx
+        self.fitter = self
+
+    def subset(self, idx):
+        return np.flatnonzero(idx), self.y[idx], self.sx[idx], np.zeros(int(idx.sum())), None
+
+    def _members(self, rows):
+        mask = np.zeros(len(self.su), bool)
+        mask[rows] = True
+        return [(mp, mp.subset(mask), mp.off[mask]) for mp in self.members]
+
+    def fit(self, rows, y, pops, sx, cap, _g):
+        fits, inner = [], []
+        for mp, (x, ym, sxm, capm, gm), off in self._members(rows):
+            f = mp.fitter.fit(x, ym, pops, sxm, capm, gm)
+            fits.append(f)
+            inner.append(f["inner"] + off)
+        pred = np.minimum(np.mean(inner, axis=0), 0.0)
+        return {"fits": fits, **conformal(y, pred, pops, sx)}
+
+    def apply(self, fitted, rows, sx, cap, _g):
+        preds = []
+        for (mp, (x, _, sxm, capm, gm), off), f in zip(self._members(rows), fitted["fits"],
+                                                       strict=True):
+            preds.append(mp.fitter.apply(f, x, sxm, capm, gm)[0] + off)
+        return interval(fitted, np.minimum(np.mean(preds, axis=0), 0.0), sx)
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -324,9 +389,14 @@ class Problem:
         self.fitter = Fitter(v, names)
         # graphical(pw=50) in the target's units (the shrinkage target): log(g50/SU) - off
         self.g50 = f[f"log_{G50}"].to_numpy(float) - (0.0 if v.target == "raw" else off)
+        self.rw = np.ones(len(y))
+        if v.weighting == "ivar":  # inverse variance of log tau: model (0.02) + count noise
+            lam = np.maximum(df[f"{G50}:{measure}"].to_numpy(float), 1.0)
+            self.rw = 1.0 / (0.02 + 1.0 / lam)
 
     def subset(self, idx):
-        return self.x[idx], self.y[idx], self.sx[idx], self.cap[idx], self.g50[idx]
+        aux = np.column_stack([self.g50[idx], self.rw[idx]])
+        return self.x[idx], self.y[idx], self.sx[idx], self.cap[idx], aux
 
 
 def lopo_variant(df, v: Variant, nested: bool):
@@ -337,7 +407,7 @@ def lopo_variant(df, v: Variant, nested: bool):
     upops = list(np.unique(pops))
     res, l2o = {}, {}
     for m in ca.MEASURES:
-        pr = Problem(df, m, v)
+        pr = EnsembleProblem(df, m, v) if v.kind == "ensemble" else Problem(df, m, v)
         est = np.full(len(df), np.nan)
         lo, hi = est.copy(), est.copy()
         for p in upops:
@@ -380,6 +450,13 @@ VARIANTS = [
             doc="penalty chosen by the pooled median instead of the mean of per-pop medians"),
     Variant("w-case", weighting="case", doc="every case weighted equally"),
     Variant("w-sqrt", weighting="sqrt", doc="population weight 1/sqrt(cases)"),
+    Variant("w-ivar", weighting="ivar",
+            doc="populations equal x inverse variance of log tau, 1 / (0.02 + 1 / g50's "
+                "estimate): count noise down-weights the small cases"),
+    Variant("w-ivar-l1", weighting="ivar", delta=0.002, scale_lambdas=True,
+            doc="inverse-variance weights and near-L1"),
+    Variant("w-ivar-shrink", weighting="ivar", shrink=True,
+            doc="inverse-variance weights and the blend with graphical(pw=50)"),
     Variant("target-raw", target="raw", doc="target log tau, candidates as log tau, + log SU"),
     Variant("target-g50", target="g50",
             doc="target log(tau / graphical(pw=50)): the ridge shrinks towards it"),
@@ -406,7 +483,31 @@ VARIANTS = [
     Variant("gate", kind="gate", lambdas=(0.1, 1.0, 10.0),
             doc="softmax gating over the candidates' log estimates, weights linear in "
                 "the features, Huber 0.1"),
+    Variant("l1-shrink", delta=0.002, scale_lambdas=True, shrink=True,
+            doc="near-L1 and the blend with graphical(pw=50)"),
+    Variant("ensemble", kind="ensemble",
+            members=("shipped", "l1", "target-g50", "shrink-g50", "gate"),
+            doc="mean of the log predictions of shipped, l1, target-g50, shrink-g50, gate"),
+    Variant("ensemble-lin", kind="ensemble", members=("shipped", "l1", "target-g50"),
+            doc="mean of the log predictions of shipped, l1, target-g50 (linear members)"),
 ]
+
+
+#: groups of variants for the nested choice within a group (declared before the runs of
+#: 2026-11-24 12:1x, except "first pool", which is every variant before the w-ivar ones were
+#: added after seeing the first table: it shows how the pool itself was adapted)
+FAMILIES = {
+    "loss": ["shipped", "huber0.05", "huber0.2", "l1", "l1-wide"],
+    "weighting": ["shipped", "w-case", "w-sqrt", "w-ivar"],
+    "shrinkage": ["shipped", "target-g50", "shrink-g50"],
+    "features": ["shipped", "f-width", "f-diff", "f-ratios", "f-inter", "f-square", "f-cross",
+                 "f-fitted", "f-spread", "f-width+inter", "f-all", "f-all-l1"],
+    "first pool": [v.name for v in VARIANTS if not v.name.startswith("w-ivar")],
+}
+
+
+def by_name(name: str) -> Variant:
+    return next(v for v in VARIANTS if v.name == name)
 
 
 def summarise(df, est_cols) -> dict:
@@ -430,11 +531,43 @@ def fmt(s) -> str:
             f"{p(s['tau1']['width'])} / {p(s['tau2']['width'])}")
 
 
+def diagnostics(full: pd.DataFrame) -> list[str]:
+    """Two reference points for the tau1 median: the realised-count noise floor and the
+    shipped rule's in-sample (not LOPO) fit."""
+    t = full["true_tau1"].to_numpy(float)
+    su = full["sample_uniques"].to_numpy(float)
+    ok = t > 0
+    rng = np.random.default_rng(0)
+    # if an estimator gave the exact expectation tau1 = SU * p and the realised count were
+    # Binomial(SU, p): |E / X - 1| (heterogeneous per-record p would make it smaller)
+    x = rng.binomial(su[ok].astype(int)[:, None], (t[ok] / su[ok])[:, None], (ok.sum(), 200))
+    rel = np.abs(t[ok][:, None] / np.maximum(x, 1) - 1)[x > 0]
+    pops = full["population"].to_numpy()
+    ins = []
+    for m in ca.MEASURES:
+        xm, sx, names = ca.matrices(full, m, FULL)
+        y = ca._target(full, m)
+        model = ca.fit_model(xm, y, pops, sx, names, ca.SCALE_FEATURES)
+        mm = {k: np.asarray(v) if isinstance(v, list) else v for k, v in model.items()}
+        o = np.isfinite(y)
+        ins.append(float(np.median(np.abs(np.expm1(ca.predict_lin(mm, xm[o]) - y[o])))))
+    return [f"- Noise floor of the realised count: an estimator that knew each case's expected "
+            f"tau1 exactly, scored against a Binomial(SU, tau1 / SU) realisation, would show a "
+            f"median |rel err| of {100 * np.median(rel):.1f}% and a 90th percentile of "
+            f"{100 * np.quantile(rel, 0.9):.1f}% (an upper bound on the noise: unequal "
+            "per-record probabilities make it smaller).",
+            f"- The shipped rule fitted on all six populations and scored on them (in-sample, "
+            f"not LOPO): tau1 median {100 * ins[0]:.1f}%, tau2 {100 * ins[1]:.1f}%. The gap to "
+            "the LOPO figures is the transfer between populations, which no variant closed."]
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=str(HERE / "corpus.csv"))
     ap.add_argument("--only", default="", help="comma-separated variant names")
     ap.add_argument("--no-nested", action="store_true")
+    ap.add_argument("--write", action="store_true",
+                    help="write the COMBINE section of benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     df_all = ca.load(Path(args.corpus))
     variants = VARIANTS
@@ -455,9 +588,12 @@ def main(argv=None) -> None:
     results, l2o_all = {}, {}
     short = {p: p.split("_")[0][:8] for p in upops}
     head = ("| variant | tau1 med / p90 | tau2 med / p90 | coverage tau1 / tau2 | width tau1 "
-            "/ tau2 | " + " | ".join(short[p] for p in upops) + " | s |")
+            "/ tau2 | " + " | ".join(short[p] for p in upops) + " | pops better |")
+    sep = "|" + "---|" * (6 + len(upops))
+    plain = [head, sep]
     print(head)
-    print("|" + "---|" * (6 + len(upops)))
+    print(sep)
+    ref = None
     for v in variants:
         t0 = time.process_time()
         res, l2o = lopo_variant(full, v, nested=not args.no_nested)
@@ -466,50 +602,182 @@ def main(argv=None) -> None:
         s = summarise(base, cols)
         results[v.name] = (res, cols, s)
         l2o_all[v.name] = l2o
-        print(f"| {v.name} | {fmt(s)} | "
-              + " | ".join(ca._pct(s["pop"][p]) for p in upops)
-              + f" | {time.process_time() - t0:.0f} |", flush=True)
-    print()
-    for v in variants:
-        print(f"- {v.name}: {v.doc}")
+        ref = ref or s["pop"]  # the first variant (shipped) is the reference
+        better = sum(s["pop"][p] < ref[p] - 1e-12 for p in upops)
+        plain.append(f"| {v.name} | {fmt(s)} | "
+                     + " | ".join(ca._pct(s["pop"][p]) for p in upops)
+                     + f" | {better}/{len(upops)} |")
+        print(plain[-1] + f" CPU {time.process_time() - t0:.0f} s", flush=True)
+    docs = [f"- `{v.name}`: {v.doc}" for v in variants]
+    print("\n".join(["", *docs]))
     if args.no_nested or len(variants) < 2:
         return
-    # nested: per outer population, choose the variant on the other five (pooled median of
-    # |rel err| over their leave-two-out predictions), use its plain LOPO figure on p
-    print("\nNested LOPO (variant chosen without the left-out population):")
-    nested = {m: [np.full(len(full), np.nan) for _ in range(3)] for m in ca.MEASURES}
-    chosen = {m: {} for m in ca.MEASURES}
-    for m in ca.MEASURES:
-        t = full[f"true_{m}"].to_numpy(float)
-        for p in upops:
-            scores = []
-            for v in variants:
-                errs = []
-                for q in upops:
-                    if q == p:
-                        continue
-                    sel = (pops == q) & tau_ok[m]
-                    pred = l2o_all[v.name][m][(p, q)][tau_ok[m][pops == q]]
-                    errs.append(np.abs(pred / t[sel] - 1))
-                scores.append((float(np.median(np.concatenate(errs))), v.name))
-            best = min(scores)
-            chosen[m][p] = best
-            te = pops == p
-            for i in range(3):
-                nested[m][i][te] = results[best[1]][0][m][i][te]
-    cols = {m: tuple(np.concatenate([nested[m][i], fb[f"auto:{m}" + suf].to_numpy(float)])
-                     for i, suf in enumerate(("", "_lo", "_hi"))) for m in ca.MEASURES}
-    s = summarise(base, cols)
-    print(head)
-    print("|" + "---|" * (6 + len(upops)))
-    print(f"| nested choice | {fmt(s)} | " + " | ".join(ca._pct(s["pop"][p]) for p in upops)
-          + " | |")
-    for m in ca.MEASURES:
-        print(f"{m}: chosen per left-out population: " + "; ".join(
-            f"{short[p]} -> {c[1]} (inner {100 * c[0]:.1f}%)" for p, c in chosen[m].items()))
-    # nested figure of each single variant vs shipped: a variant's own plain LOPO needs no
-    # nesting (nothing chosen across variants); its hyper-parameters are chosen inside
+
+    def nested_choice(pool):
+        """Per outer population p, choose among ``pool`` (per measure) by the pooled
+        median |rel err| of the leave-two-out predictions on the other five populations;
+        p gets the chosen variant's plain-LOPO figures."""
+        nested = {m: [np.full(len(full), np.nan) for _ in range(3)] for m in ca.MEASURES}
+        chosen = {m: {} for m in ca.MEASURES}
+        for m in ca.MEASURES:
+            t = full[f"true_{m}"].to_numpy(float)
+            for p in upops:
+                scores = []
+                for name in pool:
+                    errs = [np.abs(l2o_all[name][m][(p, q)][tau_ok[m][pops == q]]
+                                   / t[(pops == q) & tau_ok[m]] - 1)
+                            for q in upops if q != p]
+                    scores.append((float(np.median(np.concatenate(errs))), name))
+                chosen[m][p] = min(scores)
+                for i in range(3):
+                    nested[m][i][pops == p] = results[chosen[m][p][1]][0][m][i][pops == p]
+        c = {m: tuple(np.concatenate([nested[m][i], fb[f"auto:{m}" + suf].to_numpy(float)])
+                      for i, suf in enumerate(("", "_lo", "_hi"))) for m in ca.MEASURES}
+        return c, summarise(base, c), chosen
+
+    names = [v.name for v in variants]
+    nested_lines = [head.replace("| variant |", "| nested choice among |"), sep]
+    rows = [(f"{names[0]}, {n}", [names[0], n]) for n in names[1:]]
+    rows += [(f"family *{k}*", [n for n in pool if n in names])
+             for k, pool in FAMILIES.items()]
+    rows.append(("**all variants**", names))
+    nested_all = s_first = None
+    for lab, pool in rows:
+        if len(pool) < 2:
+            continue
+        c, s, chosen = nested_choice(pool)
+        better = sum(s["pop"][p] < ref[p] - 1e-12 for p in upops)
+        nested_lines.append(f"| {lab} | {fmt(s)} | "
+                            + " | ".join(ca._pct(s["pop"][p]) for p in upops)
+                            + f" | {better}/{len(upops)} |")
+        if pool is names:
+            nested_all = (c, s, chosen)
+        if lab == "family *first pool*":
+            s_first = s
+    cols, s_all, chosen = nested_all
+    chosen_lines = [f"- {m}: " + "; ".join(
+        f"{short[p]} -> `{c[1]}` (inner {100 * c[0]:.1f}%)" for p, c in chosen[m].items())
+        for m in ca.MEASURES]
+    print("\nNested LOPO:")
+    print("\n".join([*nested_lines, "", "chosen per left-out population (all variants):",
+                     *chosen_lines]))
+    # how much of a difference in the pooled tau1 median is noise: paired bootstrap over
+    # cases (ignores the clustering by population, so it understates the uncertainty)
+    t = base["true_tau1"].to_numpy(float)
+    ok = t > 0
+
+    def rel(c):
+        return np.abs(c["tau1"][0][ok] / t[ok] - 1)
+
+    e0 = rel(results[names[0]][1])
+    best = min(variants[1:], key=lambda v: results[v.name][2]["tau1"]["median"])
+    rng = np.random.default_rng(20261124)
+    idx = rng.integers(0, ok.sum(), size=(2000, ok.sum()))
+    boot = []
+    for lab, e in ((f"the best plain-LOPO variant (`{best.name}`)", rel(results[best.name][1])),
+                   ("the nested choice among all variants", rel(cols))):
+        d = np.median(e[idx], axis=1) - np.median(e0[idx], axis=1)
+        lo, hi = np.quantile(d, [0.025, 0.975])
+        boot.append(f"- {lab}: tau1 median {100 * np.median(e):.2f}% against "
+                    f"{100 * np.median(e0):.2f}%, difference "
+                    f"{100 * (np.median(e) - np.median(e0)):+.2f} points, 95% paired case "
+                    f"bootstrap {100 * lo:+.2f} to {100 * hi:+.2f}")
+    diag = diagnostics(full)
+    print("\n".join(["", *boot, *diag]))
     print(f"\nCPU {time.process_time():.0f} s")
+    if args.write:
+        write_results(plain, docs, nested_lines, chosen_lines, boot, diag, s_all,
+                      results[names[0]][2], len(variants), s_first)
+
+
+BEGIN, END = "<!-- COMBINE:BEGIN -->", "<!-- COMBINE:END -->"
+
+
+def write_results(plain, docs, nested_lines, chosen_lines, boot, diag, s_all, s0,
+                  n_variants, s_first) -> None:
+    p = ca._pct
+    body = [
+        BEGIN,
+        "### Combination variants tried (`benchmarks/combine_explore.py`, issue 17)",
+        "",
+        f"Machine: 2 cores (shared), 24 GB, {platform.platform()}, Python "
+        f"{platform.python_version()}; date {datetime.date.today()}. One command, about 1.5 "
+        "CPU min (one BLAS thread) and 190 MB peak RSS: "
+        "`nice -n 10 python benchmarks/combine_explore.py --write`.",
+        "",
+        f"Question: does another combination rule over the same corpus columns (candidates' "
+        f"estimates and intervals, sample features) bring auto's tau1 median to 10% or less, "
+        f"judged leave-one-population-out, without the choice of the rule itself flattering "
+        f"the figure? Answer: **no**. {n_variants} variants were tried (every one listed "
+        f"below; nothing else was run). Each is fitted like the shipped rule (hyper-parameters "
+        f"by LOPO inside the training populations, normalised split-conformal interval on the "
+        f"inner out-of-population residuals) and scored on the left-out population. The "
+        f"best plain-LOPO figures reach 10-11%, but a *nested* LOPO, in which the variant "
+        f"is chosen without the scored population, gives tau1 {p(s_all['tau1']['median'])} "
+        f"(p90 {p(s_all['tau1']['p90'])}) against the shipped {p(s0['tau1']['median'])}: "
+        f"a gain of {100 * (s0['tau1']['median'] - s_all['tau1']['median']):.2f} points, "
+        "inside its bootstrap interval (below), made of different variants for different "
+        "populations, and not at 10%. No single variant carries it (each variant's own "
+        "nested figure against the shipped rule is in the second table), so the shipped rule "
+        "is unchanged.",
+        "",
+        "Plain LOPO per variant (pooled over the 495 cases with truth > 0; coverage of the 95% "
+        "interval; width = median (upper - lower) / estimate; the population columns are the "
+        "tau1 median of each left-out population; 'pops better' = populations whose tau1 "
+        "median beats the shipped rule's):",
+        "",
+        *plain,
+        "",
+        *docs,
+        "",
+        "Nested LOPO: for each left-out population p, the variant is chosen (per measure, "
+        "by the pooled median |rel err| on the other five populations, each predicted by a "
+        "model fitted on the remaining four) and its plain-LOPO figure on p is used. Rows "
+        "'shipped, X': the choice between the shipped rule and X only; *families*: the "
+        "choice within a group declared in the script (*first pool*: every variant before "
+        "the three `w-ivar` ones, which were added after seeing the first table); **all "
+        "variants**: the choice among everything tried, the honest figure for this search.",
+        "",
+        *nested_lines,
+        "",
+        "Chosen per left-out population (all variants):",
+        "",
+        *chosen_lines,
+        "",
+        "How large a difference is noise, and what bounds the figure:",
+        "",
+        *boot,
+        *diag,
+        "",
+        "Reading: the variants move the pooled tau1 median by -1.6 to +4.3 points in plain "
+        "LOPO (most by less than 1) and the per-population medians move in both directions (no variant beats the shipped "
+        "rule on all six populations); the variant that looks best depends on which "
+        "populations are in the fit, so choosing it without the scored population gives "
+        "back most of the gain. The nested figure itself depends on the pool: "
+        f"{p(s_first['tau1']['median'])} among the first pool, "
+        f"{p(s_all['tau1']['median'])} once the three `w-ivar` variants were added, and "
+        "10.0% among `shipped`, `w-ivar` and `shrink-g50` alone (`--only "
+        "shipped,w-ivar,shrink-g50`, a pool picked after seeing the table, so not an honest "
+        "figure): differences of a point or two between rules are within what the six "
+        "populations can resolve. The variants that pull the estimate towards "
+        "`graphical(prior_weight=50)` (`shrink-g50`, `target-g50`, `l1-shrink`, the "
+        "ensembles) and the inverse-variance weighting are the most promising directions; "
+        "a gain from them would have to be confirmed on populations outside these six "
+        "before it is shipped. tau2 (already within its targets) would gain about 1 point "
+        "of median from most of them.",
+        END,
+    ]
+    path = HERE / "RESULTS.md"
+    text = path.read_text()
+    if BEGIN in text:
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        text = head + "\n".join(body) + tail
+    else:
+        head, mark, tail = text.partition(ca.END)
+        text = head + mark + "\n\n" + "\n".join(body) + tail
+    path.write_text(text)
+    print(f"wrote the COMBINE section of {path}")
 
 
 if __name__ == "__main__":
