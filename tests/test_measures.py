@@ -105,6 +105,47 @@ def test_global_risk_threshold_zero_when_no_level_meets_target():
     assert global_risk_threshold(np.full(4, 0.5), 0.1) == 0.0
 
 
+def _capped(values, weights, v):
+    return float(np.dot(weights, np.minimum(values, v)))
+
+
+@pytest.mark.parametrize("shape", ["uniform", "ties", "skewed", "one-level-top"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_global_risk_threshold_large_inputs_meet_the_definition(shape, weighted):
+    # above 2^16 values the threshold is found by bisecting histograms, not by a sort: it must
+    # still be the largest risk value t with sum w min(r, t) < target, i.e. t passes and the
+    # next larger value does not
+    rng = np.random.default_rng(11)
+    size = 300_000
+    values = {"uniform": rng.random(size),
+              "ties": rng.choice(rng.random(40), size),
+              "skewed": rng.beta(0.2, 6.0, size),
+              "one-level-top": np.r_[np.full(size - 10, 0.01), np.full(10, 0.9)]}[shape]
+    counts = rng.integers(1, 6, size) if weighted else None
+    w = counts.astype(float) if weighted else np.ones(size)
+    for g in (0.005, 0.02, 0.1):
+        target = g * w.sum()
+        t = global_risk_threshold(values, g, counts=counts)
+        if _capped(values, w, values.max()) < target:
+            assert t is None
+            continue
+        if t == 0.0:  # no level meets it: not even the smallest
+            assert _capped(values, w, values.min()) >= target
+            continue
+        assert t in values
+        assert _capped(values, w, t) < target
+        assert _capped(values, w, values[values > t].min()) >= target
+
+
+def test_global_risk_threshold_per_cell_equals_per_record_when_large():
+    rng = np.random.default_rng(5)
+    risk = rng.beta(0.5, 4.0, 120_000)
+    counts = rng.integers(1, 4, risk.size)
+    for g in (0.01, 0.05):
+        assert (global_risk_threshold(risk, g, counts=counts)
+                == global_risk_threshold(np.repeat(risk, counts), g))
+
+
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 2.0])
 def test_global_risk_threshold_rejects_bad_target(bad):
     with pytest.raises(ValueError):

@@ -33,6 +33,10 @@ RECORD_RISK_FROM = ("graphical(prior_weight=50)", "graphical", "pitman-yor")
 #: ``Candidate`` specs; their labels are the feature names in ``auto_params.json``
 CALIBRATED_CANDIDATES = ("pitman-yor", "graphical", "graphical:prior_weight=50",
                          "poisson-gamma", "nb")
+#: the order in which they are fitted: the two graphical fits (the memory peaks at census
+#: scale) first, the one that is never a record-risk source with the shipped sets before
+#: the preferred source, so that neither runs while another's per-cell arrays are kept
+FIT_ORDER = ("graphical", "graphical(prior_weight=50)", "pitman-yor", "poisson-gamma", "nb")
 
 #: methods whose default candidates need the dense key space, and the largest key space (after
 #: dropping levels no record has) on which they are validated by default
@@ -201,6 +205,10 @@ class AutoRisk(Estimator):
     combine: bool = True
     random_state: int | None = 0
     rule: str | None = None
+
+    def uses_record_map(self) -> bool:
+        """The validated rule re-samples the file's records; the calibrated one does not."""
+        return self.effective_rule == "validated"
 
     @property
     def effective_rule(self) -> str:
@@ -404,9 +412,10 @@ class AutoRisk(Estimator):
         cands = {c.label: c for c in (Candidate.parse(s) for s in CALIBRATED_CANDIDATES)}
         fits, failed, caught = {}, {}, []
         # only the result whose record-level risks are reported keeps its per-cell arrays
-        # (hundreds of MB each at census scale, issue 20): those that can still be it are
-        # fitted first, the others keep their measures only
-        rank = {label: i for i, label in enumerate(RECORD_RISK_FROM)}
+        # (hundreds of MB each at census scale, issue 20), the others keep their measures
+        # only; the fit order (FIT_ORDER) runs the memory-heavy graphical fits before any
+        # result with per-cell arrays is alive
+        rank = {label: i for i, label in enumerate(FIT_ORDER)}
         for label in sorted(cands, key=lambda c: rank.get(c, len(rank))):
             try:
                 with warnings.catch_warnings(record=True) as got:

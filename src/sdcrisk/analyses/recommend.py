@@ -337,7 +337,7 @@ def recommend(
 
     base_table = tabulate(sample)
     base = est.fit(base_table)
-    ctx = _Context(est, target, base_table.record_cell)
+    ctx = _Context(est, target, base_table.record_map())
     before = ctx.measures(base)
     plans = []
     total = ("suppression" in actions) + ("recoding" in actions) * len(keys)
@@ -388,8 +388,8 @@ class _Context:
         table = res.table
         if self.target.objective == "tau2":
             cell = res.cell_risk("reidentification")
-            mask = (table.counts == 1)[table.record_cell]
-            return mask, np.where(mask, cell[table.record_cell], 0.0)
+            mask = (table.counts == 1)[table.record_map()]
+            return mask, np.where(mask, cell[table.record_map()], 0.0)
         mask = res.record_risk("reidentification") > self.target.risk_threshold
         return mask, mask.astype(float)
 
@@ -488,7 +488,7 @@ def _suppression_plan(sample: Microdata, ctx: _Context, allowed: list[int],
         if obj <= ctx.target.value:
             break
         mask, contrib = ctx.risky(res)
-        f_cur = res.table.counts[res.table.record_cell]
+        f_cur = res.table.counts[res.table.record_map()]
         na = [_missing_code(md, j) for j in range(n_keys)]
         chosen = _choose_groups(md, patterns, na, mask, contrib, f_cur,
                                 gap=obj - ctx.target.value)

@@ -163,17 +163,17 @@ class SudaResult(ResultBase):
     @property
     def score(self) -> np.ndarray:
         """SUDA score of each record (sdcMicro ``score``)."""
-        return self.cell_score[self.table.record_cell]
+        return self.cell_score[self.table.record_map()]
 
     @property
     def dis_score(self) -> np.ndarray:
         """DIS-SUDA score of each record (sdcMicro ``disScore``)."""
-        return self.cell_dis_score[self.table.record_cell]
+        return self.cell_dis_score[self.table.record_map()]
 
     @property
     def msu_counts(self) -> np.ndarray:
         """(n, M): number of MSUs of size 1..M of each record."""
-        return self.cell_msu_counts[self.table.record_cell]
+        return self.cell_msu_counts[self.table.record_map()]
 
     @property
     def contributions(self) -> np.ndarray:
@@ -183,7 +183,7 @@ class SudaResult(ResultBase):
         variable, divided by the record's score (a fraction; rows may sum to more than 1
         because an MSU of size k counts for each of its k variables). 0 where the score is 0.
         """
-        return self._cell_shares()[self.table.record_cell]
+        return self._cell_shares()[self.table.record_map()]
 
     def _cell_shares(self) -> np.ndarray:
         s = self.cell_score[:, None]
@@ -280,8 +280,8 @@ class SudaResult(ResultBase):
 
     def _payload(self) -> dict[str, Any]:
         """No record-level data and no key values of cells."""
-        score = self.cell_score[self.table.record_cell]
-        dis = self.cell_dis_score[self.table.record_cell]
+        score = self.cell_score[self.table.record_map()]
+        dis = self.cell_dis_score[self.table.record_map()]
         return {
             "method": "suda2",
             "keys": list(self.keys),
@@ -482,7 +482,7 @@ def suda2(
         sq = np.power(score[scored], q)
         if dis_rounding == "sdcmicro":
             # sdcMicro adds 1/s^q record by record in file order
-            rec = score[table.record_cell]
+            rec = score[table.record_map()]
             adj = float(np.cumsum(1.0 / np.power(rec[rec > 0], q))[-1])
         else:
             adj = math.fsum((1.0 / sq).tolist())

@@ -140,7 +140,7 @@ def table_microdata(table: CellTable) -> Microdata:
     follow the records. Survey weights are not kept (a table holds only their cell sums): the
     pseudo-population is the unweighted sample.
     """
-    codes = tuple(np.ascontiguousarray(table.cell_codes[table.record_cell, j])
+    codes = tuple(np.ascontiguousarray(table.cell_codes[table.record_map(), j])
                   for j in range(len(table.keys)))
     return Microdata(keys=table.keys, codes=codes, levels=table.levels, weights=None,
                      household=table.household, population_size=float(table.n),

@@ -30,6 +30,7 @@ from .._version import __version__
 from ..exceptions import SdcRiskError
 from ..runtime.progress import progress_enabled
 from . import assess, decide, evaluate, protect, report
+from ._common import Outcome
 from ._output import check_arguments, check_outputs, cli_message, write_text
 
 __all__ = ["main", "build_parser"]
@@ -40,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sdcrisk", description="Disclosure risk for categorical microdata.")
     parser.add_argument("--version", action="version", version=f"sdcrisk {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    # each subcommand adds a parser with set_defaults(run=handler), handler(args) -> str
-    # (the text to print or write)
+    # each subcommand adds a parser with set_defaults(run=handler), handler(args) -> str or
+    # Outcome (the text to print or write, and any --fail-above breaches)
     assess.register(sub)
     evaluate.register(sub)
     decide.register(sub)
@@ -95,17 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_arguments(args)
         check_outputs(args)  # before any work: a run is not lost to an unwritable --out
         with _cli_messages(getattr(args, "quiet", False)):
-            text = args.run(args)
+            outcome = args.run(args)
+        if not isinstance(outcome, Outcome):
+            outcome = Outcome(outcome)
         if args.out:
-            write_text(args.out, text + "\n")
+            write_text(args.out, outcome.text + "\n")
         else:
-            sys.stdout.write(text + "\n")
-        breaches = getattr(args, "breaches", None)
-        if breaches:
-            for line in breaches:
-                print(f"sdcrisk: fail-above: {line}", file=sys.stderr)
-            return 3
-        return 0
+            sys.stdout.write(outcome.text + "\n")
+        for line in outcome.breaches:
+            print(f"sdcrisk: fail-above: {line}", file=sys.stderr)
+        return 3 if outcome.breaches else 0
     except SdcRiskError as exc:
         if args.debug:
             raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..analyses.methods import ESTIMATORS
@@ -257,6 +258,16 @@ def _figure(result, name: str, bound: str):
     if m is None:
         return None
     return getattr(m, bound)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command prints (or writes to --out), and the --fail-above breaches that make
+    it exit with status 3 once the output is written. Handlers return an Outcome or just
+    the text."""
+
+    text: str
+    breaches: tuple[str, ...] = ()
 
 
 def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[str]:

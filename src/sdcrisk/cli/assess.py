@@ -7,9 +7,10 @@ from pathlib import Path
 
 from .._version import __version__
 from ..analyses.methods import get_estimator
-from ..data.table import tabulate, tabulate_source
+from ..data.table import CellTable, tabulate, tabulate_source
 from ..exceptions import ParameterError
 from ._common import (
+    Outcome,
     add_fail_above,
     add_input_arguments,
     add_sample_arguments,
@@ -61,6 +62,15 @@ def counts_only(args, est) -> bool:
             and args.household is None
             and getattr(args, "household_size", None) is None
             and args.missing in ("category", "error") and args.format != "html")
+
+
+def _needs_record_map(args, est) -> bool:
+    """Whether this run reads the record -> cell map after tabulation: the HTML report
+    (record-level charts), households, wildcard counts, or a method whose fit re-samples
+    records. The other outputs are measures and thresholds of the cells."""
+    return (args.format == "html" or args.missing == "wildcard" or est.uses_record_map()
+            or args.household is not None
+            or getattr(args, "household_size", None) is not None)
 
 
 def _out_of_core_table(args, est=None):
@@ -181,7 +191,7 @@ def _warm_up_in_background() -> None:
     threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True).start()
 
 
-def _assess(args) -> str:
+def _assess(args) -> str | Outcome:
     out_of_core = getattr(args, "out_of_core", False)
     if out_of_core and (args.key_sets is not None or args.all_subsets_up_to is not None):
         raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
@@ -195,13 +205,20 @@ def _assess(args) -> str:
     if args.method == "loglinear":
         _warm_up_in_background()
     table = _sample_table(args, out_of_core, est)
+    if isinstance(table, CellTable) and not _needs_record_map(args, est):
+        table = table.without_record_map()  # 4-8 bytes a record that no output reads
     limits = parse_limits(args.fail_above)
     where = _where(args)
     if where is None:  # the method's own default
         result = est.fit(table)
     else:  # MCMC chains, log-linear partitions on these workers / this cluster
         result = est.fit(table, executor=args.scheduler, workers=args.workers)
-    args.breaches = limit_breaches({result.method: result}, limits)
+    breaches = tuple(limit_breaches({result.method: result}, limits))
+    return Outcome(_render(args, result, where), breaches)
+
+
+def _render(args, result, where: str | None) -> str:
+    """The result in the output format asked for."""
     if args.format == "html":
         from ..report.collect import build_report
 

@@ -17,6 +17,7 @@ Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 from __future__ import annotations
 
 from ..exceptions import ParameterError
+from ._common import Outcome
 
 __all__ = ["register"]
 
@@ -66,7 +67,7 @@ def register(sub) -> None:
     r.set_defaults(run=_report)
 
 
-def _report(args) -> str:
+def _report(args) -> Outcome:
     from ..analyses.methods import ESTIMATORS, get_estimator
     from ..data.table import Microdata, tabulate
     from ..report.collect import build_report
@@ -111,7 +112,7 @@ def _report(args) -> str:
     results = {}
     for name in methods:
         results[name] = get_estimator(name, **options[name]).fit(table)
-    args.breaches = limit_breaches(results, limits)
+    breaches = tuple(limit_breaches(results, limits))
     protected = None
     if args.protected:
         head = methods[0]
@@ -120,9 +121,9 @@ def _report(args) -> str:
             population_size=float(table.population_size), missing=args.missing,
             max_levels=args.max_levels)
         protected = get_estimator(head, **options[head]).fit(tabulate(prot))
-    return build_report(results, kind="internal" if args.internal else "external",
+    return Outcome(build_report(results, kind="internal" if args.internal else "external",
                         min_count=args.min_count, title=args.title,
                         risk_threshold=args.risk_threshold, top=args.top,
                         contributions=contributions, suda=not args.no_suda,
                         uniqueness=not args.no_uniqueness, limits=limits,
-                        protected=protected)
+                        protected=protected), breaches)

@@ -208,43 +208,104 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
 
     With ``counts``, ``record_risk`` holds one risk per cell shared by ``counts`` records:
     the same threshold without an n-long array of record risks (issue 20).
+
+    Capping at v gives C(v) = sum_i w_i min(r_i, v), which grows with v, so the threshold is
+    the largest risk value with C(v) < target. Large inputs find it by bisecting on
+    histograms of the values (a few passes in blocks, no sort of the whole array: at 5.9 M
+    cells the sort and its cell-long copies were 0.3 GB, issue 20); small ones (and the last
+    bin) by sorting.
     """
     if not 0 < max_global_risk < 1:
         raise ValueError("max_global_risk must lie in (0, 1)")
-    values = np.asarray(record_risk, float)
-    if counts is None:
-        r = np.sort(values)[::-1]
-        w = None
-    elif len(values) <= 4096 or _nb.probe_distinct(values) < 1024:
-        # cells share few risks (exchangeable models): work on those, weighted by records
-        distinct = np.unique(values)
-        w = np.bincount(np.searchsorted(distinct, values), weights=counts,
-                        minlength=len(distinct))[::-1]
-        r = distinct[::-1]
-    else:  # one entry per cell, weighted by its records (ties are grouped below)
-        order = np.argsort(values)[::-1]
-        r = values[order]
-        w = np.asarray(counts, float)[order]
-        del order
-    n = len(r) if w is None else float(w.sum())
+    values = np.asarray(record_risk, float).ravel()
+    w = None if counts is None else np.asarray(counts).ravel()  # converted block by block
+    if values.size == 0:
+        return None
+    n = float(values.size) if w is None else float(w.sum())
     target = max_global_risk * n
-    total = float(np.sum(r)) if w is None else float(np.dot(w, r))
+    total = _block_sum(values, w)
     if total < target:
         return None
-    # at the first record of each distinct level v (record position i), sum of risks from
-    # there on plus v times the i records above it
-    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    top = float(values.max())
+    if values.size <= _SORTED_THRESHOLD_MAX:
+        found = _threshold_sorted(values, w, target, top)
+        return 0.0 if found is None else found
+    return _threshold_binned(values, w, target, top)
+
+
+#: inputs (or bins) up to this size are solved by sorting them
+_SORTED_THRESHOLD_MAX = 1 << 16
+#: histogram bins per bisection pass, and entries per block of a pass
+_THRESHOLD_BINS = 4096
+_THRESHOLD_BLOCK = 1 << 20
+
+
+def _block_sum(values: np.ndarray, w: np.ndarray | None) -> float:
     if w is None:
-        suffix = total - np.concatenate([[0.0], np.cumsum(r)])[starts]
-        above = starts
-    else:
-        suffix = total - np.concatenate([[0.0], np.cumsum(w * r)])[starts]
-        above = np.concatenate([[0.0], np.cumsum(w)])[starts]
-    capped = suffix + r[starts] * above
-    ok = np.flatnonzero(capped[1:] < target)
-    if ok.size == 0:
-        return 0.0
-    return float(r[starts[1:][ok[0]]])
+        return float(values.sum())
+    return float(sum(np.dot(w[s:s + _THRESHOLD_BLOCK].astype(float),
+                            values[s:s + _THRESHOLD_BLOCK])
+                     for s in range(0, values.size, _THRESHOLD_BLOCK)))
+
+
+def _threshold_sorted(values, w, target, top, below_wr=0.0, above_w=0.0) -> float | None:
+    """The largest value v < ``top`` with C(v) < target (None if there is none), by sorting
+    ``values`` (the values of a range; ``below_wr`` = sum w r under the range, ``above_w`` =
+    sum w above it)."""
+    order = np.argsort(values)
+    r = values[order]
+    wr = np.ones(r.size) if w is None else w[order].astype(float)
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    under = np.concatenate([[0.0], np.cumsum(wr * r)])[starts]   # sum w r below each level
+    at_or_above = wr.sum() - np.concatenate([[0.0], np.cumsum(wr)])[starts]
+    levels = r[starts]
+    capped = below_wr + under + levels * (at_or_above + above_w)
+    ok = np.flatnonzero((capped < target) & (levels < top))
+    return float(levels[ok[-1]]) if ok.size else None
+
+
+def _threshold_binned(values, w, target, top) -> float:
+    lo, hi = float(values.min()), top
+    below_wr = above_w = 0.0
+    bins = _THRESHOLD_BINS
+    while True:
+        if lo == hi:
+            return lo if lo < top else 0.0
+        sw = np.zeros(bins)
+        swr = np.zeros(bins)
+        cnt = np.zeros(bins, np.int64)
+        mn = np.full(bins, np.inf)
+        mx = np.full(bins, -np.inf)
+        scale = bins / (hi - lo)
+        for s in range(0, values.size, _THRESHOLD_BLOCK):
+            v = values[s:s + _THRESHOLD_BLOCK]
+            keep = (v >= lo) & (v <= hi)
+            v = v[keep]
+            wv = None if w is None else w[s:s + _THRESHOLD_BLOCK][keep]
+            idx = np.minimum(((v - lo) * scale).astype(np.int64), bins - 1)
+            c = np.bincount(idx, minlength=bins)
+            cnt += c
+            sw += c if wv is None else np.bincount(idx, weights=wv, minlength=bins)
+            swr += np.bincount(idx, weights=v if wv is None else wv * v, minlength=bins)
+            np.minimum.at(mn, idx, v)
+            np.maximum.at(mx, idx, v)
+        full = np.flatnonzero(cnt)
+        prefix_wr = np.concatenate([[0.0], np.cumsum(swr[full])])[:-1]
+        suffix_w = np.cumsum(sw[full][::-1])[::-1]
+        capped = below_wr + prefix_wr + mn[full] * (suffix_w + above_w)
+        ok = np.flatnonzero((capped < target) & (mn[full] < top))
+        if ok.size == 0:  # only possible on the first pass: no level meets the target
+            return 0.0
+        k = ok[-1]
+        b = full[k]
+        below_wr += prefix_wr[k]
+        above_w += suffix_w[k + 1] if k + 1 < len(full) else 0.0
+        lo, hi = float(mn[b]), float(mx[b])
+        if cnt[b] <= _SORTED_THRESHOLD_MAX:
+            keep = (values >= lo) & (values <= hi)
+            found = _threshold_sorted(values[keep], None if w is None else w[keep], target,
+                                      top, below_wr, above_w)
+            return lo if found is None else found  # lo met the target on this pass
 
 
 def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray:

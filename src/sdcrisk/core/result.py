@@ -132,7 +132,7 @@ class RiskResult(ResultBase):
     def record_risk(self, kind: RiskKind = "reidentification") -> np.ndarray:
         """Risk of each record (aligned with the input rows), computed on demand."""
         table = self._need_cells(f"record_risk({kind!r})")
-        return self.cell_risk(kind)[table.record_cell]
+        return self.cell_risk(kind)[table.record_map()]
 
     def household_record_risk(self) -> np.ndarray:
         """Household risk 1 - prod(1 - r) over each record's household (needs household ids)."""

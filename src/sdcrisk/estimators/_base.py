@@ -93,7 +93,7 @@ def reidentification_measures(table: CellTable | FrequencyTable, risk: np.ndarra
         return measures, global_risk_threshold(risk, max_global_risk, counts=counts)
     if groups is not None:
         risk = risk[groups.inverse]
-    record = risk[table.record_cell]
+    record = risk[table.record_map()]
     if table.household is not None:
         er_h = float(household_risk(record, table.household).sum())
         measures["household_expected_reidentifications"] = Measure(
@@ -152,6 +152,12 @@ class Estimator(ABC):
 
     def supports_wildcards(self) -> bool:
         """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
+        return False
+
+    def uses_record_map(self) -> bool:
+        """Whether ``fit`` reads the record -> cell map beyond households (e.g. to re-sample
+        records); a fit that does not can take a table built without it
+        (:meth:`~sdcrisk.data.table.CellTable.without_record_map`). Default no."""
         return False
 
     def supports_frequencies(self) -> bool:

@@ -65,13 +65,19 @@ class CellMoments:
         return np.exp(2 * self.log_mean + self.log_cv2)
 
 
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """log(exp(x) - 1) for x > 0, without overflow for large x."""
+def _log_expm1(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+    """log(exp(x) - 1) for x > 0, without overflow for large x (in ``x``'s own memory with
+    ``overwrite``: one cell-long array instead of five temporaries at census scale)."""
     x = np.asarray(x, float)
     big = x > 30
+    tail = x[big]
+    out = x if overwrite else np.empty_like(x)
+    np.minimum(x, 30.0, out=out)
+    np.expm1(out, out=out)
     with np.errstate(divide="ignore"):
-        small = np.log(np.expm1(np.where(big, 1.0, x)))
-    return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 30.0))), small)
+        np.log(out, out=out)
+    out[big] = tail + np.log1p(-np.exp(-tail))
+    return out
 
 
 def factor_params(graph: DecomposableGraph, margins: Margins, prior_weight: float):
@@ -121,7 +127,7 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
             log_mean += sign * np.log(x)[index]
             log_ratio += sign * np.log1p(1.0 / x)[index]
     np.maximum(log_ratio, 1e-6, out=log_ratio)  # the floor of moments_from_counts
-    return CellMoments(log_mean, _log_expm1(log_ratio))
+    return CellMoments(log_mean, _log_expm1(log_ratio, overwrite=True))
 
 
 def nb_parameters(moments: CellMoments, u: float) -> tuple[np.ndarray, np.ndarray]:
@@ -130,10 +136,15 @@ def nb_parameters(moments: CellMoments, u: float) -> tuple[np.ndarray, np.ndarra
     alpha = 1 / CV^2; p = lambda / (lambda + u) = 1 / (1 + u E[pi] CV^2) (FW eqs 20, 21).
     """
     size = np.exp(-moments.log_cv2)
-    with np.errstate(divide="ignore"):
-        x = np.exp(math.log(u) + moments.log_mean + moments.log_cv2) if u > 0 else 0.0
-    prob = 1.0 / (1.0 + x)
-    return size, np.broadcast_to(prob, size.shape).copy()
+    if u <= 0:
+        return size, np.ones_like(size)
+    # prob = 1 / (1 + exp(log u + log E[pi] + log CV^2)), computed in one cell-long array
+    prob = np.add(math.log(u), moments.log_mean)
+    prob += moments.log_cv2
+    np.exp(prob, out=prob)
+    prob += 1.0
+    np.reciprocal(prob, out=prob)
+    return size, prob
 
 
 def log_prob_one(moments: CellMoments, u: float) -> np.ndarray:

@@ -269,6 +269,9 @@ class GraphicalRisk(Estimator):
         theta_avg = float(np.dot(weights, [r["theta"] if r["theta"] is not None else np.nan
                                            for r in rows])) if n1 else None
         if self.monte_carlo is None:
+            # the margins (the full one alone is 3 cell-long arrays) are not needed for the
+            # measures: free them before the per-cell series and the record-risk threshold
+            del margins
             result = self._predictive_result(table, pred, fitted=fitted,
                                              assumptions=tuple(assumptions),
                                              diagnostics=diagnostics, seed=self.random_state)

@@ -170,10 +170,11 @@ class _MixedMembershipBase(Estimator):
                 bad = sz.contains(table.cell_codes)
                 if bad.any():
                     k = int(np.flatnonzero(bad)[0])
-                    rec = int(np.flatnonzero(table.record_cell == k)[0])
+                    first = "" if table.record_cell is None else (
+                        f" (first: record {int(np.flatnonzero(table.record_cell == k)[0]) + 1})")
                     raise InputError(
-                        f"{int(table.counts[bad].sum())} records fall in structural zeros "
-                        f"(first: record {rec + 1}); the conditions must describe impossible "
+                        f"{int(table.counts[bad].sum())} records fall in structural zeros"
+                        f"{first}; the conditions must describe impossible "
                         "combinations only: fix the data or the conditions")
         if self.tau_mode == "sampling" and table.population_size - table.n > 5e7:
             raise ParameterError(

@@ -111,7 +111,7 @@ def _reduce_table(table: CellTable, drop: int) -> CellTable:
                                              table.wildcard.alpha)
     return dataclasses.replace(
         table, keys=tuple(table.keys[j] for j in keep), levels=levels, cell_codes=codes[rep],
-        counts=counts, weight_sums=weights, record_cell=inverse[table.record_cell],
+        counts=counts, weight_sums=weights, record_cell=inverse[table.record_map()],
         population=None, wildcard=wild)
 
 
