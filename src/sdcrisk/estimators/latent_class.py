@@ -11,7 +11,8 @@ express any dependence between keys while its parameters grow linearly in the le
 (K - 1 + K sum_j (L_j - 1)), not with the cross-table. The parameters are fitted by EM on
 the sample's distinct observed cells weighted by their counts (memory grows with the observed
 cells, never with the key space), with Dirichlet smoothing of every theta_kj (posterior-mode
-EM), several random starts, and K chosen by BIC (or averaged over K with BIC weights). Given a
+EM), several random starts, and K chosen by the likelihood of held-out records (default),
+BIC or AIC, or averaged over K with BIC weights. Given a
 cell's probability p the N - n unseen population members fall in it independently:
 U = F - f ~ Binomial(N - n, p), the law the Gaussian copula uses
 (:class:`~sdcrisk.estimators.copula.BinomialPredictive`), so
