@@ -375,11 +375,8 @@ def main(argv=None) -> None:
 
 
 def write_results(both, lines, pp, n_cases, ll_lines) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
     pops = ", ".join(f"{p} ({k})" for p, k in both.groupby("population").size().items())
     body = [
-        BEGIN,
         "## Calibration corpus and the calibrated auto (`benchmarks/corpus.py`, "
         "`benchmarks/calibrate_auto.py`, issue 17)",
         "",
@@ -409,15 +406,28 @@ def write_results(both, lines, pp, n_cases, ll_lines) -> None:
         "",
         *ll_lines,
         *seed_lines(),
-        END,
     ]
-    if BEGIN in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        text = head + "\n".join(body) + tail
+    write_section(BEGIN, END, body)
+
+
+def write_section(begin: str, end: str, lines: list[str], after: str | None = None) -> Path:
+    """Replace the section of RESULTS.md between the markers ``begin`` and ``end`` by
+    ``lines`` (between the same markers); a section not there yet goes after the marker
+    ``after`` (or at the end)."""
+    path = HERE / "RESULTS.md"
+    text = path.read_text()
+    body = "\n".join([begin, *lines, end])
+    if begin in text:
+        head, _, rest = text.partition(begin)
+        _, _, tail = rest.partition(end)
+        text = head + body + tail
+    elif after is not None and after in text:
+        head, sep, tail = text.partition(after)
+        text = head + sep + "\n\n" + body + tail
     else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(body) + "\n"
+        text = text.rstrip("\n") + "\n\n" + body + "\n"
     path.write_text(text)
+    return path
 
 
 if __name__ == "__main__":

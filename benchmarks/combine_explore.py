@@ -697,7 +697,6 @@ def write_results(plain, docs, nested_lines, chosen_lines, boot, diag, s_all, s0
                   n_variants, s_first) -> None:
     p = ca._pct
     body = [
-        BEGIN,
         "### Combination variants tried (`benchmarks/combine_explore.py`, issue 17)",
         "",
         f"Machine: 2 cores (shared), 24 GB, {platform.platform()}, Python "
@@ -768,18 +767,8 @@ def write_results(plain, docs, nested_lines, chosen_lines, boot, diag, s_all, s0
         "a gain from them would have to be confirmed on populations outside these six "
         "before it is shipped. tau2 (already within its targets) would gain about 1 point "
         "of median from most of them.",
-        END,
     ]
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    if BEGIN in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        text = head + "\n".join(body) + tail
-    else:
-        head, mark, tail = text.partition(ca.END)
-        text = head + mark + "\n\n" + "\n".join(body) + tail
-    path.write_text(text)
+    path = ca.write_section(BEGIN, END, body, after=ca.END)
     print(f"wrote the COMBINE section of {path}")
 
 

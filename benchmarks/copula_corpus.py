@@ -152,17 +152,7 @@ def variants(step: int = 7) -> list[str]:
 
 
 def write(lines: list[str]) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    body = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        text = head + body + tail
-    else:
-        head, sep, tail = text.partition(cal.END)
-        text = head + sep + "\n\n" + body + tail
-    path.write_text(text)
+    cal.write_section(BEGIN, END, lines, after=cal.END)
 
 
 def main(argv=None) -> None:

@@ -165,18 +165,9 @@ def _lopo_with_classes(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
 
 
 def write(lines: list[str]) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    body = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        text = head + body + tail
-    else:
-        anchor = copula_corpus.END if copula_corpus.END in text else cal.END
-        head, sep, tail = text.partition(anchor)
-        text = head + sep + "\n\n" + body + tail
-    path.write_text(text)
+    text = (HERE / "RESULTS.md").read_text()
+    cal.write_section(BEGIN, END, lines, after=copula_corpus.END if copula_corpus.END in text
+                      else cal.END)
 
 
 def main(argv=None) -> None:
