@@ -245,6 +245,15 @@ def fit_or_error(estimator, table):
         signal.alarm(0)
 
 
+def record_measures(row: dict, label: str, res) -> None:
+    """tau1 and tau2 of a fit, with their interval, as the row's ``label:`` columns."""
+    for m in ("tau1", "tau2"):
+        meas = res.measures[m]
+        row[f"{label}:{m}"] = meas.estimate
+        row[f"{label}:{m}_lo"] = meas.lower
+        row[f"{label}:{m}_hi"] = meas.upper
+
+
 def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> dict | None:
     from sdcrisk import Microdata, tabulate
     from sdcrisk.analyses.validation import Candidate
@@ -268,11 +277,7 @@ def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> d
         if error is not None:
             row[f"{cand.label}:error"] = error
             continue
-        for m in ("tau1", "tau2"):
-            meas = res.measures[m]
-            row[f"{cand.label}:{m}"] = meas.estimate
-            row[f"{cand.label}:{m}_lo"] = meas.lower
-            row[f"{cand.label}:{m}_hi"] = meas.upper
+        record_measures(row, cand.label, res)
         row[f"{cand.label}:seconds"] = time.perf_counter() - t0
         if cand.method == "pitman-yor":
             row["py_alpha"] = res.fitted["alpha"]
@@ -359,11 +364,7 @@ def run_copula_case(case: Case) -> dict:
         row[f"{COPULA}:error"] = error
         return row
     row[f"{COPULA}:seconds"] = time.perf_counter() - t0
-    for m in ("tau1", "tau2"):
-        meas = res.measures[m]
-        row[f"{COPULA}:{m}"] = meas.estimate
-        row[f"{COPULA}:{m}_lo"] = meas.lower
-        row[f"{COPULA}:{m}_hi"] = meas.upper
+    record_measures(row, COPULA, res)
     su = table.counts[table.record_cell] == 1
     row[f"{COPULA}:auc"] = roc_auc(res.record_risk("population_unique")[su], record_f[su] == 1)
     row[f"{COPULA}:qmc_se_tau1"] = res.diagnostics["qmc_standard_error"].get("tau1")
@@ -443,11 +444,7 @@ def run_latent_case(case: Case, specs=LATENT) -> dict:
             row[f"{cand.label}:error"] = error
             continue
         row[f"{cand.label}:seconds"] = time.perf_counter() - t0
-        for m in ("tau1", "tau2"):
-            meas = res.measures[m]
-            row[f"{cand.label}:{m}"] = meas.estimate
-            row[f"{cand.label}:{m}_lo"] = meas.lower
-            row[f"{cand.label}:{m}_hi"] = meas.upper
+        record_measures(row, cand.label, res)
         row[f"{cand.label}:classes"] = res.diagnostics["classes"]
         row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
                                            record_f[su] == 1)
