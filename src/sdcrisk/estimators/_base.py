@@ -105,6 +105,33 @@ def reidentification_measures(table: CellTable | FrequencyTable, risk: np.ndarra
     return measures, global_risk_threshold(record, max_global_risk)
 
 
+def normal_intervals(result: RiskResult, pred: CellPredictive, su: np.ndarray,
+                     extra_variance: dict[str, float], level: float, kind: str) -> RiskResult:
+    """tau1 and tau2 with normal intervals estimate +- z sd, held within [0, n1], where the
+    variance is the predictive one over the sample-unique cells ``su`` given the fitted law
+    (independent cells) plus ``extra_variance`` (the fit's own uncertainty, by measure);
+    P(PU | SU) gets tau1's interval over n1."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p0 = pred.prob_zero(su)
+    e1 = pred.expected_inverse(su)
+    var = {"tau1": float(np.sum(p0 * (1 - p0))),
+           "tau2": float(np.sum(np.maximum(pred.expected_inverse_square(su) - e1**2, 0)))}
+    n1 = float(su.size)
+    measures = dict(result.measures)
+    for name in ("tau1", "tau2"):
+        m = measures[name]
+        sd = float(np.sqrt(var[name] + extra_variance.get(name, 0.0)))
+        measures[name] = dataclasses.replace(
+            m, lower=max(0.0, m.estimate - z * sd), upper=min(n1, m.estimate + z * sd),
+            level=level, interval=kind)
+    t1 = measures["tau1"]
+    measures["p_pu_given_su"] = dataclasses.replace(
+        measures["p_pu_given_su"], lower=t1.lower / n1, upper=t1.upper / n1, interval=kind)
+    return dataclasses.replace(result, measures=measures)
+
+
 def check_seed(seed: Any, name: str = "random_state") -> None:
     """A seed is None, an integer >= 0, a SeedSequence or a Generator.
 

@@ -20,7 +20,6 @@ import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
@@ -31,7 +30,7 @@ from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..exceptions import ApproximationWarning, ParameterError
 from . import _copula_kernels as kern
-from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator
+from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator, normal_intervals
 
 __all__ = [
     "GaussianCopulaRisk",
@@ -620,23 +619,8 @@ class GaussianCopulaRisk(Estimator):
     def _widen(self, result: RiskResult, pred: BinomialPredictive, su: np.ndarray,
                qmc: dict) -> RiskResult:
         """Intervals of tau1/tau2 with the QMC variance added to the predictive one."""
-        z = NormalDist().inv_cdf(0.5 + self.ci_level / 2)
-        p0 = pred.prob_zero(su)
-        e1 = pred.expected_inverse(su)
-        var = {"tau1": float(np.sum(p0 * (1 - p0))),
-               "tau2": float(np.sum(np.maximum(pred.expected_inverse_square(su) - e1**2, 0)))}
-        n1 = float(su.size)
-        measures = dict(result.measures)
         kind = ("predictive given the fitted copula (independent cells, normal approximation) "
                 "plus the quasi-Monte-Carlo error; marginal and correlation uncertainty not "
                 "included")
-        for name in ("tau1", "tau2"):
-            m = measures[name]
-            sd = math.sqrt(var[name] + qmc[name] ** 2)
-            measures[name] = dataclasses.replace(
-                m, lower=max(0.0, m.estimate - z * sd), upper=min(n1, m.estimate + z * sd),
-                level=self.ci_level, interval=kind)
-        t1 = measures["tau1"]
-        measures["p_pu_given_su"] = dataclasses.replace(
-            measures["p_pu_given_su"], lower=t1.lower / n1, upper=t1.upper / n1, interval=kind)
-        return dataclasses.replace(result, measures=measures)
+        return normal_intervals(result, pred, su, {m: qmc[m] ** 2 for m in ("tau1", "tau2")},
+                                self.ci_level, kind)

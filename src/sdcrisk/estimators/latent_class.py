@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
@@ -33,7 +32,7 @@ import numpy as np
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..exceptions import ParameterError
-from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator
+from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator, normal_intervals
 from .copula import BinomialPredictive
 
 __all__ = [
@@ -420,27 +419,10 @@ class LatentClassRisk(Estimator):
     def _widen(self, result: RiskResult, pred: BinomialPredictive, su: np.ndarray,
                boot: np.ndarray) -> RiskResult:
         """Intervals of tau1/tau2: predictive variance given the fit plus the bootstrap's."""
-        z = NormalDist().inv_cdf(0.5 + self.ci_level / 2)
-        p0 = pred.prob_zero(su)
-        e1 = pred.expected_inverse(su)
-        var = {"tau1": float(np.sum(p0 * (1 - p0))),
-               "tau2": float(np.sum(np.maximum(pred.expected_inverse_square(su) - e1**2, 0)))}
-        if boot.shape[0] >= 2:
-            var["tau1"] += float(np.var(boot[:, 0], ddof=1))
-            var["tau2"] += float(np.var(boot[:, 1], ddof=1))
-        n1 = float(su.size)
-        measures = dict(result.measures)
+        extra = ({"tau1": float(np.var(boot[:, 0], ddof=1)),
+                  "tau2": float(np.var(boot[:, 1], ddof=1))} if boot.shape[0] >= 2 else {})
         kind = ("predictive given the fitted latent-class model (independent cells, normal "
                 "approximation)" + (f" plus the spread of {boot.shape[0]} Bayesian-bootstrap "
                                     "refits" if boot.shape[0] >= 2 else "")
                 + "; the choice of K not included")
-        for name in ("tau1", "tau2"):
-            m = measures[name]
-            sd = math.sqrt(var[name])
-            measures[name] = dataclasses.replace(
-                m, lower=max(0.0, m.estimate - z * sd), upper=min(n1, m.estimate + z * sd),
-                level=self.ci_level, interval=kind)
-        t1 = measures["tau1"]
-        measures["p_pu_given_su"] = dataclasses.replace(
-            measures["p_pu_given_su"], lower=t1.lower / n1, upper=t1.upper / n1, interval=kind)
-        return dataclasses.replace(result, measures=measures)
+        return normal_intervals(result, pred, su, extra, self.ci_level, kind)
