@@ -91,8 +91,9 @@ def _weights(pops: np.ndarray) -> np.ndarray:
     return 1.0 / counts[inv]
 
 
-def fit_huber_ridge(x: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float) -> dict:
-    """Huber (delta HUBER on the log scale) ridge by IRLS; intercept not penalised."""
+def fit_huber_ridge(x: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, *,
+                    delta: float = HUBER, max_iter: int = 50) -> dict:
+    """Huber (``delta`` on the log scale) ridge by IRLS; intercept not penalised."""
     mean = x.mean(axis=0)
     sd = x.std(axis=0)
     sd[sd < 1e-9] = 1.0
@@ -102,9 +103,9 @@ def fit_huber_ridge(x: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float) -> 
     pen[0, 0] = 0.0
     ww = w / w.sum() * len(w)
     coef = np.zeros(a.shape[1])
-    for _ in range(50):
+    for _ in range(max_iter):
         r = y - a @ coef
-        h = np.where(np.abs(r) <= HUBER, 1.0, HUBER / np.maximum(np.abs(r), 1e-12))
+        h = np.where(np.abs(r) <= delta, 1.0, delta / np.maximum(np.abs(r), 1e-12))
         wt = ww * h
         new = np.linalg.solve(a.T @ (a * wt[:, None]) + pen, a.T @ (wt * y))
         if np.max(np.abs(new - coef)) < 1e-8:

@@ -138,26 +138,10 @@ def _weights(pops: np.ndarray, how: str) -> np.ndarray:
 
 
 def huber_ridge(x, y, w, lam, delta):
-    """``calibrate_auto.fit_huber_ridge`` with the delta as an argument."""
-    mean = x.mean(axis=0)
-    sd = x.std(axis=0)
-    sd[sd < 1e-9] = 1.0
-    z = np.clip((x - mean) / sd, -6, 6)
-    a = np.column_stack([np.ones(len(z)), z])
-    pen = lam * np.eye(a.shape[1])
-    pen[0, 0] = 0.0
-    ww = w / w.sum() * len(w)
-    coef = np.zeros(a.shape[1])
-    for _ in range(100 if delta < 0.05 else 50):
-        r = y - a @ coef
-        h = np.where(np.abs(r) <= delta, 1.0, delta / np.maximum(np.abs(r), 1e-12))
-        wt = ww * h
-        new = np.linalg.solve(a.T @ (a * wt[:, None]) + pen, a.T @ (wt * y))
-        if np.max(np.abs(new - coef)) < 1e-8:
-            coef = new
-            break
-        coef = new
-    return ("lin", mean, sd, coef)
+    """``calibrate_auto.fit_huber_ridge`` with the delta as an argument (more iterations
+    for the near-L1 deltas)."""
+    m = ca.fit_huber_ridge(x, y, w, lam, delta=delta, max_iter=100 if delta < 0.05 else 50)
+    return ("lin", m["mean"], m["sd"], m["coef"])
 
 
 def _z(m, x):

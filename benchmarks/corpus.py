@@ -254,6 +254,19 @@ def record_measures(row: dict, label: str, res) -> None:
         row[f"{label}:{m}_hi"] = meas.upper
 
 
+def timed_fit(row: dict, cand, table):
+    """Fit a candidate (:func:`fit_or_error`) and record its measures and seconds, or its
+    error, in the row's ``label:`` columns; the result, or None when it failed."""
+    t0 = time.perf_counter()
+    res, error = fit_or_error(cand.estimator(), table)
+    if error is not None:
+        row[f"{cand.label}:error"] = error
+        return None
+    record_measures(row, cand.label, res)
+    row[f"{cand.label}:seconds"] = time.perf_counter() - t0
+    return res
+
+
 def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> dict | None:
     from sdcrisk import Microdata, tabulate
     from sdcrisk.analyses.validation import Candidate
@@ -272,13 +285,9 @@ def run_case(case: Case, candidates=CANDIDATES, max_k: float | None = None) -> d
     row.update(features(table))
     for spec in candidates:
         cand = Candidate.parse(spec)
-        t0 = time.perf_counter()
-        res, error = fit_or_error(cand.estimator(), table)
-        if error is not None:
-            row[f"{cand.label}:error"] = error
+        res = timed_fit(row, cand, table)
+        if res is None:
             continue
-        record_measures(row, cand.label, res)
-        row[f"{cand.label}:seconds"] = time.perf_counter() - t0
         if cand.method == "pitman-yor":
             row["py_alpha"] = res.fitted["alpha"]
             row["py_theta"] = res.fitted["theta"]
@@ -438,13 +447,9 @@ def run_latent_case(case: Case, specs=LATENT) -> dict:
     su = table.counts[table.record_cell] == 1
     for spec in specs:
         cand = Candidate.parse(spec)
-        t0 = time.perf_counter()
-        res, error = fit_or_error(cand.estimator(), table)
-        if error is not None:
-            row[f"{cand.label}:error"] = error
+        res = timed_fit(row, cand, table)
+        if res is None:
             continue
-        row[f"{cand.label}:seconds"] = time.perf_counter() - t0
-        record_measures(row, cand.label, res)
         row[f"{cand.label}:classes"] = res.diagnostics["classes"]
         row[f"{cand.label}:auc"] = roc_auc(res.record_risk("population_unique")[su],
                                            record_f[su] == 1)
