@@ -82,12 +82,12 @@ if TYPE_CHECKING:
     from .data.frequencies import FrequencyTable, tabulate_frequencies
     from .data.household import household_microdata, household_sizes
     from .data.outofcore import tabulate_file
+    from .data.population import PopulationCounts
     from .data.route import tabulate_path
     from .data.sizes import check_memory
     from .data.table import (
         CellTable,
         Microdata,
-        PopulationCounts,
         tabulate,
         tabulate_source,
     )
@@ -109,7 +109,8 @@ if TYPE_CHECKING:
     from .runtime.tabulate_parts import tabulate_parts
 
 _MODULES = {
-    "data.table": "CellTable Microdata PopulationCounts tabulate tabulate_source",
+    "data.table": "CellTable Microdata tabulate tabulate_source",
+    "data.population": "PopulationCounts",
     "data.sizes": "check_memory",
     "data.outofcore": "tabulate_file",
     "data.frequencies": "FrequencyTable tabulate_frequencies",

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..core.measures import roc_auc, truth_measures
 from ..core.result import RiskResult
-from ..data.table import CellTable, Microdata, population_counts
+from ..data.population import population_counts
+from ..data.table import CellTable, Microdata
 from ..exceptions import ParameterError
 
 __all__ = ["roc_curve", "calibration_table", "population_of", "truth_figures"]
