@@ -186,8 +186,12 @@ def apply(model: dict, x: np.ndarray, sx: np.ndarray, level=0.95):
     return yhat, yhat - q * s, yhat + q * s
 
 
-def matrices(df, measure, cands):
+def matrices(df, measure, cands, extra=None):
+    """Feature matrix, scale-feature matrix and feature names; ``extra(df, measure)``, if
+    given, returns more feature columns (explorations: a candidate feature judged LOPO)."""
     f = features(df, measure, cands)
+    if extra is not None:
+        f = pd.concat([f, extra(df, measure).set_axis(f.index)], axis=1)
     names = [c for c in f.columns if c != "log_su"]
     return f[names].to_numpy(float), f[SCALE_FEATURES].to_numpy(float), names
 
@@ -202,15 +206,16 @@ def usable(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
     return df[ok].reset_index(drop=True)
 
 
-def lopo(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
-    """Outer LOPO: per held-out population, the model fitted on the others."""
+def lopo(df: pd.DataFrame, cands: list[str], extra=None) -> pd.DataFrame:
+    """Outer LOPO: per held-out population, the model fitted on the others (with the
+    ``extra`` feature columns of :func:`matrices`, if given)."""
     df = usable(df, cands)
     pops = df["population"].to_numpy()
     out = df[["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
               "true_tau1", "true_tau2"]].copy()
     su = df["sample_uniques"].to_numpy(float)
     for m in MEASURES:
-        x, sx, names = matrices(df, m, cands)
+        x, sx, names = matrices(df, m, cands, extra)
         y = _target(df, m)
         est = np.full(len(df), np.nan)
         lo = est.copy()

@@ -148,20 +148,9 @@ def timing(n_cases: int = 3) -> list[str]:
 
 
 def _lopo_with_classes(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
-    """cal.lopo with log(K of the default latent-class fit) appended to the features (by
-    wrapping calibrate_auto.features for the call: the same fitting code)."""
-    plain = cal.features
-
-    def features(frame, measure, cs):
-        out = plain(frame, measure, cs)
-        out["log_latent_classes"] = np.log(frame[f"{DEFAULT}:classes"].to_numpy(float))
-        return out
-
-    cal.features = features
-    try:
-        return cal.lopo(df, cands)
-    finally:
-        cal.features = plain
+    """cal.lopo with log(K of the default latent-class fit) as one more feature."""
+    return cal.lopo(df, cands, extra=lambda frame, measure: pd.DataFrame(
+        {"log_latent_classes": np.log(frame[f"{DEFAULT}:classes"].to_numpy(float))}))
 
 
 def write(lines: list[str]) -> None:
