@@ -12,6 +12,7 @@ import itertools
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import special
 
@@ -382,3 +383,36 @@ def test_augmented_tables_use_the_chosen_concentration(tables):
     K = state.K
     np.testing.assert_array_equal(state.aug_m[:K], aug_m[:K])
     assert state.aug_m0 == aug_m[K]
+
+
+def test_exact_augmentation_chain_targets_the_truncated_posterior():
+    # The whole chain, not one step: with one profile the grade-of-membership model is the
+    # independence model, here two binary keys with lambda_1 = (a, 1 - a), lambda_2 =
+    # (b, 1 - b), Dir(1) priors and the structural zero (0, 0). Its posterior given the
+    # truncated sample is proportional to a^30 (1 - a)^70 b^20 (1 - b)^80 / (1 - a b)^100
+    # (30 records with a = 0, 20 with b = 0, 100 in all), so E[omega] = E[a b] follows by
+    # quadrature: 0.112108, sd 0.02978. sz_method="exact" simulates records until n are
+    # admissible; a chain that targeted anything else (an augmentation drawn from a wrong
+    # law, a wrong N_0) would miss it: without the structural zero (a Beta(31, 71) x
+    # Beta(21, 81) posterior) E[a b] is 0.0626.
+    counts = {("0", "1"): 30, ("1", "0"): 20, ("1", "1"): 50}
+    rows = [cell for cell, c in counts.items() for _ in range(c)]
+    md = Microdata.from_source(pd.DataFrame(rows, columns=["a", "b"]), keys=["a", "b"],
+                               population_size=1000)
+    tab = tabulate(md)
+    sz = StructuralZeros.from_tuples([{"a": "0", "b": "0"}], keys=["a", "b"],
+                                     levels=tab.levels)
+    nodes, w = np.polynomial.legendre.leggauss(400)
+    u, w = (nodes + 1) / 2, w / 2
+    a, b = np.meshgrid(u, u, indexing="ij")
+    dens = (np.exp(30 * np.log(a) + 70 * np.log1p(-a) + 20 * np.log(b) + 80 * np.log1p(-b)
+                   - 100 * np.log1p(-a * b)) * np.outer(w, w))
+    mean = float((a * b * dens).sum() / dens.sum())
+    sd = float(np.sqrt((a * a * b * b * dens).sum() / dens.sum() - mean ** 2))
+    assert mean == pytest.approx(0.112108, abs=1e-6) and sd == pytest.approx(0.02978, abs=1e-5)
+    res = MixedMembershipRisk(profiles=1, structural_zeros=sz, sz_method="exact",
+                              sz_cap=float("inf"), chains=4, iterations=4000, burn_in=500,
+                              thin=2, random_state=1, progress=False).fit(tab)
+    post = res.fitted["posterior"]["omega"]
+    assert abs(post["mean"] - mean) < 4 * post["mcse_mean"] < 0.003
+    assert post["sd"] == pytest.approx(sd, rel=0.05)
