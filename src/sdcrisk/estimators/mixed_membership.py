@@ -325,9 +325,12 @@ class HdpRisk(_MixedMembershipBase):
         tau1 unchanged at 9-14), and N_0 ~ n omega / (1 - omega) with it, up to ``sz_cap``.
         It mixes far better per CPU second (NY n = 5,000, ``sz_cap=20``: R-hat of tau1 /
         tau2 1.010 / 1.011, bulk ESS 553 / 601 after 4 x 2,000 iterations, 209 CPU s), but
-        the exact posterior puts tau1 above BR's figures and the truth: 12.5 +- 1.7, 71 +- 9
-        and about 135 at n = 1,000 / 5,000 / 10,000 (truth 11 / 55 / 88; the default gives
-        11.6, 55.3 and 96), so it is not the default.
+        the exact posterior puts tau1 above BR's figures and the truth: 12.5 +- 1.7 and
+        71 +- 9 at n = 1,000 / 5,000 (truth 11 / 55; the default gives 11.6 and 55.3), and at
+        n = 10,000 (truth 88; default 96) it does not settle: with the other defaults the four
+        chains climbed together for 4 x 3,500 iterations (running means of omega 0.89 to
+        0.95, of tau1 134 to 155), each block costing more as N_0 grew (1,760 CPU s in all;
+        benchmarks/RESULTS.md, HDP section). So it is not the default.
     sz_free_counts : {"uniform", "indicator", "joint"}
         App. C weights of a free variable's categories (spec H.1.4): 1/d_j as BR's code
         (default), 1 as the paper's text, or the model's joint expectation.
