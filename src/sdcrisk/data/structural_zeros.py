@@ -27,7 +27,8 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 
-__all__ = ["StructuralZeros", "FREE", "resolve_structural_zeros"]
+__all__ = ["StructuralZeros", "FREE", "resolve_structural_zeros", "structural_zeros_option",
+           "structural_zeros_param", "structural_zeros_of_table"]
 
 #: code of a free variable in a condition
 FREE = -1
@@ -464,6 +465,37 @@ class StructuralZeros:
                 out[..., fixed] *= marginals[..., offsets[j] + c[fixed, j]]
         return out
 
+    def dense_mask(self) -> np.ndarray:
+        """Boolean array of shape ``sizes``: True on every cell a condition covers.
+
+        Memory is one byte per cell of the key space (the dense log-linear fit holds a
+        table of that size anyway).
+        """
+        mask = np.zeros(self.sizes, dtype=bool)
+        for row in self.conditions:
+            mask[tuple(slice(None) if c == FREE else int(c) for c in row)] = True
+        return mask
+
+    def restrict_levels(self, keep: Sequence[np.ndarray]) -> StructuralZeros:
+        """The conditions on the levels where ``keep[j]`` (bool, length d_j) is True.
+
+        Kept levels are renumbered in order; a condition that fixes a dropped level covers
+        no remaining cell and is left out.
+        """
+        keep = [np.asarray(k, dtype=bool) for k in keep]
+        if len(keep) != len(self.keys) or any(
+                len(k) != d for k, d in zip(keep, self.sizes, strict=True)):
+            raise ParameterError(f"keep must give one mask of length d_j per key {self.sizes}")
+        cond = self.conditions.copy()
+        alive = np.ones(len(cond), dtype=bool)
+        for j, k in enumerate(keep):
+            fixed = cond[:, j] != FREE
+            alive &= ~fixed | k[np.where(fixed, cond[:, j], 0)]
+            recode = np.cumsum(k) - 1
+            cond[fixed, j] = recode[cond[fixed, j]]
+        sizes = tuple(int(k.sum()) for k in keep)
+        return StructuralZeros(self.keys, sizes, cond[alive])
+
     def to_dict(self) -> dict:
         """JSON-ready summary (no cell values): counts of conditions and covered cells."""
         return {"keys": list(self.keys), "conditions": len(self),
@@ -523,3 +555,55 @@ def resolve_structural_zeros(spec, keys: Sequence[str], levels: Sequence[Sequenc
     if isinstance(spec, str | os.PathLike):
         return StructuralZeros.from_csv(spec, keys=keys, levels=levels)
     return StructuralZeros.from_tuples(spec, keys=keys, levels=levels)
+
+
+def structural_zeros_option(value: Any) -> Any:
+    """An estimator's ``structural_zeros`` option, checked: None, a CSV path, a
+    :class:`StructuralZeros`, or conditions (made a tuple, so that the estimator stays
+    hashable and immutable)."""
+    if value is None or isinstance(value, str | os.PathLike | StructuralZeros):
+        return value
+    try:
+        return tuple(value)
+    except TypeError:
+        raise ParameterError(f"structural_zeros={value!r}: give a CSV path, a "
+                             "StructuralZeros or a list of conditions") from None
+
+
+def structural_zeros_param(value: Any) -> Any:
+    """The ``structural_zeros`` option as a JSON-ready parameter value."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, StructuralZeros):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return f"{len(value)} conditions"
+    return value
+
+
+def structural_zeros_of_table(spec: Any, table: Any) -> StructuralZeros | None:
+    """The disjoint structural zeros of ``spec`` for a cell table, checked against its data.
+
+    ``table`` is a :class:`sdcrisk.CellTable` (keys, levels, cell codes, counts, record map).
+    None when ``spec`` is None or holds no condition.
+
+    Raises
+    ------
+    InputError
+        Sample records fall in a structural zero (the first one is named): the conditions
+        must describe impossible combinations only.
+    """
+    sz = resolve_structural_zeros(spec, table.keys, table.levels)
+    if sz is None or len(sz) == 0:
+        return None
+    sz = sz if sz.is_disjoint() else sz.make_disjoint()
+    bad = sz.contains(table.cell_codes)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        first = "" if table.record_cell is None else (
+            f" (first: record {int(np.flatnonzero(table.record_cell == k)[0]) + 1})")
+        raise InputError(
+            f"{int(table.counts[bad].sum())} records fall in structural zeros{first}; the "
+            "conditions must describe impossible combinations only: fix the data or the "
+            "conditions")
+    return sz

@@ -19,9 +19,14 @@ import numpy as np
 
 from ..core.measures import DESCRIPTIONS, Measure
 from ..core.result import RiskResult
-from ..data.structural_zeros import StructuralZeros, resolve_structural_zeros
+from ..data.structural_zeros import (
+    StructuralZeros,
+    structural_zeros_of_table,
+    structural_zeros_option,
+    structural_zeros_param,
+)
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime import diagnostics as dg
 from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
@@ -124,23 +129,12 @@ class _MixedMembershipBase(Estimator):
                                  "records per observed one (BR: 100; float('inf'): no cap)")
         Thresholds(self.rhat_max, self.ess_per_chain, self.mode_gap,
                    self.tolerance)  # validates them
-        sz = self.structural_zeros
-        if sz is not None and not isinstance(sz, str | os.PathLike | StructuralZeros):
-            try:
-                object.__setattr__(self, "structural_zeros", tuple(sz))
-            except TypeError:
-                raise ParameterError(f"structural_zeros={sz!r}: give a CSV path, a "
-                                     "StructuralZeros or a list of conditions") from None
+        object.__setattr__(self, "structural_zeros",
+                           structural_zeros_option(self.structural_zeros))
 
     def get_params(self) -> dict[str, Any]:
         out = super().get_params()
-        sz = out["structural_zeros"]
-        if isinstance(sz, os.PathLike):
-            out["structural_zeros"] = os.fspath(sz)
-        elif isinstance(sz, StructuralZeros):
-            out["structural_zeros"] = sz.to_dict()
-        elif isinstance(sz, tuple):
-            out["structural_zeros"] = f"{len(sz)} conditions"
+        out["structural_zeros"] = structural_zeros_param(out["structural_zeros"])
         return out
 
     def memory_estimate(self, table: CellTable) -> int:
@@ -161,21 +155,7 @@ class _MixedMembershipBase(Estimator):
 
     # --- shared machinery -----------------------------------------------------------------
     def _prepare(self, table: CellTable) -> tuple[MMData, StructuralZeros | None]:
-        sz = resolve_structural_zeros(self.structural_zeros, table.keys, table.levels)
-        if sz is not None:
-            if len(sz) == 0:
-                sz = None
-            else:
-                sz = sz if sz.is_disjoint() else sz.make_disjoint()
-                bad = sz.contains(table.cell_codes)
-                if bad.any():
-                    k = int(np.flatnonzero(bad)[0])
-                    first = "" if table.record_cell is None else (
-                        f" (first: record {int(np.flatnonzero(table.record_cell == k)[0]) + 1})")
-                    raise InputError(
-                        f"{int(table.counts[bad].sum())} records fall in structural zeros"
-                        f"{first}; the conditions must describe impossible "
-                        "combinations only: fix the data or the conditions")
+        sz = structural_zeros_of_table(self.structural_zeros, table)
         if self.tau_mode == "sampling" and table.population_size - table.n > 5e7:
             raise ParameterError(
                 f"tau_mode='sampling' would generate {table.population_size - table.n:,.0f} "
