@@ -235,8 +235,9 @@ OPTION_CASES = [
      ("--terms is not an option of --method nb", "loglinear")),
     (("--population-size", "1e4", "--method", "nb", "--structural-zeros", "sz_ok.csv"), 2,
      ("--structural-zeros is not an option of --method nb", "hdp")),
-    (("--population-size", "1e4", "--method", "loglinear", "--structural-zeros",
-      "sz_ok.csv"), 2, ("--structural-zeros is not an option of --method loglinear",)),
+    (("--population-size", "1e4", "--method", "graphical", "--structural-zeros",
+      "sz_ok.csv"), 2, ("--structural-zeros is not an option of --method graphical",
+                        "loglinear")),
     (("--population-size", "1e4", "--method", "nb", "--monte-carlo", "10"), 2,
      ("--monte-carlo is not an option",)),
     # log-linear formulas
@@ -345,12 +346,13 @@ SZ_CASES = [
 
 
 @pytest.mark.parametrize(("name", "words"), SZ_CASES, ids=[c[0] for c in SZ_CASES])
-@pytest.mark.parametrize("method", ["hdp", "mixed-membership"])
+@pytest.mark.parametrize("method", ["hdp", "mixed-membership", "loglinear"])
 def test_cli_bad_structural_zeros(capsys, files, monkeypatch, name, words, method):
     monkeypatch.chdir(files)
+    mcmc = ("--iterations", "20", "--burn-in", "2", "--chains", "1")
     code, _, err = run(capsys, "assess", "good.csv", "--keys", KEYS, "--population-size",
                        "1e4", "--method", method, "--structural-zeros", name,
-                       "--iterations", "20", "--burn-in", "2", "--chains", "1")
+                       *(() if method == "loglinear" else mcmc))
     assert_clear(code, err, 2, words)
 
 

@@ -146,7 +146,8 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--profiles", type=int, default=None,
                    help="mixed-membership: number of extreme profiles K")
     p.add_argument("--structural-zeros", default=None, metavar="FILE",
-                   help="hdp/mixed-membership: CSV of impossible key combinations")
+                   help="hdp/mixed-membership/loglinear: CSV of impossible key "
+                   "combinations (conditions; key names as columns, * = free)")
     p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
     p.add_argument("--burn-in", type=int, default=None, help="MCMC burn-in iterations")
     p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,

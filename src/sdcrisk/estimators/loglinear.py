@@ -21,6 +21,11 @@ import numpy as np
 from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
+from ..data.structural_zeros import (
+    structural_zeros_of_table,
+    structural_zeros_option,
+    structural_zeros_param,
+)
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
@@ -143,9 +148,7 @@ def compact_levels(table: CellTable) -> CellTable:
     keep_all = True
     new_codes = np.empty_like(codes)
     levels = []
-    for j, lv in enumerate(table.levels):
-        used = np.zeros(len(lv), bool)
-        used[codes[:, j]] = True
+    for j, (lv, used) in enumerate(zip(table.levels, used_levels(table), strict=True)):
         if used.all():
             new_codes[:, j] = codes[:, j]
             levels.append(lv)
@@ -157,6 +160,16 @@ def compact_levels(table: CellTable) -> CellTable:
     if keep_all:
         return table
     return dataclasses.replace(table, levels=tuple(levels), cell_codes=new_codes)
+
+
+def used_levels(table: CellTable) -> list[np.ndarray]:
+    """For each key, whether each of its levels occurs in the sample (bool, length d_j)."""
+    out = []
+    for j, lv in enumerate(table.levels):
+        used = np.zeros(len(lv), bool)
+        used[table.cell_codes[:, j]] = True
+        out.append(used)
+    return out
 
 
 def _unobserved_prob_one(fit: LogLinearFit, observed_m: np.ndarray, weighted: bool) -> float:
@@ -216,6 +229,12 @@ class LogLinearRisk(Estimator):
         ``sdcmicro_gr2``; keys as factors, method "default"/"IPF") to the textbook measures.
     sdcmicro_bound : float
         modRisk's ``bound``: only cells with f <= bound enter gr1/gr2 (default Inf).
+    structural_zeros : path, StructuralZeros or sequence, optional
+        Impossible key combinations (a CSV of marginal conditions, key names as columns,
+        ``*`` or empty = free; a :class:`~sdcrisk.data.structural_zeros.StructuralZeros`; or
+        conditions as in :meth:`StructuralZeros.from_tuples`), fitted as 0 from IPF's start
+        (spec C.3: the quasi-log-linear model on the other cells). Needs the dense engine;
+        not with ``partition``. A sample record in a structural zero is an input error.
 
     Notes
     -----
@@ -254,6 +273,7 @@ class LogLinearRisk(Estimator):
     mode: Literal["exact", "sdcmicro"] = "exact"
     sdcmicro_bound: float = math.inf
     engine: Literal["auto", "dense", "factored"] = "auto"
+    structural_zeros: Any = None
 
     def _validate(self) -> None:
         if self.mode not in ("exact", "sdcmicro"):
@@ -291,6 +311,20 @@ class LogLinearRisk(Estimator):
         if self.engine == "factored" and (self.weighted or self.bootstrap):
             raise ParameterError("engine='factored' fits unweighted models without bootstrap "
                                  "(both need the dense table): use engine='dense'")
+        object.__setattr__(self, "structural_zeros",
+                           structural_zeros_option(self.structural_zeros))
+        if self.structural_zeros is not None:
+            if self.engine == "factored":
+                raise ParameterError("structural zeros are fitted on the dense table: use "
+                                     "engine='dense' or 'auto' with structural_zeros")
+            if self.partition is not None:
+                raise ParameterError("structural zeros cannot be combined with partition "
+                                     "(--partition): drop one of them")
+
+    def get_params(self) -> dict[str, Any]:
+        out = super().get_params()
+        out["structural_zeros"] = structural_zeros_param(out["structural_zeros"])
+        return out
 
     def _dtype(self, k: int):
         if self.dtype == "auto":
@@ -301,7 +335,7 @@ class LogLinearRisk(Estimator):
         """Whether a (compacted) table of ``cell_space`` cells is fitted by blocks."""
         if self.engine == "auto":
             return (cell_space > FACTORED_ABOVE and not self.weighted
-                    and not self.bootstrap)
+                    and not self.bootstrap and self.structural_zeros is None)
         return self.engine == "factored"
 
     def memory_estimate(self, table: CellTable) -> int:
@@ -327,9 +361,12 @@ class LogLinearRisk(Estimator):
             need += 2 * k * item
         if self.bootstrap:
             need += k * (8 + 8 + item)
+        if self.structural_zeros is not None:
+            need += k  # the boolean mask
         return int(need)
 
-    def _fit_table(self, table: CellTable, dtype) -> tuple[LogLinearFit, list[dict]]:
+    def _fit_table(self, table: CellTable, dtype, structural_zeros: np.ndarray | None = None
+                   ) -> tuple[LogLinearFit, list[dict]]:
         is_search = isinstance(self.terms, str) and self.terms.strip() == "search"
         if self._factored(table.cell_space):
             fitter = _factored.FactoredFitter(table, max_iter=self.max_iter, tol=self.tol)
@@ -342,7 +379,8 @@ class LogLinearRisk(Estimator):
                               fit=fit_model)
             return fit_model(_ipf.parse_terms(self.terms, table.keys), None), []
         kwargs = dict(max_iter=self.max_iter, tol=self.tol, dtype=dtype,
-                      weighted=self.weighted, flat_index=_flat_index(table))
+                      weighted=self.weighted, flat_index=_flat_index(table),
+                      structural_zeros=structural_zeros)
         if is_search:
             fit, path = search(table, target=self.target, max_added=self.max_added_terms,
                                **kwargs)
@@ -364,9 +402,11 @@ class LogLinearRisk(Estimator):
         if self.partition is not None:
             return self._fit_partitioned(table)
         full = table
+        sz = structural_zeros_of_table(self.structural_zeros, table)
+        mask = None if sz is None else sz.restrict_levels(used_levels(table)).dense_mask()
         table = compact_levels(table)
         dtype = self._dtype(table.cell_space)
-        fit, path = self._fit_table(table, dtype)
+        fit, path = self._fit_table(table, dtype, mask)
         message = self._ipf_warning(fit)
         if message is not None:
             warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
@@ -386,16 +426,22 @@ class LogLinearRisk(Estimator):
         fitted = {"model": fit.description, "pi": pi,
                   "minimum_error": {t: dict(v) for t, v in fit.z.items()},
                   "z_sign_convention": "published (+), spec C.4 / H.1.3"}
+        assumptions = _ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
+                                      f"{fit.description}",) + _saturated_note(fit, table)
+        if sz is not None:
+            zeroed = int(mask.sum())
+            fitted["structural_zeros"] = {**sz.to_dict(), "fitted_cells_zeroed": zeroed}
+            assumptions += (f"structural zeros: {len(sz)} conditions; {zeroed:,} of the "
+                            f"{table.cell_space:,} fitted cells (levels seen in the sample) "
+                            "are impossible and fitted as 0 (spec C.3)",)
         result = self._predictive_result(
-            full, pred, fitted=fitted, diagnostics=diagnostics,
-            assumptions=_ASSUMPTIONS + (f"log mu_k follows the hierarchical log-linear model "
-                                        f"{fit.description}",) + _saturated_note(fit, table),
+            full, pred, fitted=fitted, diagnostics=diagnostics, assumptions=assumptions,
             seed=self.random_state,
         )
         if self.bootstrap or self.mode == "sdcmicro":
             measures = dict(result.measures)
             if self.bootstrap:
-                measures.update(self._bootstrap(table, fit, dtype))
+                measures.update(self._bootstrap(table, fit, dtype, mask))
             if self.mode == "sdcmicro":
                 extra, kept = modrisk_measures(table.counts, fit.observed_mu,
                                                table.inclusion_sums, bound=self.sdcmicro_bound)
@@ -442,7 +488,8 @@ class LogLinearRisk(Estimator):
         )
         return result
 
-    def _bootstrap(self, table: CellTable, fit: LogLinearFit, dtype) -> dict[str, Measure]:
+    def _bootstrap(self, table: CellTable, fit: LogLinearFit, dtype,
+                   structural_zeros: np.ndarray | None = None) -> dict[str, Measure]:
         """Parametric bootstrap of the estimation + prediction error of tau1 and tau2.
 
         Replicate: f* ~ Poisson(mu_hat) over all cells; U* ~ Poisson((1-pi) lambda_hat) for
@@ -469,7 +516,7 @@ class LogLinearRisk(Estimator):
                 household=None, population=None)
             star = dataclasses.replace(star, population_size=star.n / pi)
             fit_star = fit_loglinear(star, fit.generators, max_iter=self.max_iter, tol=self.tol,
-                                     dtype=dtype)
+                                     dtype=dtype, structural_zeros=structural_zeros)
             su = counts == 1
             m = (1 - pi) * mu[obs[su]] / pi
             u = rng.poisson(m)

@@ -10,7 +10,9 @@ Re-recorded (issue 17, 2026-11-24): ``assess_auto`` (auto's default is now the c
 combination) and ``evaluate`` (each method's ``interval_covers_truth``); then
 ``assess_loglinear`` and ``evaluate`` again when ``--method loglinear`` began to default to
 the forward search (its path here stops at all-2-way, so the measures are unchanged); and
-``assess_auto`` for the wording of its corpus assumption.
+``assess_auto`` for the wording of its corpus assumption; ``assess_loglinear`` when the
+log-linear model took the ``structural_zeros`` option (one new parameter, null; the
+measures are unchanged).
 """
 
 from __future__ import annotations
