@@ -334,7 +334,9 @@ def test_block_moves_leave_the_collapsed_posterior_invariant(augmented):
         counts = _marginal_stats(xo, z, K, aug_c, dsize, offs, K)
         moved += kern.move_blocks(rng, xo, dsize, z, beta, alpha, K, *counts)
         after[r] = z.ravel() @ weights
-    assert moved > reps // 4                       # the move does move blocks
+    # the move does move blocks (fewer without augmented counts: with 2 records a block is
+    # often all of its component's data, and such a block stays)
+    assert moved > reps // 8
     freq = np.bincount(after, minlength=len(states))
     expected = p * reps
     keep = expected >= 5

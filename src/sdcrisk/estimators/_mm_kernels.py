@@ -420,17 +420,32 @@ def allocate_marginal(rng, xo, dsize, z, beta, scal, alpha, kk, counts_t, den_t,
 
 
 @njit(**_JIT)
+def _data_at(den_t, dsize, k):
+    """Items (observed and augmented) allocated to component k, from den_t = c_kj. + d_j."""
+    tot = 0.0
+    for j in range(den_t.shape[0]):
+        tot += den_t[j, k] - dsize[j]
+    return tot
+
+
+@njit(**_JIT)
 def move_blocks(rng, xo, dsize, z, beta, alpha, K, counts_t, den_t, inv_t):
     """Relabel whole blocks: a Gibbs step for the common component of each record's items
     that share a component (blocks of two or more).
 
-    For record i and a block G (its items with component k0), the new component k is drawn
-    among k0 and the components none of i's other items use, with probability proportional
+    For record i and a block G (its items with component k0), unless G is all of k0's data,
+    the new component k is drawn among k0 and the non-empty components none of i's other
+    items use, with probability proportional
     to (alpha_i beta_k)(alpha_i beta_k + 1)...(alpha_i beta_k + |G| - 1) prod_{j in G}
     (c_k(x_ij) + 1) / (c_kj. + d_j) (counts without G): the conditional of the allocations
     given that G stays one block apart from i's other items, with pi_i and theta integrated
-    out as in :func:`allocate_marginal`. Each record's partition of its items into blocks is
-    unchanged, so the step keeps the posterior; it lets a record move between profiles in one
+    out as in :func:`allocate_marginal`. Each record's partition of its items into blocks and
+    the set of non-empty components are unchanged, so the step keeps the posterior (without
+    the second condition it did not: a block leaving a component of its own emptied it, the
+    pruning of step 2 then changed the representation, and on a 5-record table the chain's
+    mean number of components fell from 3.83 to 3.04; checked against the sampler without
+    block moves and by Geweke's joint-distribution test in tests/test_mixed_membership.py);
+    it lets a record move between profiles in one
     step instead of item by item through mixed allocations of low probability. Statistics as
     in :func:`allocate_marginal`, kept up to date. Returns the number of blocks moved.
     """
@@ -456,6 +471,12 @@ def move_blocks(rng, xo, dsize, z, beta, alpha, K, counts_t, den_t, inv_t):
                     done[j] = True
             if g < 2:
                 continue
+            # a block that is its component's only data stays: moving it would empty the
+            # component, which the pruning of step 2 then removes, a change of
+            # representation this step cannot reverse (it never moves a block into an
+            # empty component); the set of non-empty components is left unchanged
+            if _data_at(den_t, dsize, k0) == g:
+                continue
             for t in range(g):
                 j = block[t]
                 counts_t[xo[i, j], k0] -= 1.0
@@ -465,7 +486,7 @@ def move_blocks(rng, xo, dsize, z, beta, alpha, K, counts_t, den_t, inv_t):
                 if z[i, j] != k0:
                     used[z[i, j]] = True
             for k in range(K):
-                if used[k]:
+                if used[k] or (k != k0 and _data_at(den_t, dsize, k) == 0.0):
                     w[k] = 0.0
                     continue
                 ab = a * beta[k]
