@@ -114,6 +114,13 @@ def files(tmp_path_factory) -> Path:
     (d / "sz_ok.csv").write_text("a,b\n1,2\n")
     (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
     (d / "key_sets_bad.json").write_text("{not json")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": df.a, "b": df.b, "c": [[1, 2]] * N_RECORDS, "w": df.w}),
+                   d / "nested.parquet")
+    pq.write_table(pa.table({"a": df.a, "b": df.b, "c": [{"x": 1}] * N_RECORDS}),
+                   d / "struct.parquet")
     return d
 
 
@@ -165,6 +172,10 @@ FILE_CASES = [
     ("good.csv", ("--weights", "a"), ("both a key and weights",)),
     ("csv_named.dta", (), ("could not be read as a .dta file",)),
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
+    ("nested.parquet", (), ("column 'c' holds nested values", "list<", "flatten")),
+    ("struct.parquet", (), ("column 'c' holds nested values", "struct<")),
+    ("nested.parquet", ("--keys", "a,b", "--weights", "c"), ("column 'c' holds nested",)),
+    ("nested.parquet", ("--out-of-core",), ("column 'c' holds nested values",)),
 ]
 
 

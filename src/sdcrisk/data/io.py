@@ -329,6 +329,12 @@ def arrow_column(name: str, chunked) -> Column:
             for c in chunked.chunks])
         return Column(name, values, None)
     arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
+    if pa.types.is_nested(arr.type):
+        # a list, struct or map per record: no category to count (the cast to text below
+        # would fail with pyarrow's ArrowNotImplementedError)
+        raise InputError(f"column {name!r} holds nested values ({printable(str(arr.type), 60)}),"
+                         " not one value per record; give a column of categories, or flatten "
+                         "it (one column per element) before reading")
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     missing = None
