@@ -308,6 +308,9 @@ OPTION_CASES = [
     # households
     (("--population-size", "1e4", "--household-size", "2"), 2, ("needs --household",)),
     (("--population-size", "1e4", "--household-keys", "d"), 2, ("needs --household-size",)),
+    # a Dask scheduler address without a port
+    (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
+      "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),
 ]
 
 
@@ -454,6 +457,8 @@ EVALUATE_CASES = [
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
     ((), ("--fraction",)),
+    (("--fractions", "0.5", "--methods", "nb", "--scheduler", "bogus"),
+     ("--scheduler 'bogus' is not a scheduler address",)),
 ]
 
 
