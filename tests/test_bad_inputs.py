@@ -114,6 +114,7 @@ def files(tmp_path_factory) -> Path:
     (d / "sz_ok.csv").write_text("a,b\n1,2\n")
     (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
     (d / "key_sets_bad.json").write_text("{not json")
+    (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -508,6 +509,16 @@ def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words)
       "1e4", "--max-enumeration", "-1"), ("--max-enumeration -1",)),
     (("--domain-types", "good.csv", "--alpha", "0", "--beta", "1", "--l1", "exp:1"),
      ("--alpha 0.0 must be a positive number",)),
+    (("--domain-types", "folder", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
+     ("--domain-types 'folder' is a directory",)),
+    (("--domain-types", "empty.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
+     ("--domain-types 'empty.csv': the file is empty",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "empty.csv"), ("--domain-sizes 'empty.csv': the file is empty",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "folder"), ("--domain-sizes 'folder' is a directory",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "sizes_partial.csv"), ("no size for domain 2", "missing: 2, 3")),
 ])
 def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..data.io import printable
 from ..exceptions import InputError, ParameterError
 from ._output import atomic_path
 
@@ -121,7 +122,6 @@ def _cut_off(args, decision) -> dict:
 
 
 def _decide_types(args, decision) -> str:
-    import pandas as pd
 
     from ..report.charts import plot_tradeoff
 
@@ -131,13 +131,7 @@ def _decide_types(args, decision) -> str:
         if getattr(args, opt) is not None:
             raise ParameterError(f"--{opt.replace('_', '-')} applies to microdata, not to "
                                  "--domain-types")
-    path = Path(args.domain_types)
-    if not path.exists():
-        raise InputError(f"file not found: {args.domain_types!r}")
-    try:
-        types = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path.name}: not a readable CSV ({exc})") from exc
+    types = _read_small_csv(args.domain_types, "--domain-types")
     table = decision.decision_table(
         types, _prior(args, decision, required=True), l1=args.l1, l0=args.l0,
         decision_l1=args.decision_l1, decision_l0=args.decision_l0, **_cut_off(args, decision))
@@ -238,12 +232,33 @@ def _decide_microdata(args, decision) -> str:
     return _decision_text(result, internal=args.internal)
 
 
-def _domain_sizes(path: str, domain: str) -> dict:
+def _read_small_csv(path: str, flag: str, **options):
+    """The CSV file of ``flag`` (``--domain-types``, ``--domain-sizes``) as a DataFrame.
+
+    Raises
+    ------
+    InputError
+        The file does not exist, is a directory, is empty or is not readable as CSV.
+    """
     import pandas as pd
 
-    if not Path(path).exists():
-        raise InputError(f"file not found: {path!r}")
-    df = pd.read_csv(path, dtype=str)
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"{flag}: file not found: {path!r}")
+    if file.is_dir():
+        raise InputError(f"{flag} {path!r} is a directory; give a CSV file")
+    try:
+        return pd.read_csv(file, **options)
+    except pd.errors.EmptyDataError as exc:
+        raise InputError(f"{flag} {path!r}: the file is empty; give a CSV file with a header "
+                         "line") from exc
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        raise InputError(f"{flag} {path!r}: not a readable CSV ({printable(str(exc))})"
+                         ) from exc
+
+
+def _domain_sizes(path: str, domain: str) -> dict:
+    df = _read_small_csv(path, "--domain-sizes", dtype=str)
     label = "domain" if "domain" in df.columns else domain
     if label not in df.columns or "N" not in df.columns:
         raise InputError(f"{Path(path).name}: needs columns 'domain' (or {domain!r}) and 'N'")
