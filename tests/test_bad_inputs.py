@@ -115,6 +115,8 @@ def files(tmp_path_factory) -> Path:
     (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
     (d / "key_sets_bad.json").write_text("{not json")
     (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
+    whole = gzip.compress(text)
+    (d / "gzip_truncated.csv").write_bytes(whole[: len(whole) // 2])
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -541,6 +543,27 @@ def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
     code, _, err = run(capsys, "recommend", "good.csv", "--keys", KEYS, "--population-size",
                        "1e4", "--method", "nb", *argv)
     assert_clear(code, err, 2, words)
+
+
+PROTECT_FILE_CASES = [
+    ("empty.csv", ("empty.csv: the file is empty",)),
+    ("header_only.csv", ("header_only.csv: no records",)),
+    ("gzip_truncated.csv", ("gzip_truncated.csv: could not be read", "EOFError")),
+    ("archive.csv", ("zip archive",)),
+    ("binary.csv", ("binary data",)),
+    ("folder", ("'folder' is a directory",)),
+]
+
+
+@pytest.mark.parametrize(("name", "words"), PROTECT_FILE_CASES,
+                         ids=[c[0] for c in PROTECT_FILE_CASES])
+def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words):
+    """protect reads the whole file with its own reader: the same refusals as assess."""
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "protect", name, "--keys", "a,b", "--population-size", "1e4",
+                       "--method", "nb", "--k-anonymity", "2", "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, words)
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- readers: agency formats and DuckDB ------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.io import detect_format, printable
 from ..data.table import Microdata, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
@@ -107,24 +108,36 @@ def read_frame(source: Any):
         path = example_path(text.split(":", 1)[1])
     else:
         path = Path(text)
+        if not text.strip():
+            raise InputError("the data path is empty; give a CSV, Parquet or Stata file")
         if not path.exists():
             raise InputError(f"file not found: {text!r}")
+        if path.is_dir():
+            raise InputError(f"{text!r} is a directory; give a CSV, Parquet or Stata file")
+        if path.stat().st_size == 0:
+            raise InputError(f"{path.name}: the file is empty")
+        detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
     name = path.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path)
-        if name.endswith(".dta"):
-            return pd.read_stata(path, convert_categoricals=False)
-        compression = "gzip" if _is_gzip(path) else "infer"
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, compression=compression)
-        opener = gzip.open if compression == "gzip" else open
-        with opener(path, "rb") as fh:
-            head = fh.read(1 << 16)
-        frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
-        return frame
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: {exc})"
-                         ) from exc
+            frame = pd.read_parquet(path)
+        elif name.endswith(".dta"):
+            frame = pd.read_stata(path, convert_categoricals=False)
+        else:
+            compression = "gzip" if _is_gzip(path) else "infer"
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                compression=compression)
+            opener = gzip.open if compression == "gzip" else open
+            with opener(path, "rb") as fh:
+                head = fh.read(1 << 16)
+            frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
+        # EOFError: a truncated gzip stream
+        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: "
+                         f"{printable(str(exc))})") from exc
+    if len(frame) == 0:
+        raise InputError(f"{path.name}: no records (the file has column names but no rows)")
+    return frame
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
