@@ -566,6 +566,16 @@ def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_protect_nested_column_to_stata_names_the_output(capsys, files, tmp_path):
+    """A list column (kept as read) cannot go into a .dta: exit 2 naming --out, no file."""
+    code, _, err = run(capsys, "protect", files / "nested.parquet", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--k-anonymity", "2",
+                       "--out", tmp_path / "p.dta")
+    assert_clear(code, err, 2, ("--out", "p.dta", "cannot be written to a stata file",
+                                ".parquet or .csv"))
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- readers: agency formats and DuckDB ------------------------------------------------------
 
 def _result_of(source, **kw):

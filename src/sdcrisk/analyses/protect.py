@@ -158,10 +158,19 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
         else:
             if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
                 frame = _typed(frame)             # types pandas reads the CSV with
-            if fmt == "parquet":
-                frame.to_parquet(tmp, index=False)
-            else:
-                frame.to_stata(tmp, write_index=False)
+            try:
+                if fmt == "parquet":
+                    frame.to_parquet(tmp, index=False)
+                else:
+                    frame.to_stata(tmp, write_index=False)
+            except (ValueError, TypeError, NotImplementedError) as exc:
+                # a column the format cannot hold (lists or structs in Stata, a mixed
+                # object column in Parquet); pyarrow's errors derive from these too
+                what = {"parquet": "a Parquet", "dta": "a Stata"}[fmt]
+                other = ".parquet" if fmt == "dta" else ".csv"
+                raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
+                                     f"{what} file ({printable(str(exc))}); write "
+                                     f"{other} or .csv instead") from exc
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
