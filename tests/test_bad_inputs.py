@@ -115,6 +115,8 @@ def files(tmp_path_factory) -> Path:
     (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
     (d / "key_sets_bad.json").write_text("{not json")
     (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
+    df.to_json(d / "records.json", orient="records")
+    (d / "header_no_newline.csv").write_text("a,b,c")
     whole = gzip.compress(text)
     (d / "gzip_truncated.csv").write_bytes(whole[: len(whole) // 2])
     import pyarrow as pa
@@ -175,6 +177,8 @@ FILE_CASES = [
     ("good.csv", ("--weights", "a"), ("both a key and weights",)),
     ("csv_named.dta", (), ("could not be read as a .dta file",)),
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
+    ("records.json", (), ("records.json: no line break", "not a csv file", "json")),
+    ("header_no_newline.csv", (), ("no line break", "header line and records")),
     ("nested.parquet", (), ("column 'c' holds nested values", "list<", "flatten")),
     ("struct.parquet", (), ("column 'c' holds nested values", "struct<")),
     ("nested.parquet", ("--keys", "a,b", "--weights", "c"), ("column 'c' holds nested",)),

@@ -221,8 +221,26 @@ def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> l
     except Exception as exc:  # empty files and garbage end up here
         msg = _clean(str(exc)) if str(exc) else type(exc).__name__
         if "Empty CSV file" in msg or "empty" in msg.lower():
-            raise InputError(f"{path.name}: the file is empty") from exc
+            # pyarrow says "empty" for blank content and also for a first block without a
+            # line break (a JSON file, a header line without records or line end)
+            if not _head(path, compression).strip():
+                raise InputError(f"{path.name}: the file is empty") from exc
+            raise InputError(
+                f"{path.name}: no line break in the first {opts.block_size >> 10} KiB, so this "
+                "is not a CSV file of a header line and records (JSON or another format?); "
+                "give a CSV (one record per line), Parquet, Stata, SAS or SPSS file") from exc
         raise InputError(f"{path.name}: could not be read as CSV ({msg})") from exc
+
+
+def _head(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:
+    """The first ``size`` bytes of a (possibly compressed) file; b"" if unreadable."""
+    import pyarrow as pa
+
+    try:
+        with pa.input_stream(str(path), compression=compression) as stream:
+            return stream.read(size)
+    except (OSError, pa.ArrowException):
+        return b""
 
 
 def check_present(columns: Sequence[str], available: Sequence[str], what: str) -> None:
