@@ -315,6 +315,14 @@ OPTION_CASES = [
     # households
     (("--population-size", "1e4", "--household-size", "2"), 2, ("needs --household",)),
     (("--population-size", "1e4", "--household-keys", "d"), 2, ("needs --household-size",)),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "0"), 2, ("--household-size 0", "integer >= 1")),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--member-order", "zz"), 2, ("--member-order 'zz'", "not a member variable")),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--household-keys", "a,b,c"), 2, ("--household-keys 'a,b,c' takes every key",)),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--household-keys", "a"), 2, ("differs between members", "keep 'a' as a member")),
     # a Dask scheduler address without a port
     (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
       "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),

@@ -372,8 +372,19 @@ def options_for(args, method: str | None = None) -> dict:
 
 
 def check_household_flags(args) -> None:
-    """``--household-keys`` and ``--member-order`` only with ``--household-size``."""
-    if getattr(args, "household_size", None) is not None:
+    """``--household-keys`` and ``--member-order`` only with ``--household-size``, which is
+    at least 1.
+
+    Raises
+    ------
+    ParameterError
+        Either flag without ``--household-size``; ``--household-size`` below 1.
+    """
+    size = getattr(args, "household_size", None)
+    if size is not None:
+        if size < 1:
+            raise ParameterError(f"--household-size {size} must be an integer >= 1 (the "
+                                 "number of members of the households analysed, e.g. 2)")
         return
     for opt, flag in (("household_keys", "--household-keys"), ("member_order", "--member-order")):
         if getattr(args, opt, None):
@@ -396,9 +407,19 @@ def to_households(args, md: Microdata, keys: list[str],
 
     if args.household is None:
         raise ParameterError("--household-size needs --household (the household id column)")
+    check_household_flags(args)
     hh_keys = parse_keys(args.household_keys) if args.household_keys else []
     members = [k for k in keys if k not in hh_keys]
+    if not members:
+        raise ParameterError(f"--household-keys {args.household_keys!r} takes every key of "
+                             "--keys: leave at least one member variable (a key of --keys "
+                             "that is not a household variable)")
     order = parse_keys(args.member_order) if args.member_order else None
+    for name in order or ():
+        if name not in members:
+            raise ParameterError(f"--member-order {args.member_order!r}: {name!r} is not a "
+                                 "member variable; use keys of --keys that are not "
+                                 f"--household-keys (here: {', '.join(members)})")
     return household_microdata(md, members, size=args.household_size,
                                household_keys=hh_keys, order=order,
                                population_households=population_households)
