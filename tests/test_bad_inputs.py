@@ -323,6 +323,8 @@ OPTION_CASES = [
       "2", "--household-keys", "a,b,c"), 2, ("--household-keys 'a,b,c' takes every key",)),
     (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
       "2", "--household-keys", "a"), 2, ("differs between members", "keep 'a' as a member")),
+    (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "0"), 2,
+     ("--all-subsets-up-to 0", "integer >= 1")),
     # a Dask scheduler address without a port
     (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
       "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),
