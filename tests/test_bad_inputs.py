@@ -195,6 +195,21 @@ def test_cli_bad_file(capsys, files, name, extra, words):
     assert_clear(code, err, 2, words)
 
 
+@pytest.mark.parametrize("command", ["assess", "report", "recommend", "protect", "evaluate",
+                                     "decide"])
+@pytest.mark.parametrize(("data", "words"), [
+    ("", ("the path is empty", "example:name")),
+    ("  ", ("the path is empty",)),
+    ("example:", ("unknown example ''", "example:uk_census2011")),
+    ("example:nope", ("unknown example 'nope'",)),
+], ids=["empty", "blank", "example-no-name", "example-unknown"])
+def test_cli_empty_or_unknown_data_argument(capsys, command, data, words):
+    """An empty DATA is refused by argparse (it was read as the current folder: 'could not
+    be read as Parquet'), and so is an unknown example, for every command."""
+    code, _, err = run(capsys, command, data, "--keys", "a,b", "--l1", "exp:1")
+    assert_clear(code, err, 2, words)
+
+
 @pytest.mark.parametrize("name", ["gzip_named.csv", "bz2_named.csv", "plain_named.csv.gz",
                                   "csv_named.parquet"])
 def test_cli_compression_and_format_are_detected_by_content(capsys, files, name):

@@ -181,6 +181,21 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def data_argument(text: str) -> str:
+    """The argparse ``type`` of a DATA (or POPULATION) argument: refuses an empty path and an
+    unknown ``example:NAME`` before any work, so that neither reaches a reader (an empty
+    path would be read as the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the path is empty; give a CSV, Parquet, Stata, SAS or SPSS file, or "
+            f"example:NAME (examples: {', '.join(EXAMPLES)})")
+    if text.startswith("example:") and text.split(":", 1)[1] not in EXAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"unknown example {text.split(':', 1)[1]!r}; available: "
+            f"{', '.join('example:' + name for name in EXAMPLES)}")
+    return text
+
+
 def _int_or_rule(text: str) -> int | str:
     """An integer option value, or a rule name (``--classes 4`` or ``--classes bic``)."""
     return int(text) if text.strip().lstrip("-").isdigit() else text
@@ -189,7 +204,7 @@ def _int_or_rule(text: str) -> int | str:
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
                          default_method: str = "auto") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
-    p.add_argument("data", help="CSV/Parquet file or example:NAME "
+    p.add_argument("data", type=data_argument, help="CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--population-size", type=float, help="population size N")

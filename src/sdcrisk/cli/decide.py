@@ -24,12 +24,12 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``decide`` and ``recommend`` subparsers (handlers via ``set_defaults(run=)``)."""
-    from ._common import add_input_arguments, add_sample_arguments
+    from ._common import add_input_arguments, add_sample_arguments, data_argument
 
     d = sub.add_parser("decide", help="publish or suppress class cells by domain "
                        "(Zaslavsky-Horton decision rule)")
-    d.add_argument("data", nargs="?", help="sample CSV/Parquet file or example:NAME (omit with "
-                   "--domain-types)")
+    d.add_argument("data", nargs="?", type=data_argument,
+                   help="sample CSV/Parquet file or example:NAME (omit with --domain-types)")
     d.add_argument("--domain-types", help="CSV of domain types with columns n, N, share: "
                    "print the ordered table of every (n, N, y)")
     d.add_argument("--alpha", type=float, help="beta-binomial alpha (default: ML over domains)")

@@ -31,11 +31,12 @@ _INTEGER_TRUTH = ("n", "sample_uniques", "population_uniques", "tau1")
 
 def register(sub) -> None:
     """Add the ``evaluate`` subcommand to the CLI's subparsers."""
-    from ._common import add_input_arguments
+    from ._common import add_input_arguments, data_argument
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
                        "estimators with the truth")
-    e.add_argument("population", help="population CSV/Parquet file (one row per person)")
+    e.add_argument("population", type=data_argument,
+                   help="population CSV/Parquet file (one row per person)")
     how = e.add_mutually_exclusive_group()
     how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
     how.add_argument("--n", type=int, help="simple random sample size")

@@ -25,10 +25,10 @@ __all__ = ["register"]
 def register(sub) -> None:
     """Add the ``report`` subparser (handler via ``set_defaults(run=)``)."""
     from ..data.datasets import EXAMPLES
-    from ._common import add_fail_above, add_input_arguments
+    from ._common import add_fail_above, add_input_arguments, data_argument
 
     r = sub.add_parser("report", help="write the HTML risk report (external by default)")
-    r.add_argument("data", help="sample CSV/Parquet file or example:NAME "
+    r.add_argument("data", type=data_argument, help="sample CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = r.add_mutually_exclusive_group()
     size.add_argument("--population-size", type=float, help="population size N")
