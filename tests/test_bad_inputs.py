@@ -116,6 +116,7 @@ def files(tmp_path_factory) -> Path:
     (d / "key_sets_bad.json").write_text("{not json")
     (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
     df.to_json(d / "records.json", orient="records")
+    df.to_csv(d / "semicolon.csv", index=False, sep=";")
     (d / "header_no_newline.csv").write_text("a,b,c")
     whole = gzip.compress(text)
     (d / "gzip_truncated.csv").write_bytes(whole[: len(whole) // 2])
@@ -178,6 +179,9 @@ FILE_CASES = [
     ("csv_named.dta", (), ("could not be read as a .dta file",)),
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
     ("records.json", (), ("records.json: no line break", "not a csv file", "json")),
+    ("semicolon.csv", (), ("missing column 'a'", "looks semicolon-separated",
+                           "save it comma-separated")),
+    ("semicolon.csv", ("--out-of-core",), ("looks semicolon-separated",)),
     ("header_no_newline.csv", (), ("no line break", "header line and records")),
     ("nested.parquet", (), ("column 'c' holds nested values", "list<", "flatten")),
     ("struct.parquet", (), ("column 'c' holds nested values", "struct<")),
@@ -581,6 +585,7 @@ PROTECT_FILE_CASES = [
     ("archive.csv", ("zip archive",)),
     ("binary.csv", ("binary data",)),
     ("folder", ("'folder' is a directory",)),
+    ("semicolon.csv", ("semicolon.csv: missing column 'a'", "looks semicolon-separated")),
 ]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.io import detect_format, printable
+from ..data.io import check_present, detect_format, printable, source_name
 from ..data.table import Microdata, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
@@ -230,9 +230,8 @@ def _value_text(v) -> str:
 def microdata_of(frame, keys: Sequence[str], **options) -> Microdata:
     """The validated Microdata of a frame's key columns, missing values as wildcards."""
     cols = {}
+    check_present(list(keys), [str(c) for c in frame.columns], "data")
     for k in keys:
-        if k not in frame.columns:
-            raise InputError(f"key column {k!r} not found; columns: {list(frame.columns)}")
         cols[k] = _key_values(frame[k])
     w = options.pop("weights", None)
     if w is not None:
@@ -617,6 +616,8 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     opts = {"weights": weights, "population_size": population_size,
             "sampling_fraction": sampling_fraction, "max_levels": max_levels}
     frame0 = read_frame(source)
+    check_present(keys + ([weights] if weights else []), [str(c) for c in frame0.columns],
+                  source_name(source))
     md0 = microdata_of(frame0, keys, **opts)
     notes: list[str] = []
     merged: dict = {}

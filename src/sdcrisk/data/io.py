@@ -256,7 +256,8 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
     if missing:
         shown = ", ".join(map(repr, list(available)[:20]))
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
-        raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}")
+        raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}"
+                         f"{_delimiter_hint(available)}")
     for c in columns:
         where = [i + 1 for i, a in enumerate(available) if a == c]
         if len(where) > 1:
@@ -264,6 +265,19 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
                 f"{what}: column {c!r} appears {len(where)} times (positions "
                 f"{', '.join(map(str, where))}); rename the duplicates so that each column "
                 "has one name")
+
+
+def _delimiter_hint(available: Sequence[str]) -> str:
+    """For a CSV whose header came back as one column holding another separator
+    (``a;b;c``): what to do about it."""
+    if len(available) != 1:
+        return ""
+    for sep, name in ((";", "semicolon"), ("|", "pipe"), ("\t", "tab")):
+        if sep in available[0]:
+            tsv = " or name it .tsv" if sep == "\t" else ""
+            return (f". The header is one column holding {name}s: the file looks {name}-"
+                    f"separated; save it comma-separated{tsv}")
+    return ""
 
 
 def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, Column]:
