@@ -567,6 +567,7 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "1", "--change-keys", "zz"), ("zz",)),
     (("--target", "-1"), ("must be a non-negative number",)),
     (("--target", "nan"), ("must be a non-negative number",)),
+    (("--target", "inf"), ("--target inf", "non-negative number and finite")),
     (("--target", "1", "--refit-candidates", "0"), ("--refit-candidates 0",)),
     (("--target", "1", "--max-pattern-size", "0"), ("--max-pattern-size 0",)),
     (("--target", "1", "--objective", "records-above"), ("give a record risk threshold",)),
@@ -598,6 +599,14 @@ def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words)
                        "--method", "nb", "--k-anonymity", "2", "--out", tmp_path / "p.csv")
     assert_clear(code, err, 2, words)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spec", ["tau2=inf", "tau2=-1"])
+def test_cli_protect_target_value_names_the_flag(capsys, files, tmp_path, spec):
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--target", spec,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--target '{spec}'", "non-negative number and finite"))
 
 
 def test_cli_protect_nested_column_to_stata_names_the_output(capsys, files, tmp_path):

@@ -537,6 +537,9 @@ def _parse_target(spec: str):
         v = math.nan
     if not sep or not v == v:
         raise ParameterError(f"--target {spec!r}: use MEASURE=VALUE, e.g. tau2=5")
+    if not (v >= 0 and math.isfinite(v)):
+        raise ParameterError(f"--target {spec!r}: the value must be a non-negative number and "
+                             "finite, e.g. tau2=5")
     if name != "tau2":
         raise ParameterError(f"--target {spec!r}: the recommended changes aim at tau2 "
                              "(expected correct matches of sample uniques); use tau2=VALUE, "

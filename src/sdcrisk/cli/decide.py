@@ -13,6 +13,7 @@ Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ..data.io import printable
@@ -296,6 +297,9 @@ def _recommend(args) -> str:
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
+    if not (args.target >= 0 and math.isfinite(args.target)):  # before reading the file
+        raise ParameterError(f"--target {args.target:g} must be a non-negative number and "
+                             f"finite (the {args.objective} to reach, e.g. 1)")
     md = sample_microdata(args)
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)
