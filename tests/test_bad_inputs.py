@@ -344,6 +344,12 @@ OPTION_CASES = [
       "2", "--household-keys", "a"), 2, ("differs between members", "keep 'a' as a member")),
     (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "0"), 2,
      ("--all-subsets-up-to 0", "integer >= 1")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "nan"), 2,
+     ("--wildcard-alpha nan", "[0, 1]")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "2"), 2,
+     ("--wildcard-alpha 2", "[0, 1]")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "0.5"), 2,
+     ("--wildcard-alpha 0.5 applies only with --missing wildcard",)),
     # a Dask scheduler address without a port
     (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
       "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),
