@@ -593,6 +593,7 @@ PROTECT_FILE_CASES = [
     ("binary.csv", ("binary data",)),
     ("folder", ("'folder' is a directory",)),
     ("semicolon.csv", ("semicolon.csv: missing column 'a'", "looks semicolon-separated")),
+    ("dup.csv", ("dup.csv: column 'a' appears 2 times", "rename the duplicates")),
 ]
 
 
@@ -604,6 +605,7 @@ def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words)
     code, _, err = run(capsys, "protect", name, "--keys", "a,b", "--population-size", "1e4",
                        "--method", "nb", "--k-anonymity", "2", "--out", tmp_path / "p.csv")
     assert_clear(code, err, 2, words)
+    assert "could not be read (InputError" not in err  # not wrapped twice
     assert list(tmp_path.iterdir()) == []
 
 

@@ -131,6 +131,9 @@ def read_frame(source: Any):
             with opener(path, "rb") as fh:
                 head = fh.read(1 << 16)
             frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+            _refuse_duplicate_names(path, head)
+    except InputError:
+        raise
     except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
         # EOFError: a truncated gzip stream
         raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: "
@@ -138,6 +141,27 @@ def read_frame(source: Any):
     if len(frame) == 0:
         raise InputError(f"{path.name}: no records (the file has column names but no rows)")
     return frame
+
+
+def _refuse_duplicate_names(path: Path, head: bytes) -> None:
+    """A CSV header naming a column twice: pandas would write the second back as ``c.1``,
+    so the protected file would not have the input's columns.
+
+    Raises
+    ------
+    InputError
+        Naming the column, its positions and the remedy.
+    """
+    import csv
+
+    lines = head.decode("utf-8-sig", errors="replace").splitlines()
+    names = next(csv.reader(lines[:1]), []) if lines else []
+    for name in dict.fromkeys(names):
+        where = [i + 1 for i, n in enumerate(names) if n == name]
+        if len(where) > 1:
+            raise InputError(f"{path.name}: column {name!r} appears {len(where)} times "
+                             f"(positions {', '.join(map(str, where))}); protect writes every "
+                             "column back as read: rename the duplicates first")
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
