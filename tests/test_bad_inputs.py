@@ -410,6 +410,55 @@ def test_cli_bad_structural_zeros(capsys, files, monkeypatch, name, words, metho
     assert_clear(code, err, 2, words)
 
 
+@pytest.fixture
+def unreadable(files, monkeypatch, tmp_path) -> Path:
+    """A copy of good.csv without read permission. Root reads it anyway, so there reading
+    it (open, Path.read_bytes) raises PermissionError as it would for any other user."""
+    import builtins
+    import os
+
+    path = tmp_path / "noread.csv"
+    path.write_bytes((files / "good.csv").read_bytes())
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root
+        real_open, real_read_bytes = builtins.open, Path.read_bytes
+
+        def denied(target):
+            return Path(str(target)).name == path.name
+
+        def fake_open(file, *args, **kwargs):
+            if isinstance(file, str | os.PathLike) and denied(file):
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_open(file, *args, **kwargs)
+
+        def fake_read_bytes(self):
+            if denied(self):
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_read_bytes(self)
+
+        monkeypatch.setattr(builtins, "open", fake_open)
+        monkeypatch.setattr(Path, "read_bytes", fake_read_bytes)
+    yield path
+    path.chmod(0o600)
+
+
+def test_cli_unreadable_data_file(capsys, files, unreadable):
+    """No read permission on DATA: exit 2 naming the file (the memory-routing step opened
+    it first and let PermissionError through as an internal error)."""
+    code, _, err = run(capsys, "assess", unreadable, "--keys", KEYS, "--population-size",
+                       "1e4", "--method", "nb")
+    assert_clear(code, err, 2, ("noread.csv", "permission denied"))
+
+
+@pytest.mark.parametrize("method", ["hdp", "mixed-membership"])
+def test_cli_unreadable_structural_zeros_file(capsys, files, unreadable, method):
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", method, "--structural-zeros",
+                       unreadable, "--iterations", "20", "--burn-in", "2", "--chains", "1")
+    assert_clear(code, err, 2, ("noread.csv", "structural-zeros file could not be read",
+                                "permission"))
+
+
 # --- CLI: outputs (checked before any work; written atomically) ------------------------------
 
 OUT_CASES = [
