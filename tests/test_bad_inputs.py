@@ -548,6 +548,12 @@ EVALUATE_CASES = [
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
     ((), ("--fraction",)),
+    (("--fraction", "0.1", "--methods", "nb:mode=fast"),
+     ("--methods item 'nb:mode=fast'", "mode='fast'", "use one of")),
+    (("--fractions", "0.1", "--workers", "1", "--methods", "nb,loglinear:max_iter=0"),
+     ("--methods item 'loglinear:max_iter=0'", ">= 1")),
+    (("--fraction", "0.1", "--methods", "loglinear:bogus=1"),
+     ("--methods item 'loglinear:bogus=1'", "no option 'bogus'")),
     (("--fractions", "0.5", "--methods", "nb", "--scheduler", "bogus"),
      ("--scheduler 'bogus' is not a scheduler address",)),
 ]

@@ -182,14 +182,15 @@ def _evaluate_one(args) -> str:
     if keys is None:
         raise ParameterError("--keys is required")
     read = person_keys(args, keys)
-    pop = Microdata.from_source(args.population, read, household=args.household,
-                                levels=read_levels(args.levels), missing=args.missing,
-                                max_levels=args.max_levels)
     specs = split_method_specs(args.methods)
     methods = parse_methods(",".join(dict.fromkeys(c.method for c in specs)))
     options = method_options(args, methods)
+    # bad estimator options fail here, before the population is read
     estimators = [(c.label, get_estimator(c.method, **{**options[c.method], **dict(c.options)}))
                   for c in specs]
+    pop = Microdata.from_source(args.population, read, household=args.household,
+                                levels=read_levels(args.levels), missing=args.missing,
+                                max_levels=args.max_levels)
     if args.sample is not None:
         try:
             sample = Microdata.from_source(args.sample, read, household=args.household,
@@ -252,7 +253,10 @@ def split_method_specs(text: str) -> list:
                                      "'assess --method auto' with its flags instead")
             out.append(Candidate("auto"))  # not checked: auto is no validation candidate
             continue
-        out.append(Candidate.parse(item))
+        try:
+            out.append(Candidate.parse(item))
+        except ParameterError as exc:  # name the item as the user wrote it
+            raise ParameterError(f"--methods item {item!r}: {exc}") from exc
     return out
 
 
