@@ -102,6 +102,7 @@ def files(tmp_path_factory) -> Path:
     (d / "lev_empty.json").write_text('{"a": []}')
     (d / "lev_unknown_key.json").write_text('{"zz": [1, 2]}')
     (d / "lev_missing_value.json").write_text('{"a": [0, 1]}')
+    (d / "lev_many.json").write_text(json.dumps({"a": list(range(1500))}))
     (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
     (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
     (d / "sz_not_key.csv").write_text("a,zz\n1,2\n")
@@ -374,6 +375,8 @@ LEVEL_CASES = [
     ("lev_empty.json", ("levels of 'a' is an empty list",)),
     ("lev_unknown_key.json", ("'zz', which is not a key",)),
     ("lev_missing_value.json", ("not among its declared levels",)),
+    ("lev_many.json", ("levels declared for column 'a' number 1500", "max_levels=1000",
+                       "--max-levels")),
 ]
 
 

@@ -101,6 +101,12 @@ def encode_column(
             level_tuple = (*level_tuple, MISSING_LABEL)
         codes[missing] = level_tuple.index(MISSING_LABEL)
     d = len(level_tuple)
+    if max_levels is not None and d > max_levels and levels is not None:
+        raise InputError(
+            f"the levels declared for column {name!r} number {d}, more than "
+            f"max_levels={max_levels}; declare only the categories that exist, or raise "
+            "max_levels (--max-levels on the command line)"
+        )
     if max_levels is not None and d > max_levels:
         raise InputError(
             f"column {name!r} has {d} distinct values, more than max_levels={max_levels}; "
