@@ -669,6 +669,14 @@ def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("k", ["1", "0", "-3"])
+def test_cli_protect_k_below_two_names_the_flag(capsys, files, tmp_path, k):
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--k-anonymity", k,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--k-anonymity {k} must be an integer >= 2",))
+
+
 @pytest.mark.parametrize("spec", ["tau2=inf", "tau2=-1"])
 def test_cli_protect_target_value_names_the_flag(capsys, files, tmp_path, spec):
     code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",

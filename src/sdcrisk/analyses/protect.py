@@ -399,7 +399,8 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
     if not isinstance(k, int | np.integer) or k < 2:
         raise ParameterError(f"k-anonymity k={k!r} must be an integer >= 2")
     if k > md.n:
-        raise ParameterError(f"k={k} is larger than the number of records n={md.n}")
+        raise ParameterError(f"k={k} is larger than the number of records n={md.n}; no "
+                             f"suppression can reach it: choose k of at most {md.n}")
     order = list(importance) if importance is not None else default_importance(md)
     if order and all(str(v).strip().isdigit() for v in order):  # sdcMicro's numeric vector
         ranks = [int(str(v).strip()) for v in order]
