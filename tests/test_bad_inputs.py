@@ -103,6 +103,8 @@ def files(tmp_path_factory) -> Path:
     (d / "lev_unknown_key.json").write_text('{"zz": [1, 2]}')
     (d / "lev_missing_value.json").write_text('{"a": [0, 1]}')
     (d / "lev_many.json").write_text(json.dumps({"a": list(range(1500))}))
+    (d / "lev_dup.json").write_text('{"a": [0, 1, 1, 2, 3]}')
+    (d / "lev_text_for_int.json").write_text('{"a": [0, 1, 2, 3, "x"]}')
     (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
     (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
     (d / "sz_not_key.csv").write_text("a,zz\n1,2\n")
@@ -179,6 +181,7 @@ FILE_CASES = [
     ("good.csv", ("--weights", "a"), ("both a key and weights",)),
     ("csv_named.dta", (), ("could not be read as a .dta file",)),
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
+    ("good.csv", ("--keys", "a,b,a"), ("names 'a' twice", "give each key once")),
     ("records.json", (), ("records.json: no line break", "not a csv file", "json")),
     ("semicolon.csv", (), ("missing column 'a'", "looks semicolon-separated",
                            "save it comma-separated")),
@@ -377,6 +380,8 @@ LEVEL_CASES = [
     ("lev_empty.json", ("levels of 'a' is an empty list",)),
     ("lev_unknown_key.json", ("'zz', which is not a key",)),
     ("lev_missing_value.json", ("not among its declared levels",)),
+    ("lev_dup.json", ("levels of 'a' contain 1 more than once", "list each category once")),
+    ("lev_text_for_int.json", ("must be integers", "the levels given include 'x'")),
     ("lev_many.json", ("levels declared for column 'a' number 1500", "max_levels=1000",
                        "--max-levels")),
 ]
@@ -631,6 +636,7 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "1", "--actions", "teleport"), ("teleport",)),
     (("--target", "1", "--plot", "p.pdf"), (".png or .svg",)),
     (("--target", "1", "--change-keys", "zz"), ("zz",)),
+    (("--target", "1", "--change-keys", "A"), ("key 'A'", "--change-keys")),
     (("--target", "-1"), ("must be a non-negative number",)),
     (("--target", "nan"), ("must be a non-negative number",)),
     (("--target", "inf"), ("--target inf", "non-negative number and finite")),

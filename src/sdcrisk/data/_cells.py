@@ -150,10 +150,21 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
     return codes.astype(np.int64), tuple(int(v) for v in level_values)
 
 
+def _is_int(value) -> bool:
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _encode_declared(name, values, present, vals, levels):
     level_list = list(levels)
     if len(set(map(_normalise, level_list))) != len(level_list):
-        raise InputError(f"levels of {name!r} contain duplicates")
+        dup = next(v for i, v in enumerate(level_list)
+                   if _normalise(v) in map(_normalise, level_list[:i]))
+        raise InputError(f"levels of {name!r} contain {dup!r} more than once; list each "
+                         "category once (the levels file, --levels on the command line)")
     numeric = vals.dtype.kind in "iu"
     keys = [_normalise(v) for v in level_list]
     if numeric:
@@ -161,7 +172,9 @@ def _encode_declared(name, values, present, vals, levels):
             declared = np.array([int(k) for k in keys if k is not None], dtype=np.int64)
         except (TypeError, ValueError) as exc:
             raise InputError(
-                f"levels of {name!r} must be integers for an integer-coded column"
+                f"levels of {name!r} must be integers for an integer-coded column (the "
+                f"column holds numbers; the levels given include "
+                f"{next(k for k in keys if k is not None and not _is_int(k))!r})"
             ) from exc
         order = [k for k in keys if k is not None]
         sorter = np.argsort(declared)
