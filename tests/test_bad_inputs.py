@@ -104,6 +104,7 @@ def files(tmp_path_factory) -> Path:
     (d / "lev_missing_value.json").write_text('{"a": [0, 1]}')
     (d / "lev_many.json").write_text(json.dumps({"a": list(range(1500))}))
     (d / "lev_dup.json").write_text('{"a": [0, 1, 1, 2, 3]}')
+    (d / "domain_types.csv").write_text("n,N,share\n5,100,0.5\n10,200,0.5\n")
     (d / "lev_text_for_int.json").write_text('{"a": [0, 1, 2, 3, "x"]}')
     (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
     (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
@@ -615,6 +616,11 @@ def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words)
       "1e4", "--max-enumeration", "-1"), ("--max-enumeration -1",)),
     (("--domain-types", "good.csv", "--alpha", "0", "--beta", "1", "--l1", "exp:1"),
      ("--alpha 0.0 must be a positive number",)),
+    (("--domain-types", "domain_types.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:x"),
+     ("loss 'exp:x': 'x' is not a number", "e.g. exp:10")),
+    (("--domain-types", "domain_types.csv", "--alpha", "1", "--beta", "1", "--l1",
+      "gamma:2:y"),
+     ("'y' is not a number",)),
     (("--domain-types", "folder", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
      ("--domain-types 'folder' is a directory",)),
     (("--domain-types", "empty.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
