@@ -587,11 +587,17 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
     (("--min-count", "-1", "--out", "r.html"), ("--min-count -1", ">= 2")),
     (("--top", "-5", "--out", "r.html"), ("--top -5", ">= 1")),
     (("--risk-threshold", "5", "--out", "r.html"), ("--risk-threshold 5.0", "(0, 1]")),
+    # --population/--protected with household-level keys: silently person-level before, or
+    # "missing column 'a_1'"
+    (("--population", "good.csv", "--household", "hid", "--household-size", "2", "--out",
+      "r.html"), ("--population does not take household-level keys",)),
+    (("--protected", "good.csv", "--household", "hid", "--household-size", "2", "--out",
+      "r.html"), ("--protected does not take household-level keys",)),
 ])
 def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
     monkeypatch.chdir(files)
     argv = tuple(str(tmp_path / a) if a == "r.html" else a for a in argv)
-    size = () if "--population-size" in argv else ("--population-size", "1e4")
+    size = () if {"--population-size", "--population"} & set(argv) else ("--population-size", "1e4")
     code, _, err = run(capsys, "report", "good.csv", "--keys", KEYS, *size, *argv)
     assert_clear(code, err, 2, words)
 

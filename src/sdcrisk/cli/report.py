@@ -91,6 +91,11 @@ def _report(args) -> Outcome:
     if isinstance(contributions, str) and contributions not in ESTIMATORS:
         raise ParameterError(f"--contributions {args.contributions!r}: give headline, none or a "
                              f"method name ({', '.join(ESTIMATORS)})")
+    if getattr(args, "household_size", None) is not None:
+        for flag, value in (("--population", args.population), ("--protected", args.protected)):
+            if value:  # these files are read person by person: the keys would not match
+                raise ParameterError(f"{flag} does not take household-level keys "
+                                     f"(--household-size) yet; drop {flag} or --household-size")
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "
