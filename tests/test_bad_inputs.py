@@ -105,6 +105,8 @@ def files(tmp_path_factory) -> Path:
     (d / "lev_many.json").write_text(json.dumps({"a": list(range(1500))}))
     (d / "lev_dup.json").write_text('{"a": [0, 1, 1, 2, 3]}')
     (d / "domain_types.csv").write_text("n,N,share\n5,100,0.5\n10,200,0.5\n")
+    pd.concat([df, df]).assign(a=lambda f: f.a.clip(upper=2)).to_csv(
+        d / "population_without_a3.csv", index=False)
     (d / "lev_text_for_int.json").write_text('{"a": [0, 1, 2, 3, "x"]}')
     (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
     (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
@@ -593,6 +595,9 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
       "r.html"), ("--population does not take household-level keys",)),
     (("--protected", "good.csv", "--household", "hid", "--household-size", "2", "--out",
       "r.html"), ("--protected does not take household-level keys",)),
+    (("--population", "population_without_a3.csv", "--out", "r.html"),
+     ("the sample 'good.csv': column 'a' has value 3",
+      "does not occur in the population 'population_without_a3.csv'")),
 ])
 def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
     monkeypatch.chdir(files)

@@ -452,6 +452,32 @@ def sample_microdata(args) -> Microdata:
     return to_households(args, md, keys)
 
 
+def sample_of_population(source: str, keys: Sequence[str], population: Microdata, *,
+                         what: str, population_path: str, **options) -> Microdata:
+    """The sample file ``source`` read with the population's levels (``options`` as for
+    :meth:`Microdata.from_source`); ``what`` names it in messages (``--sample 'x.csv'``).
+
+    Raises
+    ------
+    InputError
+        A key value of the sample that the population does not have, said as such (the
+        population's levels are declared for the user, who never wrote them).
+    """
+    from ..exceptions import InputError
+
+    try:
+        return Microdata.from_source(
+            source, keys, levels=dict(zip(population.keys, population.levels, strict=True)),
+            max_levels=None, **options)
+    except InputError as exc:
+        if "declared levels" not in str(exc):
+            raise
+        detail = str(exc).split(" that is not among", 1)[0]
+        raise InputError(f"{what}: {detail} that does not occur in the population "
+                         f"{population_path!r}; the sample must be drawn from this population "
+                         "(same key variables, same category codes)") from None
+
+
 def fmt(x) -> str:
     if x is None:
         return "-"

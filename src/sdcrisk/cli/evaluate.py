@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.result import jsonable
 from ..data.table import Microdata
-from ..exceptions import InputError, ParameterError
+from ..exceptions import ParameterError
 
 __all__ = ["register", "parse_seeds", "parse_fractions", "grid_summaries"]
 
@@ -175,6 +175,7 @@ def _evaluate_one(args) -> str:
         parse_methods,
         person_keys,
         read_levels,
+        sample_of_population,
         to_households,
     )
 
@@ -192,19 +193,9 @@ def _evaluate_one(args) -> str:
                                 levels=read_levels(args.levels), missing=args.missing,
                                 max_levels=args.max_levels)
     if args.sample is not None:
-        try:
-            sample = Microdata.from_source(args.sample, read, household=args.household,
-                                           levels=dict(zip(pop.keys, pop.levels, strict=True)),
-                                           missing=args.missing, max_levels=None)
-        except InputError as exc:
-            if "declared levels" not in str(exc):
-                raise
-            # the population's levels were declared for the user: say what it means here
-            detail = str(exc).split(" that is not among", 1)[0]
-            raise InputError(f"--sample {args.sample!r}: {detail} that does not occur in the "
-                             f"population {args.population!r}; the sample must be drawn from "
-                             "this population (same key variables, same category codes)"
-                             ) from None
+        sample = sample_of_population(args.sample, read, pop, what=f"--sample {args.sample!r}",
+                                      population_path=args.population,
+                                      household=args.household, missing=args.missing)
     elif args.household_size is not None:
         # household-level keys: sample whole households, then one record per household
         if args.fraction is None:

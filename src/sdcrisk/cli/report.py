@@ -80,6 +80,7 @@ def _report(args) -> Outcome:
         parse_methods,
         read_levels,
         sample_microdata,
+        sample_of_population,
     )
 
     methods = parse_methods(args.methods)
@@ -105,11 +106,10 @@ def _report(args) -> Outcome:
         population = Microdata.from_source(
             args.population, keys, household=args.household, levels=read_levels(args.levels),
             missing=args.missing, max_levels=args.max_levels)
-        sample = Microdata.from_source(
-            args.data, keys, weights=args.weights, household=args.household,
-            population_size=population.n,
-            levels=dict(zip(population.keys, population.levels, strict=True)),
-            missing=args.missing, max_levels=None)
+        sample = sample_of_population(
+            args.data, keys, population, what=f"the sample {args.data!r}",
+            population_path=args.population, weights=args.weights, household=args.household,
+            population_size=population.n, missing=args.missing)
         table = tabulate(sample, population=population)
     else:
         table = tabulate(sample_microdata(args))
