@@ -692,6 +692,21 @@ def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("new", "shown"), [([1], "[1]"), (None, "null"), (True, "true"),
+                                            ({"x": 1}, '{"x": 1}')])
+def test_cli_protect_recode_to_a_non_category_is_refused(capsys, files, tmp_path, new, shown):
+    """A JSON list/null/boolean as the new category was written into the file as the text
+    '[1]', 'None', 'True'."""
+    recode = tmp_path / "recode.json"
+    recode.write_text(json.dumps({"a": {"0": new}}))
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--recode", recode,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--recode 'a': the new value of '0' is {shown}",
+                                "give a category as text or a number"))
+    assert not (tmp_path / "p.csv").exists()
+
+
 @pytest.mark.parametrize("k", ["1", "0", "-3"])
 def test_cli_protect_k_below_two_names_the_flag(capsys, files, tmp_path, k):
     code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",

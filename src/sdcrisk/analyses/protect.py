@@ -295,6 +295,14 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         miss = _missing_mask(col)
         text = col.map(lambda v: None if v is None else _value_text(v))
         present = set(text[~miss])
+        bad = next(((old, new) for old, new in mapping.items()
+                    if isinstance(new, bool) or not isinstance(new, str | int | float)), None)
+        if bad is not None:
+            import json
+
+            raise ParameterError(f"--recode {key!r}: the new value of {bad[0]!r} is "
+                                 f"{json.dumps(bad[1], default=repr)}; give a category as "
+                                 'text or a number ("" leaves the value blank)')
         table = {str(old).strip(): new for old, new in mapping.items()}
         unknown = [o for o in table if o not in present]
         if unknown:
