@@ -102,6 +102,12 @@ def files(tmp_path_factory) -> Path:
     (d / "lev_empty.json").write_text('{"a": []}')
     (d / "lev_unknown_key.json").write_text('{"zz": [1, 2]}')
     (d / "lev_missing_value.json").write_text('{"a": [0, 1]}')
+    (d / "lev_many.json").write_text(json.dumps({"a": list(range(1500))}))
+    (d / "lev_dup.json").write_text('{"a": [0, 1, 1, 2, 3]}')
+    (d / "domain_types.csv").write_text("n,N,share\n5,100,0.5\n10,200,0.5\n")
+    pd.concat([df, df]).assign(a=lambda f: f.a.clip(upper=2)).to_csv(
+        d / "population_without_a3.csv", index=False)
+    (d / "lev_text_for_int.json").write_text('{"a": [0, 1, 2, 3, "x"]}')
     (d / "sz_binary.csv").write_bytes(bytes(range(256)) * 4)
     (d / "sz_gzip.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
     (d / "sz_not_key.csv").write_text("a,zz\n1,2\n")
@@ -114,6 +120,19 @@ def files(tmp_path_factory) -> Path:
     (d / "sz_ok.csv").write_text("a,b\n1,2\n")
     (d / "domain_types_bad.csv").write_bytes(bytes(range(256)))
     (d / "key_sets_bad.json").write_text("{not json")
+    (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
+    df.to_json(d / "records.json", orient="records")
+    df.to_csv(d / "semicolon.csv", index=False, sep=";")
+    (d / "header_no_newline.csv").write_text("a,b,c")
+    whole = gzip.compress(text)
+    (d / "gzip_truncated.csv").write_bytes(whole[: len(whole) // 2])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": df.a, "b": df.b, "c": [[1, 2]] * N_RECORDS, "w": df.w}),
+                   d / "nested.parquet")
+    pq.write_table(pa.table({"a": df.a, "b": df.b, "c": [{"x": 1}] * N_RECORDS}),
+                   d / "struct.parquet")
     return d
 
 
@@ -165,6 +184,16 @@ FILE_CASES = [
     ("good.csv", ("--weights", "a"), ("both a key and weights",)),
     ("csv_named.dta", (), ("could not be read as a .dta file",)),
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
+    ("good.csv", ("--keys", "a,b,a"), ("names 'a' twice", "give each key once")),
+    ("records.json", (), ("records.json: no line break", "not a csv file", "json")),
+    ("semicolon.csv", (), ("missing column 'a'", "looks semicolon-separated",
+                           "save it comma-separated")),
+    ("semicolon.csv", ("--out-of-core",), ("looks semicolon-separated",)),
+    ("header_no_newline.csv", (), ("no line break", "header line and records")),
+    ("nested.parquet", (), ("column 'c' holds nested values", "list<", "flatten")),
+    ("struct.parquet", (), ("column 'c' holds nested values", "struct<")),
+    ("nested.parquet", ("--keys", "a,b", "--weights", "c"), ("column 'c' holds nested",)),
+    ("nested.parquet", ("--out-of-core",), ("column 'c' holds nested values",)),
 ]
 
 
@@ -174,6 +203,21 @@ def test_cli_bad_file(capsys, files, name, extra, words):
     keys = () if "--keys" in extra else ("--keys", KEYS)
     size = () if "--weights" in extra else ("--population-size", "10000")
     code, _, err = run(capsys, "assess", files / name, *keys, *size, "--method", "nb", *extra)
+    assert_clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize("command", ["assess", "report", "recommend", "protect", "evaluate",
+                                     "decide"])
+@pytest.mark.parametrize(("data", "words"), [
+    ("", ("the path is empty", "example:name")),
+    ("  ", ("the path is empty",)),
+    ("example:", ("unknown example ''", "example:uk_census2011")),
+    ("example:nope", ("unknown example 'nope'",)),
+], ids=["empty", "blank", "example-no-name", "example-unknown"])
+def test_cli_empty_or_unknown_data_argument(capsys, command, data, words):
+    """An empty DATA is refused by argparse (it was read as the current folder: 'could not
+    be read as Parquet'), and so is an unknown example, for every command."""
+    code, _, err = run(capsys, command, data, "--keys", "a,b", "--l1", "exp:1")
     assert_clear(code, err, 2, words)
 
 
@@ -266,11 +310,13 @@ OPTION_CASES = [
     (("--population-size", "1e4", "--method", "loglinear", "--bootstrap", "-1"), 2,
      ("--bootstrap -1", ">= 0")),
     (("--population-size", "1e4", "--method", "loglinear", "--partition", "zz:2"), 2,
-     ("'zz' is not a key",)),
+     ("--partition 'zz:2'", "'zz' is not a key",)),
     (("--population-size", "1e4", "--method", "loglinear", "--partition", "a"), 2,
      ("VAR:BANDS",)),
     (("--population-size", "1e4", "--method", "loglinear", "--partition", "a:x"), 2,
-     ("not an integer",)),
+     ("--partition 'a:x'", "not an integer")),
+    (("--population-size", "1e4", "--method", "loglinear", "--partition", "a:0"), 2,
+     ("--partition 'a:0'", "into 0 bands", "between 1 and 4 bands")),
     (("--population-size", "1e4", "--method", "graphical", "--prior-weight", "0"), 2,
      ("--prior-weight 0", "positive")),
     (("--population-size", "1e4", "--method", "graphical", "--prior-weight", "nan"), 2,
@@ -298,6 +344,25 @@ OPTION_CASES = [
     # households
     (("--population-size", "1e4", "--household-size", "2"), 2, ("needs --household",)),
     (("--population-size", "1e4", "--household-keys", "d"), 2, ("needs --household-size",)),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "0"), 2, ("--household-size 0", "integer >= 1")),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--member-order", "zz"), 2, ("--member-order 'zz'", "not a member variable")),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--household-keys", "a,b,c"), 2, ("--household-keys 'a,b,c' takes every key",)),
+    (("--population-size", "1e4", "--method", "nb", "--household", "hid", "--household-size",
+      "2", "--household-keys", "a"), 2, ("differs between members", "keep 'a' as a member")),
+    (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "0"), 2,
+     ("--all-subsets-up-to 0", "integer >= 1")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "nan"), 2,
+     ("--wildcard-alpha nan", "[0, 1]")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "2"), 2,
+     ("--wildcard-alpha 2", "[0, 1]")),
+    (("--population-size", "1e4", "--method", "nb", "--wildcard-alpha", "0.5"), 2,
+     ("--wildcard-alpha 0.5 applies only with --missing wildcard",)),
+    # a Dask scheduler address without a port
+    (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
+      "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),
 ]
 
 
@@ -319,6 +384,10 @@ LEVEL_CASES = [
     ("lev_empty.json", ("levels of 'a' is an empty list",)),
     ("lev_unknown_key.json", ("'zz', which is not a key",)),
     ("lev_missing_value.json", ("not among its declared levels",)),
+    ("lev_dup.json", ("levels of 'a' contain 1 more than once", "list each category once")),
+    ("lev_text_for_int.json", ("must be integers", "the levels given include 'x'")),
+    ("lev_many.json", ("levels declared for column 'a' number 1500", "max_levels=1000",
+                       "--max-levels")),
 ]
 
 
@@ -354,6 +423,55 @@ def test_cli_bad_structural_zeros(capsys, files, monkeypatch, name, words, metho
                        "1e4", "--method", method, "--structural-zeros", name,
                        *(() if method == "loglinear" else mcmc))
     assert_clear(code, err, 2, words)
+
+
+@pytest.fixture
+def unreadable(files, monkeypatch, tmp_path) -> Path:
+    """A copy of good.csv without read permission. Root reads it anyway, so there reading
+    it (open, Path.read_bytes) raises PermissionError as it would for any other user."""
+    import builtins
+    import os
+
+    path = tmp_path / "noread.csv"
+    path.write_bytes((files / "good.csv").read_bytes())
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root
+        real_open, real_read_bytes = builtins.open, Path.read_bytes
+
+        def denied(target):
+            return Path(str(target)).name == path.name
+
+        def fake_open(file, *args, **kwargs):
+            if isinstance(file, str | os.PathLike) and denied(file):
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_open(file, *args, **kwargs)
+
+        def fake_read_bytes(self):
+            if denied(self):
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_read_bytes(self)
+
+        monkeypatch.setattr(builtins, "open", fake_open)
+        monkeypatch.setattr(Path, "read_bytes", fake_read_bytes)
+    yield path
+    path.chmod(0o600)
+
+
+def test_cli_unreadable_data_file(capsys, files, unreadable):
+    """No read permission on DATA: exit 2 naming the file (the memory-routing step opened
+    it first and let PermissionError through as an internal error)."""
+    code, _, err = run(capsys, "assess", unreadable, "--keys", KEYS, "--population-size",
+                       "1e4", "--method", "nb")
+    assert_clear(code, err, 2, ("noread.csv", "permission denied"))
+
+
+@pytest.mark.parametrize("method", ["hdp", "mixed-membership"])
+def test_cli_unreadable_structural_zeros_file(capsys, files, unreadable, method):
+    code, _, err = run(capsys, "assess", files / "good.csv", "--keys", KEYS,
+                       "--population-size", "1e4", "--method", method, "--structural-zeros",
+                       unreadable, "--iterations", "20", "--burn-in", "2", "--chains", "1")
+    assert_clear(code, err, 2, ("noread.csv", "structural-zeros file could not be read",
+                                "permission"))
 
 
 # --- CLI: outputs (checked before any work; written atomically) ------------------------------
@@ -445,6 +563,14 @@ EVALUATE_CASES = [
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
     ((), ("--fraction",)),
+    (("--fraction", "0.1", "--methods", "nb:mode=fast"),
+     ("--methods item 'nb:mode=fast'", "mode='fast'", "use one of")),
+    (("--fractions", "0.1", "--workers", "1", "--methods", "nb,loglinear:max_iter=0"),
+     ("--methods item 'loglinear:max_iter=0'", ">= 1")),
+    (("--fraction", "0.1", "--methods", "loglinear:bogus=1"),
+     ("--methods item 'loglinear:bogus=1'", "no option 'bogus'")),
+    (("--fractions", "0.5", "--methods", "nb", "--scheduler", "bogus"),
+     ("--scheduler 'bogus' is not a scheduler address",)),
 ]
 
 
@@ -465,11 +591,20 @@ def test_cli_evaluate_bad_input(capsys, files, monkeypatch, argv, words):
     (("--min-count", "-1", "--out", "r.html"), ("--min-count -1", ">= 2")),
     (("--top", "-5", "--out", "r.html"), ("--top -5", ">= 1")),
     (("--risk-threshold", "5", "--out", "r.html"), ("--risk-threshold 5.0", "(0, 1]")),
+    # --population/--protected with household-level keys: silently person-level before, or
+    # "missing column 'a_1'"
+    (("--population", "good.csv", "--household", "hid", "--household-size", "2", "--out",
+      "r.html"), ("--population does not take household-level keys",)),
+    (("--protected", "good.csv", "--household", "hid", "--household-size", "2", "--out",
+      "r.html"), ("--protected does not take household-level keys",)),
+    (("--population", "population_without_a3.csv", "--out", "r.html"),
+     ("the sample 'good.csv': column 'a' has value 3",
+      "does not occur in the population 'population_without_a3.csv'")),
 ])
 def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words):
     monkeypatch.chdir(files)
     argv = tuple(str(tmp_path / a) if a == "r.html" else a for a in argv)
-    size = () if "--population-size" in argv else ("--population-size", "1e4")
+    size = () if {"--population-size", "--population"} & set(argv) else ("--population-size", "1e4")
     code, _, err = run(capsys, "report", "good.csv", "--keys", KEYS, *size, *argv)
     assert_clear(code, err, 2, words)
 
@@ -494,6 +629,21 @@ def test_cli_report_bad_input(capsys, files, monkeypatch, tmp_path, argv, words)
       "1e4", "--max-enumeration", "-1"), ("--max-enumeration -1",)),
     (("--domain-types", "good.csv", "--alpha", "0", "--beta", "1", "--l1", "exp:1"),
      ("--alpha 0.0 must be a positive number",)),
+    (("--domain-types", "domain_types.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:x"),
+     ("loss 'exp:x': 'x' is not a number", "e.g. exp:10")),
+    (("--domain-types", "domain_types.csv", "--alpha", "1", "--beta", "1", "--l1",
+      "gamma:2:y"),
+     ("'y' is not a number",)),
+    (("--domain-types", "folder", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
+     ("--domain-types 'folder' is a directory",)),
+    (("--domain-types", "empty.csv", "--alpha", "1", "--beta", "1", "--l1", "exp:1"),
+     ("--domain-types 'empty.csv': the file is empty",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "empty.csv"), ("--domain-sizes 'empty.csv': the file is empty",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "folder"), ("--domain-sizes 'folder' is a directory",)),
+    (("good.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1", "--domain-sizes",
+      "sizes_partial.csv"), ("no size for domain 2", "missing: 2, 3")),
 ])
 def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)
@@ -505,8 +655,10 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "1", "--actions", "teleport"), ("teleport",)),
     (("--target", "1", "--plot", "p.pdf"), (".png or .svg",)),
     (("--target", "1", "--change-keys", "zz"), ("zz",)),
+    (("--target", "1", "--change-keys", "A"), ("key 'A'", "--change-keys")),
     (("--target", "-1"), ("must be a non-negative number",)),
     (("--target", "nan"), ("must be a non-negative number",)),
+    (("--target", "inf"), ("--target inf", "non-negative number and finite")),
     (("--target", "1", "--refit-candidates", "0"), ("--refit-candidates 0",)),
     (("--target", "1", "--max-pattern-size", "0"), ("--max-pattern-size 0",)),
     (("--target", "1", "--objective", "records-above"), ("give a record risk threshold",)),
@@ -516,6 +668,71 @@ def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
     code, _, err = run(capsys, "recommend", "good.csv", "--keys", KEYS, "--population-size",
                        "1e4", "--method", "nb", *argv)
     assert_clear(code, err, 2, words)
+
+
+PROTECT_FILE_CASES = [
+    ("empty.csv", ("empty.csv: the file is empty",)),
+    ("header_only.csv", ("header_only.csv: no records",)),
+    ("gzip_truncated.csv", ("gzip_truncated.csv: could not be read", "EOFError")),
+    ("archive.csv", ("zip archive",)),
+    ("binary.csv", ("binary data",)),
+    ("folder", ("'folder' is a directory",)),
+    ("semicolon.csv", ("semicolon.csv: missing column 'a'", "looks semicolon-separated")),
+    ("dup.csv", ("dup.csv: column 'a' appears 2 times", "rename the duplicates")),
+]
+
+
+@pytest.mark.parametrize(("name", "words"), PROTECT_FILE_CASES,
+                         ids=[c[0] for c in PROTECT_FILE_CASES])
+def test_cli_protect_bad_file(capsys, files, monkeypatch, tmp_path, name, words):
+    """protect reads the whole file with its own reader: the same refusals as assess."""
+    monkeypatch.chdir(files)
+    code, _, err = run(capsys, "protect", name, "--keys", "a,b", "--population-size", "1e4",
+                       "--method", "nb", "--k-anonymity", "2", "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, words)
+    assert "could not be read (InputError" not in err  # not wrapped twice
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("new", "shown"), [([1], "[1]"), (None, "null"), (True, "true"),
+                                            ({"x": 1}, '{"x": 1}')])
+def test_cli_protect_recode_to_a_non_category_is_refused(capsys, files, tmp_path, new, shown):
+    """A JSON list/null/boolean as the new category was written into the file as the text
+    '[1]', 'None', 'True'."""
+    recode = tmp_path / "recode.json"
+    recode.write_text(json.dumps({"a": {"0": new}}))
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--recode", recode,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--recode 'a': the new value of '0' is {shown}",
+                                "give a category as text or a number"))
+    assert not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize("k", ["1", "0", "-3"])
+def test_cli_protect_k_below_two_names_the_flag(capsys, files, tmp_path, k):
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--k-anonymity", k,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--k-anonymity {k} must be an integer >= 2",))
+
+
+@pytest.mark.parametrize("spec", ["tau2=inf", "tau2=-1"])
+def test_cli_protect_target_value_names_the_flag(capsys, files, tmp_path, spec):
+    code, _, err = run(capsys, "protect", files / "good.csv", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--target", spec,
+                       "--out", tmp_path / "p.csv")
+    assert_clear(code, err, 2, (f"--target '{spec}'", "non-negative number and finite"))
+
+
+def test_cli_protect_nested_column_to_stata_names_the_output(capsys, files, tmp_path):
+    """A list column (kept as read) cannot go into a .dta: exit 2 naming --out, no file."""
+    code, _, err = run(capsys, "protect", files / "nested.parquet", "--keys", "a,b",
+                       "--population-size", "1e4", "--method", "nb", "--k-anonymity", "2",
+                       "--out", tmp_path / "p.dta")
+    assert_clear(code, err, 2, ("--out", "p.dta", "cannot be written to a stata file",
+                                ".parquet or .csv"))
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- readers: agency formats and DuckDB ------------------------------------------------------

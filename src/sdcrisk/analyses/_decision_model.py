@@ -416,10 +416,23 @@ def parse_loss(spec: str | Loss | Callable, *, kind: Literal["l1", "l0"] = "l1")
             return GammaLoss(float(a), float(s))
         if head == "mixture" and rest:
             return MixtureLoss(tuple(float(p) for p in rest.split(",")))
-    except ValueError as exc:
+    except ParameterError as exc:
         raise ParameterError(f"loss {text!r}: {exc}") from exc
+    except ValueError as exc:  # float() of a part that is not a number
+        bad = next((part for part in rest.replace(":", ",").split(",")
+                    if not _is_number(part)), rest)
+        raise ParameterError(f"loss {text!r}: {bad!r} is not a number; use exp:S, gamma:A:S "
+                             "or mixture:p1,p2,... with numbers, e.g. exp:10") from exc
     raise ParameterError(f"unknown disclosure loss {text!r}; use exp:S, gamma:A:S or "
                          "mixture:p1,p2,...")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --- risks by enumeration ------------------------------------------------------------------------

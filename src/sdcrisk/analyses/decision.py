@@ -555,7 +555,10 @@ class DomainTable(ResultBase):
             text = {str(k): v for k, v in domain_sizes.items()}
             missing = [lab for lab in labels if str(lab) not in text and lab not in domain_sizes]
             if missing:
-                raise InputError(f"domain_sizes has no size for domain {missing[0]!r}")
+                shown = ", ".join(str(lab) for lab in missing[:10])
+                raise InputError(f"domain_sizes has no size for domain {missing[0]!r}; give the "
+                                 f"population size of every domain in the sample (missing: "
+                                 f"{shown}{' ...' if len(missing) > 10 else ''})")
             big_n = np.array([domain_sizes.get(lab, text.get(str(lab))) for lab in labels],
                              dtype=float)
             if np.any(big_n != np.round(big_n)):

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.io import check_present, detect_format, printable, source_name
 from ..data.table import Microdata, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
@@ -107,24 +108,60 @@ def read_frame(source: Any):
         path = example_path(text.split(":", 1)[1])
     else:
         path = Path(text)
+        if not text.strip():
+            raise InputError("the data path is empty; give a CSV, Parquet or Stata file")
         if not path.exists():
             raise InputError(f"file not found: {text!r}")
+        if path.is_dir():
+            raise InputError(f"{text!r} is a directory; give a CSV, Parquet or Stata file")
+        if path.stat().st_size == 0:
+            raise InputError(f"{path.name}: the file is empty")
+        detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
     name = path.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path)
-        if name.endswith(".dta"):
-            return pd.read_stata(path, convert_categoricals=False)
-        compression = "gzip" if _is_gzip(path) else "infer"
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, compression=compression)
-        opener = gzip.open if compression == "gzip" else open
-        with opener(path, "rb") as fh:
-            head = fh.read(1 << 16)
-        frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
-        return frame
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: {exc})"
-                         ) from exc
+            frame = pd.read_parquet(path)
+        elif name.endswith(".dta"):
+            frame = pd.read_stata(path, convert_categoricals=False)
+        else:
+            compression = "gzip" if _is_gzip(path) else "infer"
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                compression=compression)
+            opener = gzip.open if compression == "gzip" else open
+            with opener(path, "rb") as fh:
+                head = fh.read(1 << 16)
+            frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+            _refuse_duplicate_names(path, head)
+    except InputError:
+        raise
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
+        # EOFError: a truncated gzip stream
+        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: "
+                         f"{printable(str(exc))})") from exc
+    if len(frame) == 0:
+        raise InputError(f"{path.name}: no records (the file has column names but no rows)")
+    return frame
+
+
+def _refuse_duplicate_names(path: Path, head: bytes) -> None:
+    """A CSV header naming a column twice: pandas would write the second back as ``c.1``,
+    so the protected file would not have the input's columns.
+
+    Raises
+    ------
+    InputError
+        Naming the column, its positions and the remedy.
+    """
+    import csv
+
+    lines = head.decode("utf-8-sig", errors="replace").splitlines()
+    names = next(csv.reader(lines[:1]), []) if lines else []
+    for name in dict.fromkeys(names):
+        where = [i + 1 for i, n in enumerate(names) if n == name]
+        if len(where) > 1:
+            raise InputError(f"{path.name}: column {name!r} appears {len(where)} times "
+                             f"(positions {', '.join(map(str, where))}); protect writes every "
+                             "column back as read: rename the duplicates first")
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
@@ -145,10 +182,19 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
         else:
             if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
                 frame = _typed(frame)             # types pandas reads the CSV with
-            if fmt == "parquet":
-                frame.to_parquet(tmp, index=False)
-            else:
-                frame.to_stata(tmp, write_index=False)
+            try:
+                if fmt == "parquet":
+                    frame.to_parquet(tmp, index=False)
+                else:
+                    frame.to_stata(tmp, write_index=False)
+            except (ValueError, TypeError, NotImplementedError) as exc:
+                # a column the format cannot hold (lists or structs in Stata, a mixed
+                # object column in Parquet); pyarrow's errors derive from these too
+                what = {"parquet": "a Parquet", "dta": "a Stata"}[fmt]
+                other = ".parquet" if fmt == "dta" else ".csv"
+                raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
+                                     f"{what} file ({printable(str(exc))}); write "
+                                     f"{other} or .csv instead") from exc
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
@@ -208,9 +254,8 @@ def _value_text(v) -> str:
 def microdata_of(frame, keys: Sequence[str], **options) -> Microdata:
     """The validated Microdata of a frame's key columns, missing values as wildcards."""
     cols = {}
+    check_present(list(keys), [str(c) for c in frame.columns], "data")
     for k in keys:
-        if k not in frame.columns:
-            raise InputError(f"key column {k!r} not found; columns: {list(frame.columns)}")
         cols[k] = _key_values(frame[k])
     w = options.pop("weights", None)
     if w is not None:
@@ -250,6 +295,14 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         miss = _missing_mask(col)
         text = col.map(lambda v: None if v is None else _value_text(v))
         present = set(text[~miss])
+        bad = next(((old, new) for old, new in mapping.items()
+                    if isinstance(new, bool) or not isinstance(new, str | int | float)), None)
+        if bad is not None:
+            import json
+
+            raise ParameterError(f"--recode {key!r}: the new value of {bad[0]!r} is "
+                                 f"{json.dumps(bad[1], default=repr)}; give a category as "
+                                 'text or a number ("" leaves the value blank)')
         table = {str(old).strip(): new for old, new in mapping.items()}
         unknown = [o for o in table if o not in present]
         if unknown:
@@ -354,7 +407,8 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
     if not isinstance(k, int | np.integer) or k < 2:
         raise ParameterError(f"k-anonymity k={k!r} must be an integer >= 2")
     if k > md.n:
-        raise ParameterError(f"k={k} is larger than the number of records n={md.n}")
+        raise ParameterError(f"k={k} is larger than the number of records n={md.n}; no "
+                             f"suppression can reach it: choose k of at most {md.n}")
     order = list(importance) if importance is not None else default_importance(md)
     if order and all(str(v).strip().isdigit() for v in order):  # sdcMicro's numeric vector
         ranks = [int(str(v).strip()) for v in order]
@@ -516,6 +570,9 @@ def _parse_target(spec: str):
         v = math.nan
     if not sep or not v == v:
         raise ParameterError(f"--target {spec!r}: use MEASURE=VALUE, e.g. tau2=5")
+    if not (v >= 0 and math.isfinite(v)):
+        raise ParameterError(f"--target {spec!r}: the value must be a non-negative number and "
+                             "finite, e.g. tau2=5")
     if name != "tau2":
         raise ParameterError(f"--target {spec!r}: the recommended changes aim at tau2 "
                              "(expected correct matches of sample uniques); use tau2=VALUE, "
@@ -595,6 +652,8 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     opts = {"weights": weights, "population_size": population_size,
             "sampling_fraction": sampling_fraction, "max_levels": max_levels}
     frame0 = read_frame(source)
+    check_present(keys + ([weights] if weights else []), [str(c) for c in frame0.columns],
+                  source_name(source))
     md0 = microdata_of(frame0, keys, **opts)
     notes: list[str] = []
     merged: dict = {}

@@ -327,7 +327,8 @@ def recommend(
     keys = list(sample.keys if keys is None else keys)
     for k in keys:
         if k not in sample.keys:
-            raise ParameterError(f"key {k!r} is not among the keys {list(sample.keys)}")
+            raise ParameterError(f"key {k!r} (of the keys that may change, --change-keys) "
+                                 f"is not among the keys {list(sample.keys)}")
     if pairs not in ("auto", "adjacent", "all"):
         raise ParameterError(f"pairs={pairs!r}; use 'auto', 'adjacent' or 'all'")
     for name, v in (("refit_candidates", refit_candidates), ("max_pattern_size",

@@ -182,6 +182,21 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def data_argument(text: str) -> str:
+    """The argparse ``type`` of a DATA (or POPULATION) argument: refuses an empty path and an
+    unknown ``example:NAME`` before any work, so that neither reaches a reader (an empty
+    path would be read as the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the path is empty; give a CSV, Parquet, Stata, SAS or SPSS file, or "
+            f"example:NAME (examples: {', '.join(EXAMPLES)})")
+    if text.startswith("example:") and text.split(":", 1)[1] not in EXAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"unknown example {text.split(':', 1)[1]!r}; available: "
+            f"{', '.join('example:' + name for name in EXAMPLES)}")
+    return text
+
+
 def _int_or_rule(text: str) -> int | str:
     """An integer option value, or a rule name (``--classes 4`` or ``--classes bic``)."""
     return int(text) if text.strip().lstrip("-").isdigit() else text
@@ -190,7 +205,7 @@ def _int_or_rule(text: str) -> int | str:
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
                          default_method: str = "auto") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
-    p.add_argument("data", help="CSV/Parquet file or example:NAME "
+    p.add_argument("data", type=data_argument, help="CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--population-size", type=float, help="population size N")
@@ -373,8 +388,19 @@ def options_for(args, method: str | None = None) -> dict:
 
 
 def check_household_flags(args) -> None:
-    """``--household-keys`` and ``--member-order`` only with ``--household-size``."""
-    if getattr(args, "household_size", None) is not None:
+    """``--household-keys`` and ``--member-order`` only with ``--household-size``, which is
+    at least 1.
+
+    Raises
+    ------
+    ParameterError
+        Either flag without ``--household-size``; ``--household-size`` below 1.
+    """
+    size = getattr(args, "household_size", None)
+    if size is not None:
+        if size < 1:
+            raise ParameterError(f"--household-size {size} must be an integer >= 1 (the "
+                                 "number of members of the households analysed, e.g. 2)")
         return
     for opt, flag in (("household_keys", "--household-keys"), ("member_order", "--member-order")):
         if getattr(args, opt, None):
@@ -397,9 +423,19 @@ def to_households(args, md: Microdata, keys: list[str],
 
     if args.household is None:
         raise ParameterError("--household-size needs --household (the household id column)")
+    check_household_flags(args)
     hh_keys = parse_keys(args.household_keys) if args.household_keys else []
     members = [k for k in keys if k not in hh_keys]
+    if not members:
+        raise ParameterError(f"--household-keys {args.household_keys!r} takes every key of "
+                             "--keys: leave at least one member variable (a key of --keys "
+                             "that is not a household variable)")
     order = parse_keys(args.member_order) if args.member_order else None
+    for name in order or ():
+        if name not in members:
+            raise ParameterError(f"--member-order {args.member_order!r}: {name!r} is not a "
+                                 "member variable; use keys of --keys that are not "
+                                 f"--household-keys (here: {', '.join(members)})")
     return household_microdata(md, members, size=args.household_size,
                                household_keys=hh_keys, order=order,
                                population_households=population_households)
@@ -415,6 +451,32 @@ def sample_microdata(args) -> Microdata:
         levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels,
         wildcard_alpha=getattr(args, "wildcard_alpha", 1.0))
     return to_households(args, md, keys)
+
+
+def sample_of_population(source: str, keys: Sequence[str], population: Microdata, *,
+                         what: str, population_path: str, **options) -> Microdata:
+    """The sample file ``source`` read with the population's levels (``options`` as for
+    :meth:`Microdata.from_source`); ``what`` names it in messages (``--sample 'x.csv'``).
+
+    Raises
+    ------
+    InputError
+        A key value of the sample that the population does not have, said as such (the
+        population's levels are declared for the user, who never wrote them).
+    """
+    from ..exceptions import InputError
+
+    try:
+        return Microdata.from_source(
+            source, keys, levels=dict(zip(population.keys, population.levels, strict=True)),
+            max_levels=None, **options)
+    except InputError as exc:
+        if "declared levels" not in str(exc):
+            raise
+        detail = str(exc).split(" that is not among", 1)[0]
+        raise InputError(f"{what}: {detail} that does not occur in the population "
+                         f"{population_path!r}; the sample must be drawn from this population "
+                         "(same key variables, same category codes)") from None
 
 
 def fmt(x) -> str:

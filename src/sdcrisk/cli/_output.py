@@ -88,16 +88,26 @@ def _suffix(attr: str) -> str:
 
 
 def check_arguments(args) -> None:
-    """Checks of options every subcommand shares, before any work (today: ``--seed``).
+    """Checks of options every subcommand shares, before any work (today: ``--seed`` and
+    ``--wildcard-alpha``).
 
     Raises
     ------
     ParameterError
-        ``--seed`` negative.
+        ``--seed`` negative; ``--wildcard-alpha`` outside [0, 1], or other than its default 1
+        without ``--missing wildcard`` (where it would be ignored).
     """
     seed = getattr(args, "seed", None)
     if seed is not None and seed < 0:
         raise ParameterError(f"--seed {seed} must be a non-negative integer (e.g. 0 or 12345)")
+    alpha = getattr(args, "wildcard_alpha", None)
+    if alpha is not None:
+        if not 0 <= alpha <= 1:
+            raise ParameterError(f"--wildcard-alpha {alpha:g} must lie in [0, 1] (sdcMicro's "
+                                 "alpha: 1 counts a wildcard match fully, 0 ignores it)")
+        if alpha != 1 and getattr(args, "missing", None) != "wildcard":
+            raise ParameterError(f"--wildcard-alpha {alpha:g} applies only with --missing "
+                                 "wildcard; add --missing wildcard or drop --wildcard-alpha")
 
 
 @contextlib.contextmanager

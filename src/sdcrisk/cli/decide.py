@@ -13,8 +13,10 @@ Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+from ..data.io import printable
 from ..exceptions import InputError, ParameterError
 from ._output import atomic_path
 
@@ -23,12 +25,12 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``decide`` and ``recommend`` subparsers (handlers via ``set_defaults(run=)``)."""
-    from ._common import add_input_arguments, add_sample_arguments
+    from ._common import add_input_arguments, add_sample_arguments, data_argument
 
     d = sub.add_parser("decide", help="publish or suppress class cells by domain "
                        "(Zaslavsky-Horton decision rule)")
-    d.add_argument("data", nargs="?", help="sample CSV/Parquet file or example:NAME (omit with "
-                   "--domain-types)")
+    d.add_argument("data", nargs="?", type=data_argument,
+                   help="sample CSV/Parquet file or example:NAME (omit with --domain-types)")
     d.add_argument("--domain-types", help="CSV of domain types with columns n, N, share: "
                    "print the ordered table of every (n, N, y)")
     d.add_argument("--alpha", type=float, help="beta-binomial alpha (default: ML over domains)")
@@ -121,7 +123,6 @@ def _cut_off(args, decision) -> dict:
 
 
 def _decide_types(args, decision) -> str:
-    import pandas as pd
 
     from ..report.charts import plot_tradeoff
 
@@ -131,13 +132,7 @@ def _decide_types(args, decision) -> str:
         if getattr(args, opt) is not None:
             raise ParameterError(f"--{opt.replace('_', '-')} applies to microdata, not to "
                                  "--domain-types")
-    path = Path(args.domain_types)
-    if not path.exists():
-        raise InputError(f"file not found: {args.domain_types!r}")
-    try:
-        types = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path.name}: not a readable CSV ({exc})") from exc
+    types = _read_small_csv(args.domain_types, "--domain-types")
     table = decision.decision_table(
         types, _prior(args, decision, required=True), l1=args.l1, l0=args.l0,
         decision_l1=args.decision_l1, decision_l0=args.decision_l0, **_cut_off(args, decision))
@@ -238,12 +233,33 @@ def _decide_microdata(args, decision) -> str:
     return _decision_text(result, internal=args.internal)
 
 
-def _domain_sizes(path: str, domain: str) -> dict:
+def _read_small_csv(path: str, flag: str, **options):
+    """The CSV file of ``flag`` (``--domain-types``, ``--domain-sizes``) as a DataFrame.
+
+    Raises
+    ------
+    InputError
+        The file does not exist, is a directory, is empty or is not readable as CSV.
+    """
     import pandas as pd
 
-    if not Path(path).exists():
-        raise InputError(f"file not found: {path!r}")
-    df = pd.read_csv(path, dtype=str)
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"{flag}: file not found: {path!r}")
+    if file.is_dir():
+        raise InputError(f"{flag} {path!r} is a directory; give a CSV file")
+    try:
+        return pd.read_csv(file, **options)
+    except pd.errors.EmptyDataError as exc:
+        raise InputError(f"{flag} {path!r}: the file is empty; give a CSV file with a header "
+                         "line") from exc
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        raise InputError(f"{flag} {path!r}: not a readable CSV ({printable(str(exc))})"
+                         ) from exc
+
+
+def _domain_sizes(path: str, domain: str) -> dict:
+    df = _read_small_csv(path, "--domain-sizes", dtype=str)
     label = "domain" if "domain" in df.columns else domain
     if label not in df.columns or "N" not in df.columns:
         raise InputError(f"{Path(path).name}: needs columns 'domain' (or {domain!r}) and 'N'")
@@ -281,6 +297,9 @@ def _recommend(args) -> str:
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
+    if not (args.target >= 0 and math.isfinite(args.target)):  # before reading the file
+        raise ParameterError(f"--target {args.target:g} must be a non-negative number and "
+                             f"finite (the {args.objective} to reach, e.g. 1)")
     md = sample_microdata(args)
     target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
                         risk_threshold=args.risk_threshold)

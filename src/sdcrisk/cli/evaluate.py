@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.result import jsonable
 from ..data.table import Microdata
-from ..exceptions import InputError, ParameterError
+from ..exceptions import ParameterError
 
 __all__ = ["register", "parse_seeds", "parse_fractions", "grid_summaries"]
 
@@ -31,11 +31,12 @@ _INTEGER_TRUTH = ("n", "sample_uniques", "population_uniques", "tau1")
 
 def register(sub) -> None:
     """Add the ``evaluate`` subcommand to the CLI's subparsers."""
-    from ._common import add_input_arguments
+    from ._common import add_input_arguments, data_argument
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
                        "estimators with the truth")
-    e.add_argument("population", help="population CSV/Parquet file (one row per person)")
+    e.add_argument("population", type=data_argument,
+                   help="population CSV/Parquet file (one row per person)")
     how = e.add_mutually_exclusive_group()
     how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
     how.add_argument("--n", type=int, help="simple random sample size")
@@ -174,6 +175,7 @@ def _evaluate_one(args) -> str:
         parse_methods,
         person_keys,
         read_levels,
+        sample_of_population,
         to_households,
     )
 
@@ -181,28 +183,19 @@ def _evaluate_one(args) -> str:
     if keys is None:
         raise ParameterError("--keys is required")
     read = person_keys(args, keys)
-    pop = Microdata.from_source(args.population, read, household=args.household,
-                                levels=read_levels(args.levels), missing=args.missing,
-                                max_levels=args.max_levels)
     specs = split_method_specs(args.methods)
     methods = parse_methods(",".join(dict.fromkeys(c.method for c in specs)))
     options = method_options(args, methods)
+    # bad estimator options fail here, before the population is read
     estimators = [(c.label, get_estimator(c.method, **{**options[c.method], **dict(c.options)}))
                   for c in specs]
+    pop = Microdata.from_source(args.population, read, household=args.household,
+                                levels=read_levels(args.levels), missing=args.missing,
+                                max_levels=args.max_levels)
     if args.sample is not None:
-        try:
-            sample = Microdata.from_source(args.sample, read, household=args.household,
-                                           levels=dict(zip(pop.keys, pop.levels, strict=True)),
-                                           missing=args.missing, max_levels=None)
-        except InputError as exc:
-            if "declared levels" not in str(exc):
-                raise
-            # the population's levels were declared for the user: say what it means here
-            detail = str(exc).split(" that is not among", 1)[0]
-            raise InputError(f"--sample {args.sample!r}: {detail} that does not occur in the "
-                             f"population {args.population!r}; the sample must be drawn from "
-                             "this population (same key variables, same category codes)"
-                             ) from None
+        sample = sample_of_population(args.sample, read, pop, what=f"--sample {args.sample!r}",
+                                      population_path=args.population,
+                                      household=args.household, missing=args.missing)
     elif args.household_size is not None:
         # household-level keys: sample whole households, then one record per household
         if args.fraction is None:
@@ -251,7 +244,10 @@ def split_method_specs(text: str) -> list:
                                      "'assess --method auto' with its flags instead")
             out.append(Candidate("auto"))  # not checked: auto is no validation candidate
             continue
-        out.append(Candidate.parse(item))
+        try:
+            out.append(Candidate.parse(item))
+        except ParameterError as exc:  # name the item as the user wrote it
+            raise ParameterError(f"--methods item {item!r}: {exc}") from exc
     return out
 
 

@@ -80,6 +80,9 @@ def _protect(args) -> str:
 
     if args.k_anonymity is None and args.target is None and args.recode is None:
         raise ParameterError("give --k-anonymity K, --target MEASURE=VALUE or --recode FILE")
+    if args.k_anonymity is not None and args.k_anonymity < 2:  # before reading the file
+        raise ParameterError(f"--k-anonymity {args.k_anonymity} must be an integer >= 2 (every "
+                             "record then shares its key values with at least K-1 others)")
     out = check_output_path(args.output, args.data, overwrite=args.overwrite)
     data_defaults(args)
     keys = parse_keys(args.keys)

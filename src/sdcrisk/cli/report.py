@@ -25,10 +25,10 @@ __all__ = ["register"]
 def register(sub) -> None:
     """Add the ``report`` subparser (handler via ``set_defaults(run=)``)."""
     from ..data.datasets import EXAMPLES
-    from ._common import add_fail_above, add_input_arguments
+    from ._common import add_fail_above, add_input_arguments, data_argument
 
     r = sub.add_parser("report", help="write the HTML risk report (external by default)")
-    r.add_argument("data", help="sample CSV/Parquet file or example:NAME "
+    r.add_argument("data", type=data_argument, help="sample CSV/Parquet file or example:NAME "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = r.add_mutually_exclusive_group()
     size.add_argument("--population-size", type=float, help="population size N")
@@ -80,6 +80,7 @@ def _report(args) -> Outcome:
         parse_methods,
         read_levels,
         sample_microdata,
+        sample_of_population,
     )
 
     methods = parse_methods(args.methods)
@@ -91,6 +92,11 @@ def _report(args) -> Outcome:
     if isinstance(contributions, str) and contributions not in ESTIMATORS:
         raise ParameterError(f"--contributions {args.contributions!r}: give headline, none or a "
                              f"method name ({', '.join(ESTIMATORS)})")
+    if getattr(args, "household_size", None) is not None:
+        for flag, value in (("--population", args.population), ("--protected", args.protected)):
+            if value:  # these files are read person by person: the keys would not match
+                raise ParameterError(f"{flag} does not take household-level keys "
+                                     f"(--household-size) yet; drop {flag} or --household-size")
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "
@@ -100,11 +106,10 @@ def _report(args) -> Outcome:
         population = Microdata.from_source(
             args.population, keys, household=args.household, levels=read_levels(args.levels),
             missing=args.missing, max_levels=args.max_levels)
-        sample = Microdata.from_source(
-            args.data, keys, weights=args.weights, household=args.household,
-            population_size=population.n,
-            levels=dict(zip(population.keys, population.levels, strict=True)),
-            missing=args.missing, max_levels=None)
+        sample = sample_of_population(
+            args.data, keys, population, what=f"the sample {args.data!r}",
+            population_path=args.population, weights=args.weights, household=args.household,
+            population_size=population.n, missing=args.missing)
         table = tabulate(sample, population=population)
     else:
         table = tabulate(sample_microdata(args))

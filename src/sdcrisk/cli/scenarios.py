@@ -76,6 +76,9 @@ def run_scenarios(args: argparse.Namespace, options: dict) -> str | None:
         keys = _data_keys(args)
         if keys is None:
             raise ParameterError("--all-subsets-up-to needs --keys (the variables to combine)")
+        if depth < 1:
+            raise ParameterError(f"--all-subsets-up-to {depth} must be an integer >= 1 (the "
+                                 "largest number of keys in a combination, e.g. 3)")
         sets = all_subsets(keys, depth)
     else:
         sets = read_key_sets(key_sets_file)

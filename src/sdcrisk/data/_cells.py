@@ -101,6 +101,12 @@ def encode_column(
             level_tuple = (*level_tuple, MISSING_LABEL)
         codes[missing] = level_tuple.index(MISSING_LABEL)
     d = len(level_tuple)
+    if max_levels is not None and d > max_levels and levels is not None:
+        raise InputError(
+            f"the levels declared for column {name!r} number {d}, more than "
+            f"max_levels={max_levels}; declare only the categories that exist, or raise "
+            "max_levels (--max-levels on the command line)"
+        )
     if max_levels is not None and d > max_levels:
         raise InputError(
             f"column {name!r} has {d} distinct values, more than max_levels={max_levels}; "
@@ -144,10 +150,21 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
     return codes.astype(np.int64), tuple(int(v) for v in level_values)
 
 
+def _is_int(value) -> bool:
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _encode_declared(name, values, present, vals, levels):
     level_list = list(levels)
     if len(set(map(_normalise, level_list))) != len(level_list):
-        raise InputError(f"levels of {name!r} contain duplicates")
+        dup = next(v for i, v in enumerate(level_list)
+                   if _normalise(v) in map(_normalise, level_list[:i]))
+        raise InputError(f"levels of {name!r} contain {dup!r} more than once; list each "
+                         "category once (the levels file, --levels on the command line)")
     numeric = vals.dtype.kind in "iu"
     keys = [_normalise(v) for v in level_list]
     if numeric:
@@ -155,7 +172,9 @@ def _encode_declared(name, values, present, vals, levels):
             declared = np.array([int(k) for k in keys if k is not None], dtype=np.int64)
         except (TypeError, ValueError) as exc:
             raise InputError(
-                f"levels of {name!r} must be integers for an integer-coded column"
+                f"levels of {name!r} must be integers for an integer-coded column (the "
+                f"column holds numbers; the levels given include "
+                f"{next(k for k in keys if k is not None and not _is_int(k))!r})"
             ) from exc
         order = [k for k in keys if k is not None]
         sorter = np.argsort(declared)

@@ -120,7 +120,9 @@ def household_microdata(
         varies = np.any(c != c[:, :1], axis=1)
         if varies.any():
             raise InputError(f"household variable {name!r} differs between members of "
-                             f"{int(varies.sum())} households of size {size}")
+                             f"{int(varies.sum())} households of size {size}; a household "
+                             "variable is the same for every member (e.g. region): keep "
+                             f"{name!r} as a member variable instead")
         codes.append(c[:, 0].copy())
         levels.append(md.levels[col[name]])
         keys.append(name)

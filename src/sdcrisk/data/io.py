@@ -221,8 +221,26 @@ def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> l
     except Exception as exc:  # empty files and garbage end up here
         msg = _clean(str(exc)) if str(exc) else type(exc).__name__
         if "Empty CSV file" in msg or "empty" in msg.lower():
-            raise InputError(f"{path.name}: the file is empty") from exc
+            # pyarrow says "empty" for blank content and also for a first block without a
+            # line break (a JSON file, a header line without records or line end)
+            if not _head(path, compression).strip():
+                raise InputError(f"{path.name}: the file is empty") from exc
+            raise InputError(
+                f"{path.name}: no line break in the first {opts.block_size >> 10} KiB, so this "
+                "is not a CSV file of a header line and records (JSON or another format?); "
+                "give a CSV (one record per line), Parquet, Stata, SAS or SPSS file") from exc
         raise InputError(f"{path.name}: could not be read as CSV ({msg})") from exc
+
+
+def _head(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:
+    """The first ``size`` bytes of a (possibly compressed) file; b"" if unreadable."""
+    import pyarrow as pa
+
+    try:
+        with pa.input_stream(str(path), compression=compression) as stream:
+            return stream.read(size)
+    except (OSError, pa.ArrowException):
+        return b""
 
 
 def check_present(columns: Sequence[str], available: Sequence[str], what: str) -> None:
@@ -238,7 +256,8 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
     if missing:
         shown = ", ".join(map(repr, list(available)[:20]))
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
-        raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}")
+        raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}"
+                         f"{_delimiter_hint(available)}")
     for c in columns:
         where = [i + 1 for i, a in enumerate(available) if a == c]
         if len(where) > 1:
@@ -246,6 +265,19 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
                 f"{what}: column {c!r} appears {len(where)} times (positions "
                 f"{', '.join(map(str, where))}); rename the duplicates so that each column "
                 "has one name")
+
+
+def _delimiter_hint(available: Sequence[str]) -> str:
+    """For a CSV whose header came back as one column holding another separator
+    (``a;b;c``): what to do about it."""
+    if len(available) != 1:
+        return ""
+    for sep, name in ((";", "semicolon"), ("|", "pipe"), ("\t", "tab")):
+        if sep in available[0]:
+            tsv = " or name it .tsv" if sep == "\t" else ""
+            return (f". The header is one column holding {name}s: the file looks {name}-"
+                    f"separated; save it comma-separated{tsv}")
+    return ""
 
 
 def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, Column]:
@@ -329,6 +361,12 @@ def arrow_column(name: str, chunked) -> Column:
             for c in chunked.chunks])
         return Column(name, values, None)
     arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
+    if pa.types.is_nested(arr.type):
+        # a list, struct or map per record: no category to count (the cast to text below
+        # would fail with pyarrow's ArrowNotImplementedError)
+        raise InputError(f"column {name!r} holds nested values ({printable(str(arr.type), 60)}),"
+                         " not one value per record; give a column of categories, or flatten "
+                         "it (one column per element) before reading")
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     missing = None

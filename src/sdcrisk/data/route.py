@@ -63,8 +63,11 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
         return rows * per_record
     size = p.stat().st_size
     compressed = p.suffix.lower() in (".gz", ".bz2", ".zst", ".lz4", ".xz")
-    with open(p, "rb") as fh:
-        head = fh.read(_CSV_ROW_SAMPLE) if not compressed else b""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(_CSV_ROW_SAMPLE) if not compressed else b""
+    except OSError:  # unreadable (no permission): the reader reports it, naming the file
+        return None
     lines = max(head.count(b"\n"), 1)
     rows = (5 * size) // 8 if compressed else size * lines // max(len(head), 1)
     return rows * (8 * len(columns) + _IN_MEMORY_RECORD_BYTES)

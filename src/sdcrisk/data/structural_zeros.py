@@ -71,7 +71,11 @@ def _read_condition_rows(p: Path) -> tuple[list[str], list[tuple[int, list[str]]
         Binary or compressed content, text that is not UTF-8, a malformed CSV line, or an
         empty file -- each naming the file and, where there is one, the line.
     """
-    raw = p.read_bytes()
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:  # no read permission, an I/O error
+        raise InputError(f"{p.name}: the structural-zeros file could not be read "
+                         f"({exc.strerror or exc}); check its permissions") from exc
     if raw[:2] == b"\x1f\x8b" or b"\x00" in raw[:4096]:
         raise InputError(f"{p.name}: binary content where a CSV of structural zeros was "
                          f"expected; {_HOW}")

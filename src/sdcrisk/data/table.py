@@ -259,7 +259,9 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
     if not keys:
         raise ParameterError("give at least one key variable")
     if len(set(keys)) != len(keys):
-        raise ParameterError(f"key variables repeat: {list(keys)}")
+        twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise ParameterError(f"key variables repeat: {list(keys)} names {twice!r} twice; "
+                             "give each key once")
     for opt_name, opt in (("weights", weights), ("household", household)):
         if opt is not None and not isinstance(opt, str):
             raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")

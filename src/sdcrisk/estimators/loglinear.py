@@ -600,7 +600,8 @@ def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str
         try:
             n_bands = int(bands)
         except ValueError:
-            raise ParameterError(f"partition bands {bands!r} is not an integer") from None
+            raise ParameterError(f"partition={spec!r}: the number of bands {bands!r} is not an "
+                                 "integer; use VAR:BANDS or auto:BANDS, e.g. age:3") from None
         groups = None
     else:
         name, groups = spec
@@ -612,13 +613,14 @@ def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str
         how = f"chosen by mean Cramer's V with the other keys ({scores[var]:.3f})"
     else:
         if name not in keys:
-            raise ParameterError(f"partition variable {name!r} is not a key; keys: {keys}")
+            raise ParameterError(f"partition={spec!r}: {name!r} is not a key; keys: {keys}")
         var = keys.index(name)
         how = "given"
     d = len(table.levels[var])
     if groups is None:
         if not 1 <= n_bands <= d:
-            raise ParameterError(f"cannot cut {keys[var]!r} ({d} levels) into {n_bands} bands")
+            raise ParameterError(f"partition={spec!r}: cannot cut {keys[var]!r} ({d} "
+                                 f"levels) into {n_bands} bands; give between 1 and {d} bands")
         codes = [list(map(int, g)) for g in np.array_split(np.arange(d), n_bands)]
         how += f"; {n_bands} contiguous bands of equal numbers of categories"
     else:

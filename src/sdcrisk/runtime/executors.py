@@ -73,6 +73,10 @@ def _dask_client(address: str):
         ) from exc
     try:
         return Client(address, timeout="20s")
+    except ValueError as exc:  # distributed's parse of the address: no port, bad protocol
+        raise ParameterError(f"--scheduler {address!r} is not a scheduler address ({exc}); "
+                             "write tcp://HOST:PORT, e.g. tcp://head:8786, or run without "
+                             "--scheduler") from exc
     except OSError as exc:
         raise ParameterError(f"could not reach the Dask scheduler at {address!r} ({exc}); "
                              "check the address (tcp://HOST:8786) or run without --scheduler"
