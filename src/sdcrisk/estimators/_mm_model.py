@@ -343,10 +343,20 @@ def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int 
         for new, old in zip(grown, (counts, den, inv), strict=True):
             new[:, :old.shape[1]] = old
         counts, den, inv = grown
-    if blocks:
-        return kern.move_blocks(rng, data.xo, data.dsize, state.z, state.beta, state.alpha,
-                                state.K, counts, den, inv)
-    return None
+    if not blocks:
+        return None
+    moved = np.zeros(1, np.int64)
+    pos = 0
+    while True:
+        pos = kern.move_blocks(rng, data.xo, data.dsize, state.z, state.beta, state.scal,
+                               state.alpha, state.kk, counts, den, inv, pos, moved)
+        if pos < 0:
+            return int(moved[0])
+        state.ensure_capacity(state.K + J + 1)
+        grown = stats(state.beta.shape[0])
+        for new, old in zip(grown, (counts, den, inv), strict=True):
+            new[:, :old.shape[1]] = old
+        counts, den, inv = grown
 
 
 def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
