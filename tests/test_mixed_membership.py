@@ -1083,8 +1083,9 @@ def test_reproduces_battiston_rimella(kind, n):
     chain means lie within 2 posterior sd of each other and in one mode. The default run on
     NY clean n = 10,000 passes the convergence verdict (R-hat <= 1.01, bulk and tail ESS >=
     400 for tau1 and tau2): 2,000 iterations, 68 s on 2 cores here (with the corrected
-    block moves; the first version, which biased the posterior, converged in 1,500). (Here n = 1,000 stops at
-    the 10,000-iteration cap with a tail ESS of tau2 of 370; the fixed-length sequential runs
+    block moves; the first version, which biased the posterior, converged in 1,500). (Here
+    n = 1,000 stops at the 10,000-iteration cap with a bulk ESS of tau2 of 245 and n = 5,000
+    converges in 2,000 iterations; the fixed-length sequential runs
     with structural zeros have R-hat 1.03-1.13, see benchmarks/RESULTS.md.)"""
     table = ny_table(kind, n)
     sz = ny_structural_zeros() if kind == "sz" else None
