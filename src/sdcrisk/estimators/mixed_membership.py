@@ -310,7 +310,8 @@ class HdpRisk(_MixedMembershipBase):
         n = 10,000 (truth 88; default 96) it does not settle: with the other defaults the four
         chains climbed together for 4 x 3,500 iterations (running means of omega 0.89 to
         0.95, of tau1 134 to 155), each block costing more as N_0 grew (1,760 CPU s in all;
-        benchmarks/RESULTS.md, HDP section). So it is not the default.
+        repeated with the corrected block moves: the same climb; benchmarks/RESULTS.md, HDP
+        section). So it is not the default.
     sz_free_counts : {"uniform", "indicator", "joint"}
         App. C weights of a free variable's categories (spec H.1.4): 1/d_j as BR's code
         (default), 1 as the paper's text, or the model's joint expectation.
