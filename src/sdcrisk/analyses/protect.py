@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.io import check_present, detect_format, printable, source_name
+from ..data.io import check_present, detect_format, printable, resolve_path, source_name
 from ..data.table import Microdata, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
@@ -101,22 +101,10 @@ def read_frame(source: Any):
 
     if isinstance(source, pd.DataFrame):
         return source.copy()
-    text = str(source)
-    if text.startswith("example:"):
-        from ..data.datasets import example_path
-
-        path = example_path(text.split(":", 1)[1])
-    else:
-        path = Path(text)
-        if not text.strip():
-            raise InputError("the data path is empty; give a CSV, Parquet or Stata file")
-        if not path.exists():
-            raise InputError(f"file not found: {text!r}")
-        if path.is_dir():
-            raise InputError(f"{text!r} is a directory; give a CSV, Parquet or Stata file")
-        if path.stat().st_size == 0:
-            raise InputError(f"{path.name}: the file is empty")
-        detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
+    path = resolve_path(source, formats="a CSV, Parquet or Stata file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name}: the file is empty")
+    detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
     name = path.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):

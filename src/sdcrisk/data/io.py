@@ -32,7 +32,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "printable"]
+           "printable", "resolve_path"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -81,7 +81,17 @@ def source_name(source: Any) -> str:
     return type(source).__module__.split(".")[0] + "." + type(source).__name__
 
 
-def _resolve_path(source: str | os.PathLike) -> Path:
+def resolve_path(source: str | os.PathLike, *, formats: str | None = None) -> Path:
+    """The file a data argument names: ``example:NAME`` or a path that exists and is a file.
+
+    ``formats`` ("a CSV, Parquet or Stata file") is what the messages ask for instead; by
+    default the readers of this module's formats.
+
+    Raises
+    ------
+    InputError
+        An empty path, a missing file or a directory.
+    """
     text = str(source)
     if text.startswith("example:"):
         from .datasets import example_path
@@ -89,11 +99,12 @@ def _resolve_path(source: str | os.PathLike) -> Path:
         return example_path(text.split(":", 1)[1])
     path = Path(text)
     if not text.strip():
-        raise InputError("the data path is empty; give a CSV, Parquet, Stata, SAS or SPSS file")
+        raise InputError("the data path is empty; give "
+                         f"{formats or 'a CSV, Parquet, Stata, SAS or SPSS file'}")
     if not path.exists():
         raise InputError(f"file not found: {text!r}")
     if path.is_dir():
-        raise InputError(f"{text!r} is a directory; give a CSV or Parquet file")
+        raise InputError(f"{text!r} is a directory; give {formats or 'a CSV or Parquet file'}")
     return path
 
 
@@ -487,7 +498,7 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         out = {name: arrow_column(name, table.column(name)) for name in columns}
         return out, table.num_rows
     if isinstance(source, str | os.PathLike):
-        path = _resolve_path(source)
+        path = resolve_path(source)
         kind = _format_of(path)[0] if path.stat().st_size else "csv"
         if kind in _READSTAT:
             out = _read_readstat(path, kind, columns)
@@ -526,7 +537,7 @@ def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Col
     columns = list(dict.fromkeys(columns))
     path = None
     if isinstance(source, str | os.PathLike) and not str(source).startswith(_DUCKDB_PREFIX):
-        path = _resolve_path(source)
+        path = resolve_path(source)
     if path is not None and path.is_file() and _format_of(path)[0] == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
