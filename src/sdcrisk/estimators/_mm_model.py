@@ -329,6 +329,15 @@ def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int 
     def stats(cap):
         return np.zeros((D, cap)), np.zeros((J, cap)), np.zeros((J, cap))
 
+    def grown(old, needed):
+        """The statistics with room for ``needed`` components, old columns kept (the
+        kernels stop where capacity runs out and resume with the grown arrays)."""
+        state.ensure_capacity(needed)
+        new = stats(state.beta.shape[0])
+        for a, b in zip(new, old, strict=True):
+            a[:, :b.shape[1]] = b
+        return new
+
     counts, den, inv = stats(state.beta.shape[0])
     kern.profile_counts(data.xo, state.z, state.K, state.aug_c, data.dsize, data.offs,
                         counts, den, inv)
@@ -338,11 +347,7 @@ def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int 
                                      state.scal, state.alpha, state.kk, counts, den, inv, pos)
         if pos < 0:
             break
-        state.ensure_capacity(state.K + 1)
-        grown = stats(state.beta.shape[0])
-        for new, old in zip(grown, (counts, den, inv), strict=True):
-            new[:, :old.shape[1]] = old
-        counts, den, inv = grown
+        counts, den, inv = grown((counts, den, inv), state.K + 1)
     if not blocks:
         return None
     moved = np.zeros(1, np.int64)
@@ -352,11 +357,7 @@ def _allocate_marginal(rng, state: HdpState, data: MMData, blocks: bool) -> int 
                                state.alpha, state.kk, counts, den, inv, pos, moved)
         if pos < 0:
             return int(moved[0])
-        state.ensure_capacity(state.K + J + 1)
-        grown = stats(state.beta.shape[0])
-        for new, old in zip(grown, (counts, den, inv), strict=True):
-            new[:, :old.shape[1]] = old
-        counts, den, inv = grown
+        counts, den, inv = grown((counts, den, inv), state.K + J + 1)
 
 
 def hdp_step(rng, state: HdpState, data: MMData, params: HdpParams):
