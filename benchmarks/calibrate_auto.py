@@ -9,8 +9,9 @@ fallback when graphical cannot run) it fits
 
 by Huber-loss ridge regression (IRLS), cases weighted so that every population counts equally,
 the ridge penalty chosen by leave-one-population-out inside the training populations; then a
-scale model log|r| = gamma . [1, log fraction, log SU] on the inner out-of-population
-residuals r, and the split-conformal quantiles of |r| / scale.
+scale model log|r| = gamma . [1, log fraction, log SU, predicted log(tau / SU)] on the
+inner out-of-population residuals r (an estimate near its ceiling tau = SU errs less), and
+the split-conformal quantiles of |r| / scale.
 
 Every figure printed is LOPO: the population scored was in none of the fits, the penalty
 choice or the conformal quantile. ``--write`` stores the parameters fitted on all populations
@@ -48,6 +49,8 @@ CANDIDATE_SETS = {
 LAMBDAS = (0.3, 3.0, 30.0, 300.0)
 HUBER = 0.1
 SCALE_FEATURES = ["log_fraction", "log_su"]
+#: the last feature of the scale model: the model's own prediction of log(tau / SU) (<= 0)
+PREDICTED = "predicted_log_share"
 LEVELS = (0.5, 0.8, 0.9, 0.95, 0.99)
 MEASURES = ("tau1", "tau2")
 BEGIN, END = "<!-- CALIBRATION:BEGIN -->", "<!-- CALIBRATION:END -->"
@@ -136,9 +139,10 @@ def _score(pred, y, pops) -> float:
     return float(np.mean([np.median(e[pops[ok] == p]) for p in np.unique(pops[ok])]))
 
 
-def fit_model(x, y, pops, sx, names, scale_names) -> dict:
+def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = True) -> dict:
     """The full calibrated model on these populations: penalty by LOPO, then the final fit,
-    the scale of the LOPO residuals and the conformal quantiles."""
+    the scale of the LOPO residuals and the conformal quantiles. ``scale_prediction``: the
+    prediction itself is the scale's last feature (the shipped rule)."""
     best = None
     if len(np.unique(pops)) < 2:  # no population to leave out (only in partial corpora)
         m = fit_huber_ridge(x[np.isfinite(y)], y[np.isfinite(y)], _weights(pops[np.isfinite(y)]),
@@ -153,6 +157,9 @@ def fit_model(x, y, pops, sx, names, scale_names) -> dict:
     ok = np.isfinite(y)
     final = fit_huber_ridge(x[ok], y[ok], _weights(pops[ok]), lam)
     r = (y - pred)[ok]
+    if scale_prediction:  # the scale also depends on the prediction itself
+        sx = np.column_stack([sx, pred])
+        scale_names = [*scale_names, PREDICTED]
     sa = np.column_stack([np.ones(ok.sum()), sx[ok]])
     w = _weights(pops[ok])
     gamma = np.linalg.lstsq(sa * np.sqrt(w)[:, None],
@@ -162,7 +169,7 @@ def fit_model(x, y, pops, sx, names, scale_names) -> dict:
     return {"features": names, "mean": final["mean"].tolist(), "sd": final["sd"].tolist(),
             "min": x[ok].min(axis=0).tolist(), "max": x[ok].max(axis=0).tolist(),
             "coef": final["coef"].tolist(), "lambda": lam, "clip": 6.0,
-            "scale_features": scale_names, "scale_coef": gamma.tolist(),
+            "scale_features": list(scale_names), "scale_coef": gamma.tolist(),
             "scale_min": sx[ok].min(axis=0).tolist(), "scale_max": sx[ok].max(axis=0).tolist(),
             "conformal_levels": list(LEVELS), "conformal_quantiles": qs}
 
@@ -180,6 +187,8 @@ def _weighted_quantile(v, w, q):
 def apply(model: dict, x: np.ndarray, sx: np.ndarray, level=0.95):
     m = {k: np.asarray(v) if isinstance(v, list) else v for k, v in model.items()}
     yhat = predict_lin(m, x)
+    if m["scale_features"][-1] == PREDICTED:
+        sx = np.column_stack([sx, yhat])
     sx = np.clip(sx, m["scale_min"], m["scale_max"])  # no narrower than measured (see auto)
     s = np.exp(np.column_stack([np.ones(len(sx)), sx]) @ m["scale_coef"])
     q = float(np.interp(level, m["conformal_levels"], m["conformal_quantiles"]))
@@ -206,9 +215,11 @@ def usable(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
     return df[ok].reset_index(drop=True)
 
 
-def lopo(df: pd.DataFrame, cands: list[str], extra=None) -> pd.DataFrame:
+def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
+         scale_prediction: bool = True) -> pd.DataFrame:
     """Outer LOPO: per held-out population, the model fitted on the others (with the
-    ``extra`` feature columns of :func:`matrices`, if given)."""
+    ``extra`` feature columns of :func:`matrices`, if given; ``scale_extra(df, measure)``
+    and ``scale_prediction`` vary the interval's scale model, see :func:`fit_model`)."""
     df = usable(df, cands)
     pops = df["population"].to_numpy()
     out = df[["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
@@ -216,13 +227,19 @@ def lopo(df: pd.DataFrame, cands: list[str], extra=None) -> pd.DataFrame:
     su = df["sample_uniques"].to_numpy(float)
     for m in MEASURES:
         x, sx, names = matrices(df, m, cands, extra)
+        scale_names = list(SCALE_FEATURES)
+        if scale_extra is not None:
+            more = scale_extra(df, m)
+            sx = np.column_stack([sx, more.to_numpy(float)])
+            scale_names += list(more.columns)
         y = _target(df, m)
         est = np.full(len(df), np.nan)
         lo = est.copy()
         hi = est.copy()
         for p in np.unique(pops):
             tr = pops != p
-            model = fit_model(x[tr], y[tr], pops[tr], sx[tr], names, SCALE_FEATURES)
+            model = fit_model(x[tr], y[tr], pops[tr], sx[tr], names, scale_names,
+                              scale_prediction=scale_prediction)
             te = pops == p
             yh, yl, yu = apply(model, x[te], sx[te])
             est[te], lo[te], hi[te] = su[te] * np.exp(yh), su[te] * np.exp(yl), \

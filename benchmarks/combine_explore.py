@@ -286,9 +286,11 @@ class Fitter:
 
 def conformal(y, pred, pops, sx) -> dict:
     """The shipped interval: scale of the inner out-of-population residuals, then the
-    weighted split-conformal 95% quantile of |r| / scale."""
+    weighted split-conformal 95% quantile of |r| / scale. The scale's features are ``sx``
+    plus the prediction itself (as calibrate_auto.fit_model)."""
     ok = np.isfinite(y)
     r = (y - pred)[ok]
+    sx = np.column_stack([sx, pred])
     wc = ca._weights(pops[ok])
     sa = np.column_stack([np.ones(ok.sum()), sx[ok]])
     gamma = np.linalg.lstsq(sa * np.sqrt(wc)[:, None],
@@ -299,7 +301,7 @@ def conformal(y, pred, pops, sx) -> dict:
 
 
 def interval(fitted, yh, sx):
-    sxc = np.clip(sx, fitted["smin"], fitted["smax"])
+    sxc = np.clip(np.column_stack([sx, yh]), fitted["smin"], fitted["smax"])
     s = np.exp(np.column_stack([np.ones(len(sx)), sxc]) @ fitted["gamma"])
     return yh, yh - fitted["q"] * s, yh + fitted["q"] * s
 

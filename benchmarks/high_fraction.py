@@ -94,8 +94,8 @@ def lopo(df: pd.DataFrame) -> pd.DataFrame:
             base = {c.split(":", 1)[1]: float(df.at[i, c]) for c in base_cols}
             est = {c: df.at[i, f"{c}:{m}"] for c in cands}
             feats = model_features(base, est, m, int(su[i]), cands)
-            rows.append([feats[k] for k in names]
-                        + [feats["log_fraction"], float(np.log(max(su[i], 1)))])
+            feats["log_su"] = float(np.log(max(su[i], 1)))
+            rows.append([feats[k] for k in names] + [feats[k] for k in cal.SCALE_FEATURES])
         xr = np.asarray(rows, float)
         for p in df["population"].unique():
             model = cal.fit_model(x[pops != p], y[pops != p], pops[pops != p],

@@ -425,6 +425,32 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
     assert base == res.fitted["features"]
 
 
+def test_calibrated_interval_scale_by_hand():
+    """The interval is estimate x exp(+-q s), s = exp(gamma . [1, log fraction, log SU, y])
+    with y the prediction log(tau / SU) (capped at 0) and the inputs clipped to the corpus
+    range; the shipped scale widens as the prediction falls below the ceiling tau = SU."""
+    from sdcrisk.analyses._auto_calibrated import load_params, predict
+
+    model = {"features": ["a"], "mean": [0.0], "sd": [1.0], "clip": 6.0,
+             "coef": [-1.0, 0.5],  # y = -1 + 0.5 a
+             "scale_features": ["log_fraction", "log_su", "predicted_log_share"],
+             "scale_coef": [0.1, -0.2, -0.3, -0.4],
+             "scale_min": [-6.0, 0.0, -3.0], "scale_max": [0.0, 9.0, 0.0],
+             "conformal_levels": [0.5, 0.95], "conformal_quantiles": [1.0, 2.0]}
+    su = 100
+    for a, log_fraction in ((0.0, -3.0), (1.0, -4.0), (-5.0, -7.0), (4.0, -2.0)):
+        y = min(-1.0 + 0.5 * a, 0.0)
+        sx = [min(max(log_fraction, -6.0), 0.0), math.log(su), min(max(y, -3.0), 0.0)]
+        half = 2.0 * math.exp(0.1 - 0.2 * sx[0] - 0.3 * sx[1] - 0.4 * sx[2])
+        est = su * math.exp(y)
+        got = predict(model, {"a": a, "log_fraction": log_fraction}, su, 0.95)
+        assert got == pytest.approx((est, est * math.exp(-half), min(su, est * math.exp(half)),
+                                     half), rel=1e-12)
+    for measure, m in load_params()["models"]["full"].items():
+        assert m["scale_features"][-1] == "predicted_log_share", measure
+        assert m["scale_coef"][-1] < 0, measure  # further below SU: wider
+
+
 def _seed_spread(table, seeds):
     values = []
     with warnings.catch_warnings():

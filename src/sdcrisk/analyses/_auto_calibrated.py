@@ -10,7 +10,9 @@ tau1 and tau2 by a regression learned on the calibration corpus (``benchmarks/co
 x = standardised sample-only features (each candidate's log(tau_m / SU), the sampling fraction,
 n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha...). Its 95%
 interval is a normalised split-conformal interval: exp(+-q s(x)) around the estimate, s(x) a
-fitted scale of the out-of-population log error and q the corpus quantile of |error| / s.
+fitted scale of the out-of-population log error (log-linear in the log sampling fraction, the
+log number of sample uniques and the predicted log(tau_m / SU) itself: an estimate near its
+ceiling tau_m = SU errs less) and q the corpus quantile of |error| / s.
 The parameters are package data (``auto_params.json``); ``docs/auto.md`` reports their
 leave-one-population-out accuracy and coverage.
 """
@@ -103,7 +105,7 @@ def predict(model: dict[str, Any], feats: dict[str, float], sample_uniques: int,
     x = design_row(feats, model)
     y = float(x @ np.asarray(model["coef"]))
     y = min(y, 0.0)  # tau1, tau2 <= SU
-    feats = {**feats, "log_su": math.log(su)}
+    feats = {**feats, "log_su": math.log(su), "predicted_log_share": y}
     scale_x = np.array([feats[k] for k in model["scale_features"]], float)
     if "scale_min" in model:
         # the interval's scale shrinks as the file grows; beyond the corpus's largest files

@@ -12,7 +12,8 @@ combination) and ``evaluate`` (each method's ``interval_covers_truth``); then
 the forward search (its path here stops at all-2-way, so the measures are unchanged); and
 ``assess_auto`` for the wording of its corpus assumption; ``assess_loglinear`` when the
 log-linear model took the ``structural_zeros`` option (one new parameter, null; the
-measures are unchanged).
+measures are unchanged); ``assess_auto`` when auto's interval scale took the predicted
+log(tau / SU) as a feature (issue 17; the estimates are unchanged, the intervals move).
 """
 
 from __future__ import annotations
