@@ -190,24 +190,43 @@ class DecomposableGraph:
             union |= c
         return tuple(seps)
 
-    def edge_mask(self) -> int:
-        """The edge set as one integer (bit a*n+b for edge (a, b)): a hashable model id."""
+    @cached_property
+    def _edge_mask(self) -> int:
         return sum(1 << (a * self.n_vertices + b) for a, b in self.edges)
 
-    def additions(self) -> list[DecomposableGraph]:
-        """Graphs with one more edge that are still decomposable (the search moves)."""
+    def edge_mask(self) -> int:
+        """The edge set as one integer (bit a*n+b for edge (a, b)): a hashable model id."""
+        return self._edge_mask
+
+    def additions(self, skip=frozenset()) -> list[DecomposableGraph]:
+        """Graphs with one more edge that are still decomposable (the search moves), except
+        those whose :meth:`edge_mask` is in ``skip`` (already scored by the search)."""
         out = []
         n = self.n_vertices
+        base = self.edge_mask()
         for a in range(n):
             for b in range(a + 1, n):
-                if (a, b) in self.edges:
+                if (a, b) in self.edges or base | 1 << (a * n + b) in skip:
                     continue
                 adj = list(self.adj)
                 adj[a] |= 1 << b
                 adj[b] |= 1 << a
-                if is_decomposable(tuple(adj)):
-                    out.append(DecomposableGraph(n, self.edges | {(a, b)}))
+                adj = tuple(adj)
+                numbering = perfect_numbering(adj)
+                if numbering is not None:
+                    out.append(self._with_edge(a, b, adj, numbering))
         return out
+
+    def _with_edge(self, a: int, b: int, adj: tuple[int, ...], numbering: list[int]
+                   ) -> DecomposableGraph:
+        """This graph plus edge (a, b), whose adjacency and perfect numbering the caller has
+        computed (so the constructor's chordality check is not run again)."""
+        g = object.__new__(DecomposableGraph)
+        object.__setattr__(g, "n_vertices", self.n_vertices)
+        object.__setattr__(g, "edges", self.edges | {(a, b)})
+        g.__dict__["adj"] = adj  # the cached properties' slots
+        g.__dict__["numbering"] = numbering
+        return g
 
     def describe(self, names) -> str:
         """Cliques by variable name, e.g. ``[age, sex] [race]``."""
@@ -345,6 +364,8 @@ class Margins:
         # margin cell of every observed cell, per margin (4-8 bytes an observed cell each):
         # needed while the models' cell moments are computed, then released
         self._index: dict[int, np.ndarray] = {}
+        # log ML per (margin, prior weight): a search scores each margin for many models
+        self._log_ml: dict[tuple[int, float], float] = {}
 
     @property
     def n_vertices(self) -> int:
@@ -470,8 +491,12 @@ class Margins:
         """log ML(A) of spec D.3 for the variable set A (0 for the empty set)."""
         if mask == 0:
             return 0.0
-        values, mult, log_size = self.margin_counts(mask)
-        return _log_ml_margin(values, log_size, prior_weight, mult)
+        key = (mask, prior_weight)
+        got = self._log_ml.get(key)
+        if got is None:
+            values, mult, log_size = self.margin_counts(mask)
+            got = self._log_ml[key] = _log_ml_margin(values, log_size, prior_weight, mult)
+        return got
 
 
 def _log_gamma_ratio(log_a: float, f: np.ndarray) -> np.ndarray:
@@ -588,9 +613,15 @@ def occam_window(margins: Margins, prior_weight: float, window: float,
             if key in expanded:
                 continue
             expanded.add(key)
-            for h in g.additions():
+            for h in g.additions(skip=scores.keys()):
                 score(h)
-                candidates[h.edge_mask()] = h
+            # every one-edge extension, scored now or before
+            n = g.n_vertices
+            for u in range(n):
+                for v in range(u + 1, n):
+                    k = key | 1 << (u * n + v)
+                    if (u, v) not in g.edges and k in scores:
+                        candidates[k] = scores[k][1]
         best = max(scores[k][0] for k in candidates)
         new = {k: g for k, g in candidates.items() if scores[k][0] - best >= log_c}
         if new.keys() == current.keys():
