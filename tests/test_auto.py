@@ -26,7 +26,7 @@ from sdcrisk.analyses.auto import _blend, default_candidates, widen_interval
 from sdcrisk.analyses.validation import Candidate, Replicate, ValidationRow, ValidationTable
 from sdcrisk.cli import main
 from sdcrisk.estimators import MODELS
-from sdcrisk.exceptions import InputError
+from sdcrisk.exceptions import ApproximationWarning, InputError
 
 
 def _records(n=2000, seed=3):
@@ -449,6 +449,30 @@ def test_calibrated_interval_scale_by_hand():
     for measure, m in load_params()["models"]["full"].items():
         assert m["scale_features"][-1] == "predicted_log_share", measure
         assert m["scale_coef"][-1] < 0, measure  # further below SU: wider
+
+
+def test_outside_corpus_is_told_in_plain_words_once_per_feature():
+    """A file outside the corpus: the warning names each feature once (tau1 and tau2 share
+    them), on its natural scale, at most three with a count of the rest."""
+    from sdcrisk.analyses._auto_calibrated import describe_feature
+
+    assert describe_feature("log_fraction", math.log(0.0002), math.log(0.005),
+                            math.log(0.1)) == ("sampling fraction n/N = 0.0002 (corpus range "
+                                               "0.005 to 0.1)")
+    assert describe_feature("log_nb", math.log(0.25), -2.0, 0.0).startswith(
+        "nb's estimate / sample uniques = 0.25 (corpus range 0.135 to 1)")
+    assert describe_feature("n_keys", 3, 4, 10) == "number of keys = 3 (corpus range 4 to 10)"
+    far = Microdata.from_source("example:uk_census2011", keys=UK_KEYS,
+                                population_size=56_075_912)  # a 0.018% sample
+    with pytest.warns(ApproximationWarning) as got:
+        res = AutoRisk().fit(tabulate(far))
+    text = next(str(w.message) for w in got if "outside the calibration corpus" in str(w.message))
+    outside = res.fitted["outside_corpus"]
+    names = {x.split(": ", 1)[1].split(" = ")[0] for x in outside}
+    assert len(outside) > len(names) >= 4  # both measures' models, features shared
+    assert "sampling fraction n/N = 0.000178 (corpus range" in text
+    assert f"and {len(names) - 3} more features" in text
+    assert text.count("sampling fraction") == 1
 
 
 def _seed_spread(table, seeds):

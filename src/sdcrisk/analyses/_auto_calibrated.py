@@ -86,15 +86,43 @@ def design_row(feats: dict[str, float], model: dict[str, Any]) -> np.ndarray:
     return np.concatenate([[1.0], z])
 
 
+#: plain names of the features, and whether the feature is the log of the named quantity
+_READABLE = {
+    "log_chao_per_N": ("estimated population key combinations per population record (Chao)",
+                       True),
+    "f3_per_su": ("cells seen three times per sample unique", False),
+    "log_fraction": ("sampling fraction n/N", True),
+    "log_n": ("records n", True),
+    "su_share": ("share of records that are sample uniques", False),
+    "log_cells_per_record": ("observed key combinations per record", True),
+    "f2_per_su": ("cells seen twice per sample unique", False),
+    "log_space_per_record": ("key space per record", True),
+    "n_keys": ("number of keys", False),
+    "py_alpha": ("Pitman-Yor alpha", False),
+}
+
+
+def describe_feature(name: str, value: float, lo: float, hi: float) -> str:
+    """``name = value (corpus range lo to hi)`` in plain words and on the natural scale (a
+    log feature is shown as the quantity itself; a candidate's log(tau / SU) as tau / SU)."""
+    label, is_log = _READABLE.get(name, (name, False))
+    if name.startswith("log_") and name not in _READABLE:
+        label, is_log = f"{name[4:]}'s estimate / sample uniques", True
+    if is_log:
+        value, lo, hi = math.exp(value), math.exp(lo), math.exp(hi)
+    return f"{label} = {value:.3g} (corpus range {lo:.3g} to {hi:.3g})"
+
+
 def outside_range(model: dict[str, Any], feats: dict[str, float]) -> list[str]:
-    """Features of this file outside the range seen on the corpus (the model extrapolates)."""
+    """Features of this file outside the range seen on the corpus (the model extrapolates),
+    each described by :func:`describe_feature`."""
     if "min" not in model:
         return []
     out = []
     for k, lo, hi in zip(model["features"], model["min"], model["max"], strict=True):
         v = feats[k]
         if v < lo - 1e-9 or v > hi + 1e-9:
-            out.append(f"{k} = {v:.3g} (corpus range {lo:.3g} to {hi:.3g})")
+            out.append(describe_feature(k, v, lo, hi))
     return out
 
 

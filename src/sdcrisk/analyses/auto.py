@@ -454,9 +454,9 @@ class AutoRisk(Estimator):
                 outside += [f"{m}: {x}" for x in outside_range(model, feats)]
         if outside:
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
-                          + "; ".join(outside[:3]) + (" ..." if len(outside) > 3 else "")
-                          + "): the combination extrapolates and its interval's coverage is "
-                          "not measured there", ApproximationWarning, stacklevel=3)
+                          + _outside_summary(outside) + "): the combination extrapolates and "
+                          "its interval's coverage is not measured there", ApproximationWarning,
+                          stacklevel=3)
         for label, w in caught:
             if label in labels and not issubclass(w.category, DeprecationWarning):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
@@ -519,7 +519,7 @@ class AutoRisk(Estimator):
             reason += f" Could not fit: {', '.join(failed)}."
         if outside:
             reason += (" Caution: the file lies outside the corpus the combination was learned "
-                       f"on ({'; '.join(outside)}); it extrapolates.")
+                       f"on ({_outside_summary(outside)}); it extrapolates.")
         choice_info = {"candidates": list(labels), "methods": [c.split("(")[0] for c in labels],
                        "rule": "calibrated", "model": set_name, "description": desc,
                        "record_risks_from": ref}
@@ -666,3 +666,16 @@ def _reason(vt, choice: Choice, failed: dict) -> str:
 
 def _signed(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}%"
+
+
+def _outside_summary(outside: list[str], most: int = 3) -> str:
+    """The first ``most`` features out of the corpus's range, each named once (the tau1 and
+    tau2 models share their features), and how many more (all in fitted["outside_corpus"])."""
+    seen: dict[str, str] = {}
+    for item in outside:
+        text = item.split(": ", 1)[-1]
+        seen.setdefault(text.split(" = ", 1)[0], text)
+    shown = list(seen.values())[:most]
+    more = len(seen) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more feature{'s' * (more > 1)} (all in "
+                               "fitted['outside_corpus'])" if more else "")
