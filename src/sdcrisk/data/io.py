@@ -32,7 +32,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "printable", "resolve_path"]
+           "printable", "resolve_path", "decode_text", "names_not_utf8"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -229,6 +229,8 @@ def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> l
                 stream, read_options=opts, parse_options=pacsv.ParseOptions(delimiter=delimiter)
             )
             return list(reader.schema.names)
+    except UnicodeDecodeError as exc:
+        raise names_not_utf8(path.name, exc.object) from exc
     except Exception as exc:  # empty files and garbage end up here
         msg = _clean(str(exc)) if str(exc) else type(exc).__name__
         if "Empty CSV file" in msg or "empty" in msg.lower():
@@ -400,7 +402,7 @@ def arrow_column(name: str, chunked) -> Column:
         # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
         # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
         # tabulates as it is -- the counts do not depend on how its labels are spelt
-        values = np.array(["" if v is None else _decode(v) for v in arr.to_pylist()],
+        values = np.array(["" if v is None else decode_text(v) for v in arr.to_pylist()],
                           dtype=str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -411,11 +413,23 @@ def arrow_column(name: str, chunked) -> Column:
     return Column(name, values, missing)
 
 
-def _decode(raw: bytes) -> str:
+def decode_text(raw: bytes) -> str:
+    """One CSV value's bytes as text: UTF-8, else Latin-1 (every byte is a character there),
+    so that a Windows-1252/Latin-1 export tabulates as it is. Every reader of CSV values
+    (assess's pyarrow reader, protect's pandas reader) decodes through this one rule."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def names_not_utf8(name: str, raw: bytes) -> InputError:
+    """The error for a CSV whose header line names a column ``raw`` that is not UTF-8: values
+    are decoded by :func:`decode_text`, but a key or column named on the command line must
+    match its name exactly, so a guessed encoding there is refused."""
+    return InputError(f"{name}: the column name {raw!r} in the header line is not UTF-8 text; "
+                      "re-save the file as UTF-8 (values that are not UTF-8 are read as "
+                      "Latin-1, column names are not)")
 
 
 def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | None:
