@@ -455,3 +455,32 @@ def test_column_names_not_utf8_refused_by_assess_and_protect(tmp_path, capsys):
         assert code == 2, err
         assert "names.csv: the column name b'r\\xe9gion' in the header line is not UTF-8" in err
         assert "re-save the file as UTF-8" in err and err.count("\n") == 1
+
+
+@pytest.fixture
+def umask_027():
+    old = os.umask(0o027)
+    try:
+        yield 0o640  # what open(path, "w") gives under this umask
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet"])
+def test_outputs_get_the_mode_of_a_plain_write(tmp_path, capsys, umask_027, suffix):
+    """Every atomic write (protect's file, --out JSON/HTML) gets 0o666 & ~umask like a plain
+    open(path, "w"), not mkstemp's 0o600; an existing file (--overwrite) keeps its mode."""
+    src = tmp_path / "in.csv"
+    src.write_text("a,b\n" + "".join(f"{i % 3},{i % 2}\n" for i in range(12)))
+    out, report = tmp_path / f"p{suffix}", tmp_path / "r.json"
+    argv = ["protect", str(src), "--keys", "a,b", "--k-anonymity", "2", "--method", "nb",
+            "--population-size", "1000", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert os.stat(out).st_mode & 0o777 == umask_027
+    assert main(["assess", str(src), "--keys", "a,b", "--method", "nb", "--format", "json",
+                 "--population-size", "1000", "--out", str(report)]) == 0
+    assert os.stat(report).st_mode & 0o777 == umask_027
+    os.chmod(out, 0o604)
+    assert main([*argv, "--overwrite"]) == 0
+    assert os.stat(out).st_mode & 0o777 == 0o604
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # no leftovers

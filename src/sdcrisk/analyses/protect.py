@@ -17,7 +17,6 @@ import dataclasses
 import gzip
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..data.io import (
+    atomic_path,
     check_present,
     decode_text,
     detect_format,
@@ -209,13 +209,11 @@ def _refuse_duplicate_names(path: Path, head: bytes) -> None:
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
-    """Write ``frame`` to ``path`` in the format of its extension, atomically: a temporary
-    file in the same folder, then ``os.replace`` (a reader never sees half a file)."""
+    """Write ``frame`` to ``path`` in the format of its extension, atomically, with the mode a
+    plain write gives (:func:`sdcrisk.data.io.atomic_path`)."""
     path = Path(path)
     fmt = output_format(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if fmt == "csv":  # the input's line ending (CSV input), else "\n"
             eol = frame.attrs.get("lineterminator", "\n")
             if path.name.lower().endswith(".gz"):
@@ -239,10 +237,6 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
                                      f"{what} file ({printable(str(exc))}); write "
                                      f"{other} or .csv instead") from exc
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
     return path
 
 
@@ -253,13 +247,6 @@ def _typed(frame):
     import pandas as pd
 
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
-
-
-def _unlink_quietly(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
 
 
 # --- key columns ---------------------------------------------------------------------------

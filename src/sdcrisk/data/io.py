@@ -21,7 +21,9 @@ would otherwise silently use one of the two).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "printable", "resolve_path", "decode_text", "names_not_utf8"]
+           "printable", "resolve_path", "decode_text", "names_not_utf8", "atomic_path"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -106,6 +108,42 @@ def resolve_path(source: str | os.PathLike, *, formats: str | None = None) -> Pa
     if path.is_dir():
         raise InputError(f"{text!r} is a directory; give {formats or 'a CSV or Parquet file'}")
     return path
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[str]:
+    """A new empty file beside ``target`` (same suffix) that replaces it (``os.replace``)
+    when the block ends without an exception: a reader never sees half a file, and an
+    interrupted write leaves the previous file as it was (the temporary file is removed).
+    Every file sdcrisk writes on a user's behalf (protect's file, the CLI's ``--out``,
+    ``--csv``, ``--plot``) goes through here.
+
+    The new file gets the mode a plain ``open(target, "w")`` gives: created with 0o666, the
+    process's umask applied by the system (``tempfile.mkstemp`` would give 0o600, readable by
+    its owner only), or ``target``'s own permission bits when it exists already. The umask is
+    never changed (reading it needs ``os.umask``, process-wide and racy with other threads).
+    """
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(folder / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}")
+        try:
+            os.close(os.open(tmp, flags, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name beside {str(target)!r}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def sniff(path: Path) -> str | None:
