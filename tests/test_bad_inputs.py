@@ -309,6 +309,13 @@ OPTION_CASES = [
      ("--iterations 0", ">= 1")),
     (("--population-size", "1e4", "--method", "loglinear", "--bootstrap", "-1"), 2,
      ("--bootstrap -1", ">= 0")),
+    # run-time bounds: a slip of the exponent is refused at once, not run for days
+    (("--population-size", "1e4", "--method", "loglinear", "--bootstrap", "100000000"), 2,
+     ("--bootstrap 100000000", "at most 10,000", "e.g. 1,000")),
+    (("--population-size", "1e4", "--method", "latent-class", "--bootstrap", "10001"), 2,
+     ("--bootstrap 10001", "at most 10,000")),
+    (("--population-size", "1e4", "--method", "copula", "--points", "1000000000"), 2,
+     ("--points 1000000000", "at most 65,536", "e.g. 512")),
     (("--population-size", "1e4", "--method", "loglinear", "--partition", "zz:2"), 2,
      ("--partition 'zz:2'", "'zz' is not a key",)),
     (("--population-size", "1e4", "--method", "loglinear", "--partition", "a"), 2,
@@ -562,6 +569,9 @@ EVALUATE_CASES = [
     (("--fraction", "0.1", "--methods", " , "), ("--methods is empty",)),
     (("--fractions", "0.1,,0.2"), ("--fractions",)),
     (("--fractions", "0.1", "--seeds", "5-1"), ("--seeds",)),
+    (("--fractions", "0.1", "--seeds", "0-100000000"), ("--seeds '0-100000000'",
+                                                        "100,000,001 seeds", "at most 1,000")),
+    (("--fractions", "0.1", "--seeds", "0-999,5000"), ("1,001 seeds", "at most 1,000")),
     ((), ("--fraction",)),
     (("--fraction", "0.1", "--methods", "nb:mode=fast"),
      ("--methods item 'nb:mode=fast'", "mode='fast'", "use one of")),
@@ -1355,3 +1365,19 @@ def test_keys_and_levels_accept_any_iterable():
     assert md.keys == ("a", "b")
     assert md.levels[0] == (0, 1, 2, 3)
     assert Microdata.from_source(df, keys=(k for k in ("a", "c"))).keys == ("a", "c")
+
+
+def test_run_time_bounds_accept_their_maximum():
+    """The upper bounds of --bootstrap, --points and --seeds are inclusive."""
+    from sdcrisk import GaussianCopulaRisk, LatentClassRisk, LogLinearRisk
+    from sdcrisk.cli.evaluate import parse_seeds
+
+    LogLinearRisk(bootstrap=10_000)
+    LatentClassRisk(bootstrap=10_000)
+    GaussianCopulaRisk(points=65_536)
+    assert parse_seeds("0-999") == list(range(1000))
+    for make in (lambda: LogLinearRisk(bootstrap=10_001),
+                 lambda: LatentClassRisk(bootstrap=10_001),
+                 lambda: GaussianCopulaRisk(points=65_537)):
+        with pytest.raises(ParameterError, match="at most"):
+            make()

@@ -136,6 +136,47 @@ def test_debug_shows_traceback(tmp_path):
               "--debug"])
 
 
+@pytest.mark.parametrize("keys", ["a,b", "a,zz"])
+def test_loglinear_warm_up_ends_before_the_fit_and_the_command(capsys, small_csv, monkeypatch,
+                                                              keys):
+    """`assess --method loglinear` loads numba's IPF kernel in a thread while the file is read.
+    numba swaps sys.stdout/sys.stderr (colorama) while it compiles, process-wide: a thread
+    still in numba when the fit starts or when main() returns clobbered the streams of the
+    caller (intermittent failures of in-process CLI tests: an error message went to the
+    previous test's captured stream). The warm-up must end before the fit starts and before
+    main() returns, also when reading the file fails (keys a,zz)."""
+    import threading
+    import time
+
+    from sdcrisk import LogLinearRisk
+    from sdcrisk.estimators import _ipf
+
+    events = []
+
+    def slow_warm_up():
+        time.sleep(0.3)  # longer than reading this 4-record file
+        events.append("warm-up done")
+
+    real_fit = LogLinearRisk.fit
+
+    def fit(self, *args, **kwargs):
+        events.append("fit")
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(_ipf, "warm_up", slow_warm_up)
+    monkeypatch.setattr(LogLinearRisk, "fit", fit)
+    code, _, err = run(capsys, "assess", str(small_csv), "--keys", keys, "--population-size",
+                       "100", "--method", "loglinear")
+    alive = [t for t in threading.enumerate() if t.name == "sdcrisk-warm-up"]
+    if keys == "a,b":
+        assert code == 0, err
+        assert events == ["warm-up done", "fit"]
+    else:
+        assert code == 2 and "'zz'" in err
+        assert events == ["warm-up done"]
+    assert not alive
+
+
 def test_python_dash_m(tmp_path):
     import subprocess
     import sys

@@ -54,14 +54,16 @@ def test_loglinear_on_parquet_does_not_import_pandas_or_scipy_stats(tmp_path):
 
 def test_assess_warm_up_thread_loads_the_ipf_kernel():
     # `assess --method loglinear` starts numba and loads the fused IPF kernel in a background
-    # thread while the file is read; in a fresh process, nothing else has loaded it
+    # thread while the file is read, joined when the read ends; in a fresh process, nothing
+    # else has loaded it
     code = ("import threading\n"
             "from sdcrisk.cli import assess as cli\n"
             "from sdcrisk.estimators import _ipf\n"
             "before = _ipf._KERNELS is None\n"
-            "cli._warm_up_in_background()\n"
-            "[t.join() for t in threading.enumerate() if t.name == 'sdcrisk-warm-up']\n"
-            "print(before, _ipf._KERNELS is not None)")
+            "with cli._warm_up_while(True):\n"
+            "    pass\n"
+            "alive = [t for t in threading.enumerate() if t.name == 'sdcrisk-warm-up']\n"
+            "print(before, _ipf._KERNELS is not None, not alive)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["True", "True"]
+    assert out == ["True", "True", "True"]

@@ -403,3 +403,84 @@ def test_csv_in_typed_format_out_keeps_values_and_writes_missing(tmp_path, suffi
     from sdcrisk.analyses.protect import k_anonymity_violations
 
     assert k_anonymity_violations(microdata_of(got, KEYS5), 3) == 0
+
+
+def _latin1_csv(tmp_path):
+    """A Latin-1 export (Windows-1252 style) with one UTF-8 value: 8 records."""
+    rows = [("Mon\xe9e", "1", "caf\xe9"), ("Mon\xe9e", "1", "th\xe9"), ("Mon\xe9e", "2", "x"),
+            ("Z\xfcrich", "2", "y"), ("Z\xfcrich", "2", "z"), ("Z\xfcrich", "1", "\xe0 la"),
+            ("Bern", "1", "w"), ("Bern", "2", "v")]
+    lines = [b"region,age,note"] + [
+        b",".join(v.encode("latin-1") for v in row) for row in rows]
+    lines[5] = "Z\xfcrich,2,z".encode()  # this one value is UTF-8 (0xc3 0xbc), decoded as such
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_protect_reads_a_latin1_csv_as_assess_does(tmp_path, capsys):
+    path = _latin1_csv(tmp_path)
+    out = tmp_path / "out.csv"
+    code = main(["protect", str(path), "--keys", "region,age", "--k-anonymity", "2",
+                 "--population-size", "1000", "--method", "nb", "--format", "json",
+                 "--out", str(out)])
+    text, err = capsys.readouterr()
+    assert code == 0, err
+    got = json.loads(text)
+    # 8 values are not UTF-8: Monée x 3, Zürich x 2 (the third is UTF-8), café, thé, à la
+    assert got["notes"][0] == ("latin1.csv is not UTF-8: 8 values read as Latin-1 (as assess "
+                               "reads them); the protected file is written in UTF-8")
+    # the same labels and counts as assess reads: the risk before equals assess's
+    assert main(["assess", str(path), "--keys", "region,age", "--population-size", "1000",
+                 "--method", "nb", "--format", "json"]) == 0
+    assessed = json.loads(capsys.readouterr().out)
+    assert got["risk_before"]["tau2"] == pytest.approx(
+        assessed["measures"]["tau2"]["estimate"], rel=1e-12)
+    md = Microdata.from_source(path, ["region", "age"], population_size=1000)
+    assert sorted(map(str, md.levels[0])) == ["Bern", "Monée", "Zürich"]
+    # written as UTF-8 text; the non-key column keeps every value as decoded
+    after = pd.read_csv(out, dtype=str, keep_default_na=False, encoding="utf-8")
+    assert after["note"].tolist() == ["café", "thé", "x", "y", "z", "à la", "w", "v"]
+    assert set(after["region"]) <= {"Monée", "Zürich", "Bern", ""}
+
+
+def test_column_names_not_utf8_refused_by_assess_and_protect(tmp_path, capsys):
+    path = tmp_path / "names.csv"
+    path.write_bytes(b"r\xe9gion,age\nA,1\nB,2\nA,1\n")
+    for argv in (["assess", str(path), "--population-size", "100"],
+                 ["protect", str(path), "--k-anonymity", "2", "--population-size", "100",
+                  "--out", str(tmp_path / "o.csv")]):
+        code = main([*argv, "--keys", "age", "--method", "nb"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "names.csv: the column name b'r\\xe9gion' in the header line is not UTF-8" in err
+        assert "re-save the file as UTF-8" in err and err.count("\n") == 1
+
+
+@pytest.fixture
+def umask_027():
+    old = os.umask(0o027)
+    try:
+        yield 0o640  # what open(path, "w") gives under this umask
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet"])
+def test_outputs_get_the_mode_of_a_plain_write(tmp_path, capsys, umask_027, suffix):
+    """Every atomic write (protect's file, --out JSON/HTML) gets 0o666 & ~umask like a plain
+    open(path, "w"), not mkstemp's 0o600; an existing file (--overwrite) keeps its mode."""
+    src = tmp_path / "in.csv"
+    src.write_text("a,b\n" + "".join(f"{i % 3},{i % 2}\n" for i in range(12)))
+    out, report = tmp_path / f"p{suffix}", tmp_path / "r.json"
+    argv = ["protect", str(src), "--keys", "a,b", "--k-anonymity", "2", "--method", "nb",
+            "--population-size", "1000", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert os.stat(out).st_mode & 0o777 == umask_027
+    assert main(["assess", str(src), "--keys", "a,b", "--method", "nb", "--format", "json",
+                 "--population-size", "1000", "--out", str(report)]) == 0
+    assert os.stat(report).st_mode & 0o777 == umask_027
+    os.chmod(out, 0o604)
+    assert main([*argv, "--overwrite"]) == 0
+    assert os.stat(out).st_mode & 0o777 == 0o604
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # no leftovers

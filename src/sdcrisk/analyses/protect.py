@@ -17,7 +17,6 @@ import dataclasses
 import gzip
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from ..data.io import check_present, detect_format, printable, resolve_path, source_name
+from ..data.io import (
+    atomic_path,
+    check_present,
+    decode_text,
+    detect_format,
+    names_not_utf8,
+    printable,
+    resolve_path,
+    source_name,
+)
 from ..data.table import Microdata, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
@@ -113,8 +121,13 @@ def read_frame(source: Any):
             frame = pd.read_stata(path, convert_categoricals=False)
         else:
             compression = "gzip" if _is_gzip(path) else "infer"
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                compression=compression)
+            try:
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                    compression=compression)
+            except UnicodeDecodeError:  # not UTF-8: each value as assess reads it
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                    compression=compression, encoding="latin-1")
+                _decode_values(frame, path.name)
             opener = gzip.open if compression == "gzip" else open
             with opener(path, "rb") as fh:
                 head = fh.read(1 << 16)
@@ -129,6 +142,49 @@ def read_frame(source: Any):
     if len(frame) == 0:
         raise InputError(f"{path.name}: no records (the file has column names but no rows)")
     return frame
+
+
+def _decode_values(frame, name: str) -> None:
+    """A CSV read as Latin-1 (one character per byte, so each value's bytes are recovered
+    exactly): decode each value with :func:`sdcrisk.data.io.decode_text`, the rule assess
+    reads values by (UTF-8, else Latin-1), in place, and say so in ``frame.attrs`` (the note
+    protect prints: the protected file is written in UTF-8).
+
+    Raises
+    ------
+    InputError
+        When a column name is not UTF-8, as assess does (remedy: re-save as UTF-8).
+    """
+    import pandas as pd
+
+    for col in frame.columns:
+        raw = str(col).encode("latin-1")
+        if not _is_utf8(raw):
+            raise names_not_utf8(name, raw)
+    frame.columns = [decode_text(str(c).encode("latin-1")) for c in frame.columns]
+    count = 0
+    for col in frame.columns:
+        values = frame[col]
+        wide = values.str.contains("[\x80-\xff]", regex=True, na=False).to_numpy(bool)
+        if not wide.any():
+            continue
+        fixed = values.to_numpy(dtype=object, copy=True)
+        for i in np.flatnonzero(wide):
+            raw = fixed[i].encode("latin-1")
+            count += not _is_utf8(raw)
+            fixed[i] = decode_text(raw)
+        frame[col] = pd.Series(fixed, index=values.index, dtype=values.dtype)
+    frame.attrs["read_note"] = (
+        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as Latin-1 (as "
+        "assess reads them); the protected file is written in UTF-8")
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _refuse_duplicate_names(path: Path, head: bytes) -> None:
@@ -153,13 +209,11 @@ def _refuse_duplicate_names(path: Path, head: bytes) -> None:
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
-    """Write ``frame`` to ``path`` in the format of its extension, atomically: a temporary
-    file in the same folder, then ``os.replace`` (a reader never sees half a file)."""
+    """Write ``frame`` to ``path`` in the format of its extension, atomically, with the mode a
+    plain write gives (:func:`sdcrisk.data.io.atomic_path`)."""
     path = Path(path)
     fmt = output_format(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if fmt == "csv":  # the input's line ending (CSV input), else "\n"
             eol = frame.attrs.get("lineterminator", "\n")
             if path.name.lower().endswith(".gz"):
@@ -183,10 +237,6 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
                                      f"{what} file ({printable(str(exc))}); write "
                                      f"{other} or .csv instead") from exc
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
     return path
 
 
@@ -197,13 +247,6 @@ def _typed(frame):
     import pandas as pd
 
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
-
-
-def _unlink_quietly(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
 
 
 # --- key columns ---------------------------------------------------------------------------
@@ -643,7 +686,7 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     check_present(keys + ([weights] if weights else []), [str(c) for c in frame0.columns],
                   source_name(source))
     md0 = microdata_of(frame0, keys, **opts)
-    notes: list[str] = []
+    notes: list[str] = [frame0.attrs["read_note"]] if "read_note" in frame0.attrs else []
     merged: dict = {}
     frame = frame0
     if recodes:

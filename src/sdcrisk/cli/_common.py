@@ -135,7 +135,8 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--partition", default=None,
                    help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
     p.add_argument("--bootstrap", type=int, default=None,
-                   help="loglinear: parametric-bootstrap replicates for intervals (default 0)")
+                   help="loglinear: parametric-bootstrap replicates for intervals (default 0); "
+                   "latent-class: Bayesian-bootstrap replicates (default 16); at most 10,000")
     p.add_argument("--prior-weight", type=float, default=None,
                    help="graphical: total weight of the hyper-Dirichlet prior (default 1)")
     p.add_argument("--window", type=float, default=None,
@@ -161,7 +162,8 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    help="copula: ordering of each key's categories on the latent axis "
                    "(default mca)")
     p.add_argument("--points", type=int, default=None,
-                   help="copula: quasi-Monte-Carlo lattice points per cell (default 256)")
+                   help="copula: quasi-Monte-Carlo lattice points per cell (default 256, at "
+                   "most 65,536)")
     p.add_argument("--classes", type=_int_or_rule, default=None,
                    help="latent-class: number of latent classes, or the rule choosing it: "
                    "heldout (default), bic, aic, average")

@@ -3,9 +3,10 @@
 Every file a subcommand writes (``--out``, ``--csv``, ``--plot``) goes through this module:
 :func:`check_outputs` refuses a path that cannot be written (a missing or read-only folder, a
 directory, the input file itself) *before* the estimate is computed, so no work is lost;
-:func:`write_text` and :func:`atomic_path` write to a temporary file in the same folder and
-rename it over the target (``os.replace``), so a reader never sees half a file and an
-interrupted run leaves the previous file intact.
+:func:`write_text` and :func:`atomic_path` (:mod:`sdcrisk.data.io`'s, which protect's file goes
+through too) write to a temporary file in the same folder and rename it over the target
+(``os.replace``), so a reader never sees half a file and an interrupted run leaves the previous
+file intact; the file gets the mode a plain write gives.
 
 :func:`cli_message` rewrites the option names of the Python API in an error message into the
 command-line flags the user typed (``max_iter=0`` -> ``--iterations 0``).
@@ -16,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from ..data.io import atomic_path
 from ..exceptions import ParameterError
 
 __all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",
@@ -108,39 +109,6 @@ def check_arguments(args) -> None:
         if alpha != 1 and getattr(args, "missing", None) != "wildcard":
             raise ParameterError(f"--wildcard-alpha {alpha:g} applies only with --missing "
                                  "wildcard; add --missing wildcard or drop --wildcard-alpha")
-
-
-@contextlib.contextmanager
-def atomic_path(target: str | os.PathLike) -> Iterator[str]:
-    """A temporary path beside ``target`` (same suffix) that replaces it on success.
-
-    On an exception the temporary file is removed and ``target`` is left as it was.
-    """
-    target = Path(target)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
-                               dir=folder)
-    os.close(fd)
-    try:
-        yield tmp
-        _match_mode(tmp, target)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _match_mode(tmp: str, target: Path) -> None:
-    """Give the new file the mode a plain ``open(target, "w")`` would have given it."""
-    try:
-        mode = target.stat().st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    with contextlib.suppress(OSError):
-        os.chmod(tmp, mode)
 
 
 def write_text(target: str | os.PathLike, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -166,16 +167,27 @@ def _where(args) -> str | None:
     return None
 
 
-def _warm_up_in_background() -> None:
-    """Load the IPF kernel from numba's cache while the file is read (start-up that would
-    otherwise come after it). A failure here is ignored: the fit itself reports it.
+@contextlib.contextmanager
+def _warm_up_while(enabled: bool):
+    """Load the IPF kernel from numba's cache in a background thread while the block (reading
+    and tabulating the file) runs: numba's start-up would otherwise come after the read. A
+    failure there is ignored: the fit itself reports it.
 
-    numba itself is imported here, in the calling thread: importing a large package from
-    a background thread while the main thread imports the file readers can let Python's
-    import-deadlock detection hand one of them a partially initialised module (the likely
-    cause of intermittent failures of unrelated CLI tests under load; not reproduced on
-    demand). Called only once the options are valid, so that a refused run leaves no
-    thread behind."""
+    The thread is joined when the block ends, also when it raises, so that (1) only one thread
+    runs numba at a time: numba formats the messages of the errors it raises and catches while
+    compiling inside ``colorama.init()``/``deinit()``, which replace and then restore
+    ``sys.stdout``/``sys.stderr``, process-wide and without a lock; a warm-up thread still
+    compiling while ``main()`` returned restored, later, a stream saved before the caller
+    swapped its own in (pytest's capsys between two tests: the next command's error went to
+    the previous test's closed stream), and two threads compiling at once could leave a
+    wrapper in place; (2) no thread outlives the command. numba itself is imported here, in
+    the calling thread: importing a large package from a background thread while the main
+    thread imports the file readers can let Python's import-deadlock detection hand one of
+    them a partially initialised module. Started only once the options are valid, so that a
+    refused run starts no thread."""
+    if not enabled:
+        yield
+        return
     import threading
 
     import numba  # noqa: F401 - see above
@@ -188,7 +200,12 @@ def _warm_up_in_background() -> None:
         except Exception:  # noqa: BLE001 - the real fit raises it with context
             pass
 
-    threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True).start()
+    thread = threading.Thread(target=run, name="sdcrisk-warm-up", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def _assess(args) -> str | Outcome:
@@ -202,9 +219,8 @@ def _assess(args) -> str | Outcome:
     if text is not None:  # --key-sets / --all-subsets-up-to
         return text
     est = get_estimator(args.method, **options_for(args))
-    if args.method == "loglinear":
-        _warm_up_in_background()
-    table = _sample_table(args, out_of_core, est)
+    with _warm_up_while(args.method == "loglinear"):
+        table = _sample_table(args, out_of_core, est)
     if isinstance(table, CellTable) and not _needs_record_map(args, est):
         table = table.without_record_map()  # 4-8 bytes a record that no output reads
     limits = parse_limits(args.fail_above)

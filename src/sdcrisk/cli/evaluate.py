@@ -49,8 +49,9 @@ def register(sub) -> None:
     g.add_argument("--fractions", metavar="F1,F2,...",
                    help="several Bernoulli sampling fractions, e.g. 0.01,0.03,0.05")
     g.add_argument("--seeds", metavar="LIST",
-                   help="several sampling seeds: 0,1,2 or a range 0-9 (each row: the sample "
-                   "and the estimators' random_state of 'evaluate --fraction F --seed S')")
+                   help="several sampling seeds: 0,1,2 or a range 0-9, at most 1,000 (each "
+                   "row: the sample and the estimators' random_state of 'evaluate --fraction "
+                   "F --seed S')")
     g.add_argument("--workers", type=int, default=None, metavar="N",
                    help="grid: local worker processes (default: all CPUs; 1 = in this "
                    "process)")
@@ -91,16 +92,22 @@ def parse_fractions(text: str) -> list[float]:
     return out
 
 
+#: most seeds in one ``--seeds`` grid: each seed is a sample and a fit of every method at
+#: every fraction; a range such as 0-100000000 is a slip that would run for days (and was
+#: expanded, slowly, before any check)
+MAX_SEEDS = 1000
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0,1,2"``, ``"0-9"`` or a mix such as ``"0-4,10"`` -> seeds in the order given.
 
     Raises
     ------
     ParameterError
-        An entry that is neither a non-negative integer nor a range ``A-B`` with A <= B, or a
-        seed given twice.
+        An entry that is neither a non-negative integer nor a range ``A-B`` with A <= B, a
+        seed given twice, or more than :data:`MAX_SEEDS` seeds (counted before expanding).
     """
-    out: list[int] = []
+    spans: list[tuple[int, int]] = []
     for part in _number_list(text, "--seeds"):
         m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
         if m is None:
@@ -111,9 +118,19 @@ def parse_seeds(text: str) -> list[int]:
         if hi < lo:
             raise ParameterError(f"--seeds: the range {part!r} is empty; write it low-high, "
                                  f"e.g. {hi}-{lo}")
+        spans.append((lo, hi))
+    total = sum(hi - lo + 1 for lo, hi in spans)
+    if total > MAX_SEEDS:  # before expanding the ranges
+        raise ParameterError(f"--seeds {text!r} gives {total:,} seeds: at most {MAX_SEEDS:,} "
+                             "(each is a sample and a fit of every method at every fraction); "
+                             "give fewer, e.g. 0-99")
+    out: list[int] = []
+    seen: set[int] = set()
+    for lo, hi in spans:
         for s in range(lo, hi + 1):
-            if s in out:
+            if s in seen:
                 raise ParameterError(f"--seeds: seed {s} appears twice")
+            seen.add(s)
             out.append(s)
     return out
 

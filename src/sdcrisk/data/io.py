@@ -21,7 +21,9 @@ would otherwise silently use one of the two).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "printable", "resolve_path"]
+           "printable", "resolve_path", "decode_text", "names_not_utf8", "atomic_path"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -106,6 +108,42 @@ def resolve_path(source: str | os.PathLike, *, formats: str | None = None) -> Pa
     if path.is_dir():
         raise InputError(f"{text!r} is a directory; give {formats or 'a CSV or Parquet file'}")
     return path
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[str]:
+    """A new empty file beside ``target`` (same suffix) that replaces it (``os.replace``)
+    when the block ends without an exception: a reader never sees half a file, and an
+    interrupted write leaves the previous file as it was (the temporary file is removed).
+    Every file sdcrisk writes on a user's behalf (protect's file, the CLI's ``--out``,
+    ``--csv``, ``--plot``) goes through here.
+
+    The new file gets the mode a plain ``open(target, "w")`` gives: created with 0o666, the
+    process's umask applied by the system (``tempfile.mkstemp`` would give 0o600, readable by
+    its owner only), or ``target``'s own permission bits when it exists already. The umask is
+    never changed (reading it needs ``os.umask``, process-wide and racy with other threads).
+    """
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(folder / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}")
+        try:
+            os.close(os.open(tmp, flags, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name beside {str(target)!r}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def sniff(path: Path) -> str | None:
@@ -229,6 +267,8 @@ def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> l
                 stream, read_options=opts, parse_options=pacsv.ParseOptions(delimiter=delimiter)
             )
             return list(reader.schema.names)
+    except UnicodeDecodeError as exc:
+        raise names_not_utf8(path.name, exc.object) from exc
     except Exception as exc:  # empty files and garbage end up here
         msg = _clean(str(exc)) if str(exc) else type(exc).__name__
         if "Empty CSV file" in msg or "empty" in msg.lower():
@@ -400,7 +440,7 @@ def arrow_column(name: str, chunked) -> Column:
         # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
         # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
         # tabulates as it is -- the counts do not depend on how its labels are spelt
-        values = np.array(["" if v is None else _decode(v) for v in arr.to_pylist()],
+        values = np.array(["" if v is None else decode_text(v) for v in arr.to_pylist()],
                           dtype=str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -411,11 +451,23 @@ def arrow_column(name: str, chunked) -> Column:
     return Column(name, values, missing)
 
 
-def _decode(raw: bytes) -> str:
+def decode_text(raw: bytes) -> str:
+    """One CSV value's bytes as text: UTF-8, else Latin-1 (every byte is a character there),
+    so that a Windows-1252/Latin-1 export tabulates as it is. Every reader of CSV values
+    (assess's pyarrow reader, protect's pandas reader) decodes through this one rule."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def names_not_utf8(name: str, raw: bytes) -> InputError:
+    """The error for a CSV whose header line names a column ``raw`` that is not UTF-8: values
+    are decoded by :func:`decode_text`, but a key or column named on the command line must
+    match its name exactly, so a guessed encoding there is refused."""
+    return InputError(f"{name}: the column name {raw!r} in the header line is not UTF-8 text; "
+                      "re-save the file as UTF-8 (values that are not UTF-8 are read as "
+                      "Latin-1, column names are not)")
 
 
 def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | None:

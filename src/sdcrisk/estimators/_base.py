@@ -26,7 +26,7 @@ from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
 __all__ = ["Estimator", "CountGroups", "count_groups", "grouped_memory",
-           "reidentification_measures"]
+           "reidentification_measures", "MAX_BOOTSTRAP", "check_bootstrap"]
 
 #: float64 arrays of length n_cells a fit holds at its peak by default: f, the predictive
 #: law's parameters, E[1/F], E[1/F^2], P(U=0), mean, variance, the measures' intermediates
@@ -39,6 +39,29 @@ RECORD_ARRAYS = 3
 #: counts' (two, and the result's copies of them) and their temporaries (tracemalloc in
 #: tests/test_frequencies.py)
 GROUPED_CELL_ARRAYS = 8
+#: most bootstrap replicates an estimator takes (``bootstrap=``, ``--bootstrap``): each one
+#: refits the model, and the Monte Carlo error of a 95% percentile interval is already small
+#: at 1,000-2,000 replicates; a larger number is a slip (an extra digit) that would run for days
+MAX_BOOTSTRAP = 10_000
+
+
+def check_bootstrap(value) -> None:
+    """``bootstrap`` is an integer in [0, :data:`MAX_BOOTSTRAP`].
+
+    Raises
+    ------
+    ParameterError
+        Naming the value and the remedy.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ParameterError(f"bootstrap={value!r} must be an integer >= 0 (bootstrap "
+                             "replicates for the interval, e.g. 200)")
+    if value > MAX_BOOTSTRAP:
+        raise ParameterError(f"bootstrap={value} replicates is too many: at most "
+                             f"{MAX_BOOTSTRAP:,} (each refits the model; an interval's Monte "
+                             "Carlo error is small at 1,000-2,000); give e.g. 1,000")
+
+
 MEMORY_REMEDIES = (
     "remedies: partition the file by a key and assess each part, use fewer or coarser key "
     "variables, raise the limit (fit(memory_limit=...) or SDCRISK_MEMORY_LIMIT) if the "

@@ -32,7 +32,13 @@ import numpy as np
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..exceptions import ParameterError
-from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator, normal_intervals
+from ._base import (
+    CELL_ARRAYS,
+    RECORD_ARRAYS,
+    Estimator,
+    check_bootstrap,
+    normal_intervals,
+)
 from .copula import BinomialPredictive
 
 __all__ = [
@@ -220,8 +226,9 @@ class LatentClassRisk(Estimator):
         EM stops when the objective changes by less than ``tol`` per record (default 1e-6).
     bootstrap : int
         Bayesian-bootstrap replicates of the fit for the interval (default 16; 0 = the
-        predictive interval given the fit only). Each re-weights the observed cells by
-        Gamma(f, 1) draws and runs 20 EM steps from the fitted parameters at the chosen K.
+        predictive interval given the fit only; at most 10,000). Each re-weights the
+        observed cells by Gamma(f, 1) draws and runs 20 EM steps from the fitted parameters
+        at the chosen K.
     random_state : int, optional
         Seed of the random starts and the bootstrap (default 0).
     ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
@@ -294,7 +301,7 @@ class LatentClassRisk(Estimator):
         count(self.max_classes, "max_classes", 1, "the largest number of classes tried, e.g. 8")
         count(self.starts, "starts", 1, "random starts of EM per number of classes, e.g. 4")
         count(self.max_iter, "max_iter", 1, "EM iterations, e.g. 300")
-        count(self.bootstrap, "bootstrap", 0, "bootstrap replicates for the interval, e.g. 16")
+        check_bootstrap(self.bootstrap)
         for name in ("smoothing", "tol"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, int | float | np.number)

@@ -30,7 +30,7 @@ from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _factored, _ipf
-from ._base import Estimator
+from ._base import Estimator, check_bootstrap
 from ._minerror import dense_sums, h1, h2, minimum_error, minimum_error_observed
 from ._modrisk import modrisk_measures
 
@@ -217,7 +217,7 @@ class LogLinearRisk(Estimator):
         Fit to the sums of survey weights (SDCNway's weighted variant); Z is then not given.
     bootstrap : int
         Parametric-bootstrap replicates for intervals that include estimation error
-        (0: only the conditional-Poisson predictive interval).
+        (0: only the conditional-Poisson predictive interval; at most 10,000).
     random_state : int
         Seed of the bootstrap.
     partition : str or tuple, optional
@@ -291,8 +291,7 @@ class LogLinearRisk(Estimator):
             raise ParameterError(f"tol={self.tol} must be > 0")
         if self.dtype not in ("auto", "float32", "float64"):
             raise ParameterError(f"dtype={self.dtype!r}; use auto, float32 or float64")
-        if self.bootstrap < 0:
-            raise ParameterError(f"bootstrap={self.bootstrap} must be >= 0")
+        check_bootstrap(self.bootstrap)
         if self.max_added_terms is not None and self.max_added_terms < 0:
             raise ParameterError("max_added_terms must be >= 0")
         if self.terms == "search" and self.weighted:
