@@ -42,6 +42,7 @@ from sdcrisk.estimators._decomposable import (
     log_ml_vertex_form,
     members,
     occam_window,
+    separates,
 )
 from sdcrisk.estimators._graphical_mc import ObservedDirichlet, poisson_inverse
 from sdcrisk.estimators._graphical_predictive import (
@@ -303,6 +304,54 @@ def test_window_keeps_models_within_the_ratio_of_the_best(window):
     if window == 1.0:
         assert len(res.graphs) == 1
     assert len(res.graphs) <= len(within)
+
+
+def test_search_moves_scored_without_building_the_graph():
+    """Every one-edge extension of every decomposable graph on 5 vertices: the move is
+    decomposable iff the common neighbours separate the two ends (checked against MCS), and
+    its score change is ml(S+u+v) + ml(S) - ml(S+u) - ml(S+v) (against the clique form)."""
+    margins = _random_margins((2, 3, 2, 2, 3), 0.7, seed=4)
+    moves = 0
+    for g in _chordal_graphs(5):
+        base = log_ml_clique_form(g, margins, 1.0)
+        for u, v in itertools.combinations(range(5), 2):
+            if (u, v) in g.edges:
+                continue
+            cut = g.adj[u] & g.adj[v]
+            edges = g.edges | {(u, v)}
+            ok = not _has_chordless_cycle(5, edges)
+            assert separates(g.adj, u, v, cut) == ok
+            if ok:
+                moves += 1
+                bu, bv = 1 << u, 1 << v
+                delta = (margins.log_ml(cut | bu | bv, 1.0) + margins.log_ml(cut, 1.0)
+                         - margins.log_ml(cut | bu, 1.0) - margins.log_ml(cut | bv, 1.0))
+                full = log_ml_clique_form(DecomposableGraph(5, edges), margins, 1.0)
+                assert base + delta == pytest.approx(full, rel=1e-12, abs=1e-9)
+    assert moves > 1000
+
+
+def test_search_stops_at_its_budget_and_warns():
+    """max_visited: the search stops, keeps the window of what it found (the best first),
+    and the estimator says so; a budget above what the search needs changes nothing."""
+    margins = _random_margins((2, 3, 2, 3), 0.8, seed=11)
+    full = occam_window(margins, 1.0, math.inf)
+    assert full.visited == 61 and not full.stopped
+    part = occam_window(margins, 1.0, math.inf, max_visited=20)
+    assert part.stopped and 20 <= part.visited < 61
+    assert {g.edges for g in part.graphs} < {g.edges for g in full.graphs}
+    assert np.all(np.diff(part.log_ml) <= 0)
+    same = occam_window(margins, 1.0, math.inf, max_visited=61)
+    assert not same.stopped and [g.edges for g in same.graphs] == [g.edges for g in full.graphs]
+    rows = np.repeat(margins.cell_codes, margins.counts, axis=0)
+    tab = tabulate(Microdata.from_source({k: rows[:, i] for i, k in enumerate("wxyz")},
+                                         list("wxyz"), population_size=10 * len(rows)))
+    with pytest.warns(sdcrisk.ApproximationWarning, match="max_visited=5 models"):
+        res = GraphicalRisk(window=1e6, max_visited=5).fit(tab)
+    assert res.diagnostics["model_search"]["stopped_at_max_visited"] is True
+    assert GraphicalRisk().fit(tab).diagnostics["model_search"]["stopped_at_max_visited"] is False
+    with pytest.raises(sdcrisk.ParameterError, match="max_visited=0"):
+        GraphicalRisk(max_visited=0)
 
 
 def test_search_recovers_the_generating_structure(sim_table):

@@ -81,6 +81,12 @@ class GraphicalRisk(Estimator):
         Seed of every random draw (importance sampling of the f = 0 cells, Monte Carlo).
     max_models : int
         Keep at most this many models of the window (the best ones; default 50).
+    max_visited : int
+        Stop the search after scoring this many models (default 500,000: a few seconds and
+        about 50 MB). Only a sample that says almost nothing about the dependence between
+        many keys comes near it (10 keys, 55 records: 22 million models within the window's
+        ratio of the best); the average is then over the window of the models found, with an
+        ``ApproximationWarning``.
     max_enumerated_cells : int
         P(PU) sums P(F = 1) over the cells with f = 0: exactly, over the whole key space, when
         K times the number of kept models is at most this (default 8,000,000: about a second);
@@ -129,6 +135,7 @@ class GraphicalRisk(Estimator):
     monte_carlo: int | None = None
     random_state: int | None = 0
     max_models: int = 50
+    max_visited: int = 500_000
     max_enumerated_cells: int = 8_000_000
     unobserved_draws: int = 200_000
 
@@ -149,6 +156,11 @@ class GraphicalRisk(Estimator):
         if isinstance(self.max_models, bool) or not isinstance(self.max_models, int) \
                 or self.max_models < 1:
             raise ParameterError(f"max_models={self.max_models!r} must be an integer >= 1")
+        if isinstance(self.max_visited, bool) or not isinstance(self.max_visited, int) \
+                or self.max_visited < 1:
+            raise ParameterError(f"max_visited={self.max_visited!r} must be an integer >= 1 "
+                                 "(the number of models the search may score; default "
+                                 "500,000)")
         if not isinstance(self.max_enumerated_cells, int) or self.max_enumerated_cells < 0:
             raise ParameterError(f"max_enumerated_cells={self.max_enumerated_cells!r} must be "
                                  "an integer >= 0")
@@ -194,8 +206,17 @@ class GraphicalRisk(Estimator):
         is_rng = np.random.default_rng(is_seq)
 
         t0 = time.perf_counter()
-        search = occam_window(margins, p, float(self.window), self.max_models)
+        search = occam_window(margins, p, float(self.window), self.max_models,
+                              max_visited=self.max_visited)
         search_seconds = time.perf_counter() - t0
+        if search.stopped:
+            warnings.warn(
+                f"Occam's window search stopped after scoring max_visited={self.max_visited:,} "
+                f"models: with {table.n:,} records the sample says little about how the "
+                f"{len(names)} keys depend on each other, and very many models are within "
+                f"1/{self.window:g} of the best; the average is over the best of those found "
+                "(raise max_visited for the full search, at about 10 s and 100 MB per "
+                "million models)", ApproximationWarning, stacklevel=user_stacklevel())
         if search.truncated:
             warnings.warn(
                 f"Occam's window holds {search.truncated + len(search.graphs)} models; only the "
@@ -240,6 +261,7 @@ class GraphicalRisk(Estimator):
             "model_search": {
                 "models_visited": search.visited, "models_kept": len(search.graphs),
                 "models_dropped_by_cap": search.truncated, "iterations": search.iterations,
+                "stopped_at_max_visited": search.stopped,
                 "window": float(self.window), "threshold": 1.0 / float(self.window),
                 "margins_computed": len(margins), "search_seconds": search_seconds,
             },

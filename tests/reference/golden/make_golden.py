@@ -13,7 +13,9 @@ the forward search (its path here stops at all-2-way, so the measures are unchan
 ``assess_auto`` for the wording of its corpus assumption; ``assess_loglinear`` when the
 log-linear model took the ``structural_zeros`` option (one new parameter, null; the
 measures are unchanged); ``assess_auto`` when auto's interval scale took the predicted
-log(tau / SU) as a feature (issue 17; the estimates are unchanged, the intervals move).
+log(tau / SU) as a feature (issue 17; the estimates are unchanged, the intervals move);
+``assess_graphical`` and ``assess_auto`` when the graphical model took ``max_visited`` (one
+new parameter and one diagnostic; the measures are unchanged).
 """
 
 from __future__ import annotations
