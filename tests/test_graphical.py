@@ -354,6 +354,21 @@ def test_search_stops_at_its_budget_and_warns():
         GraphicalRisk(max_visited=0)
 
 
+def test_cli_max_visited_reaches_the_search(capsys):
+    """--max-visited is graphical's option on the command line (the warning's remedy)."""
+    from sdcrisk.cli import main
+
+    args = ["assess", "example:uk_census2011", "--keys", "region,sex,age_band,marital_status",
+            "--population-size", "560759", "--method", "graphical", "--format", "json",
+            "--quiet"]
+    assert main([*args, "--max-visited", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["parameters"]["max_visited"] == 3
+    assert out["diagnostics"]["model_search"]["stopped_at_max_visited"] is True
+    assert out["diagnostics"]["model_search"]["models_visited"] == 3
+    assert main([*args, "--max-visited", "0"]) == 2
+
+
 def test_search_recovers_the_generating_structure(sim_table):
     res = GraphicalRisk().fit(sim_table)
     top = res.fitted["models"][0]

@@ -144,6 +144,9 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    "of the best (default 20)")
     p.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
                    help="graphical: Monte Carlo draws instead of the closed forms")
+    p.add_argument("--max-visited", type=int, default=None, metavar="MODELS",
+                   help="graphical: stop Occam's window search after scoring this many models "
+                   "(default 500,000; reached only when a small sample has many keys)")
     p.add_argument("--profiles", type=int, default=None,
                    help="mixed-membership: number of extreme profiles K")
     p.add_argument("--structural-zeros", default=None, metavar="FILE",
@@ -331,6 +334,7 @@ METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "--prior-weight": ("prior_weight", ("prior_weight",)),
     "--window": ("window", ("window",)),
     "--monte-carlo": ("monte_carlo", ("monte_carlo",)),
+    "--max-visited": ("max_visited", ("max_visited",)),
     "--profiles": ("profiles", ("profiles",)),
     "--structural-zeros": ("structural_zeros", ("structural_zeros",)),
     "--chains": ("chains", ("chains",)),

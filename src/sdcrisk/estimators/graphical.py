@@ -212,11 +212,11 @@ class GraphicalRisk(Estimator):
         if search.stopped:
             warnings.warn(
                 f"Occam's window search stopped after scoring max_visited={self.max_visited:,} "
-                f"models: with {table.n:,} records the sample says little about how the "
-                f"{len(names)} keys depend on each other, and very many models are within "
-                f"1/{self.window:g} of the best; the average is over the best of those found "
-                "(raise max_visited for the full search, at about 10 s and 100 MB per "
-                "million models)", ApproximationWarning, stacklevel=user_stacklevel())
+                f"models, before it had finished ({table.n:,} records, {len(names)} keys: very "
+                f"many models lie within 1/{self.window:g} of the best, as when a small sample "
+                "has many keys); the average is over the best of the models found; raise "
+                "max_visited (--max-visited) for the full search, at about 10 s and 100 MB "
+                "per million models", ApproximationWarning, stacklevel=user_stacklevel())
         if search.truncated:
             warnings.warn(
                 f"Occam's window holds {search.truncated + len(search.graphs)} models; only the "
