@@ -352,6 +352,23 @@ def test_auto_is_validated_once_then_its_choice_refitted():
     assert none is None and same == NegativeBinomialRisk()
 
 
+def test_recommend_heading_names_no_candidate_for_the_calibrated_auto(tmp_path, capsys):
+    """The calibrated auto is re-fitted as a whole after each change; the heading said
+    'auto chose pitman-yor; auto' (its first candidate), which it did not choose."""
+    rng = np.random.default_rng(4)
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"a": rng.integers(0, 8, 500), "b": rng.integers(0, 6, 500),
+                  "c": rng.integers(0, 3, 500)}).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["recommend", str(path), "--keys", "a,b,c", "--population-size", "10000",
+                   "--target", "0.5", "--actions", "suppression", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("recommendations (auto): target estimated tau2 <= 0.5")
+    assert "auto chose" not in out
+
+
 def test_csv_bytes_of_other_columns_and_line_endings_kept(tmp_path, capsys):
     text = ('id,age,sex,note\r\n'
             + "".join(f'{i:03d},{30 + i % 3},{i % 2},"x, {i}.50"\r\n' for i in range(9))

@@ -215,6 +215,20 @@ def test_uniqueness_guidance_and_headline_highlight(blend_table, auto_blend):
     assert sec.count('<tr class="base">') == 1
 
 
+def test_uniqueness_guidance_says_what_the_default_auto_rests_on(blend_table):
+    """The default (calibrated) auto does not sub-sample the file, so the guidance must not
+    say that it chose its method by its error on sub-samples (it said so before)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sdcrisk.AutoRisk().fit(blend_table)
+    assert res.fitted["choice"]["rule"] == "calibrated"
+    page = build_report({"auto": res}, contributions=False, suda=False)
+    sec = page[page.index('id="uniqueness"'):page.index("</section>",
+                                                         page.index('id="uniqueness"'))]
+    assert "sub-samples" not in sec
+    assert "auto combined candidates fitted on this file by a rule learned on real" in sec
+
+
 # --- before / after a protected file ------------------------------------------------------------
 def test_protected_section_compares_the_same_method(tmp_path, table):
     frame = _frame()

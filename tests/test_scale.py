@@ -302,6 +302,21 @@ def test_duckdb_pass_leaves_row_errors_to_the_arrow_pass(parquet_file):
         tabulate_file(path, ["sex", "age"], missing="error", engine="duckdb")
 
 
+def test_duckdb_pass_warns_nothing(parquet_file):
+    """duckdb 2.x warns when a DB-API result is fetched as Arrow; that UserWarning reached
+    the user as 'sdcrisk: warning: Arrow output on a DB-API result ...'."""
+    pytest.importorskip("duckdb")
+    import warnings
+
+    from sdcrisk import tabulate_file
+
+    path, _ = parquet_file
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = tabulate_file(path, ["sex", "region"], engine="duckdb", record_cell="memory")
+    assert table.n == len(table.record_cell)
+
+
 def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
     # integer keys whose statistics bound K above 2^31: int64 ids, sorted (+28 bytes)
     rng = np.random.default_rng(0)

@@ -75,8 +75,8 @@ def register(sub) -> None:
     r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
                        "estimated risk to a target")
     add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
-                         "the candidate that validates best on sub-samples of the file, chosen "
-                         "once and re-fitted; nb is much faster)")
+                         "its calibrated combination of five candidates, re-fitted as a "
+                         "whole; nb is faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
@@ -306,12 +306,14 @@ def _recommend(args) -> str:
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
     est = get_estimator(args.method, **options_for(args))
     chose = ""
-    if args.method == "auto":  # validate once, then re-fit the chosen candidate
+    if args.method == "auto":  # validated rule: validate once, then re-fit the chosen one
         from ..analyses.protect import concrete_estimator
         from ..data.table import tabulate
 
+        auto_est = est
         est, auto_res = concrete_estimator(est, tabulate(md))
-        chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
+        if est is not auto_est:  # the calibrated combination is re-fitted as a whole
+            chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
     rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,

@@ -110,7 +110,8 @@ def encode_column(
     if max_levels is not None and d > max_levels:
         raise InputError(
             f"column {name!r} has {d} distinct values, more than max_levels={max_levels}; "
-            "it looks like an identifier or a continuous variable: band it, or raise max_levels"
+            "it looks like an identifier or a continuous variable: band it, or raise max_levels "
+            "(--max-levels on the command line)"
         )
     if n and d == 0:
         raise InputError(f"column {name!r} has no levels")

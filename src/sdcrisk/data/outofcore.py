@@ -355,13 +355,15 @@ def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> Part
                               else ")") for k, c in zip(keys, q, strict=True)]
             source = f"read_parquet({files!r})"
             if checks:
-                bad = con.execute(f"SELECT {', '.join(checks)} FROM {source}").fetchone()
+                bad = con.sql(f"SELECT {', '.join(checks)} FROM {source}").fetchall()[0]
                 if any(bad):
                     return None
-            result = con.execute(f"SELECT {', '.join(q)}, {', '.join(aggs)} FROM {source} "
-                                 f"GROUP BY ALL")
-            # duckdb 1.x: fetch_arrow_table; 2.x: to_arrow_table
-            fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            # a relation, not a DB-API result: duckdb 2.x warns (UserWarning, shown to the
+            # user) that Arrow output of the latter makes an extra copy of the rows
+            rel = con.sql(f"SELECT {', '.join(q)}, {', '.join(aggs)} FROM {source} "
+                          f"GROUP BY ALL")
+            # duckdb 2.x: to_arrow_table; 1.x: arrow
+            fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
             combos = fetch()
     except duckdb.Error as exc:
         if required:

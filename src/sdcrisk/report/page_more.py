@@ -365,6 +365,18 @@ _GUIDANCE = (
     "more, the number of population uniques is uncertain: report the range, not one figure.")
 
 
+def _auto_basis(res) -> str:
+    """What auto's headline rests on, in the words of the uniqueness guidance."""
+    choice = res.fitted.get("choice")
+    rule = choice.get("rule") if isinstance(choice, dict) else None
+    if rule == "calibrated":
+        return (", and auto combined candidates fitted on this file by a rule learned on real "
+                "populations")
+    if rule in ("single", "average", "pair"):  # the validated rule (explicit candidates)
+        return ", and auto chose it by its error on sub-samples of this very file"
+    return ""  # a candidate fitted unvalidated (no sample uniques, a tiny file)
+
+
 def uniqueness_section(data: dict) -> dict | None:
     """Pitman, Zayatz, SNB and Dankar's choice (ARX), with the method's P(PU) and the truth."""
     pu = data.get("uniqueness")
@@ -395,8 +407,7 @@ def uniqueness_section(data: dict) -> dict | None:
             f"RiskModelPopulationUniqueness); N = {fmt(float(pu.population_size))} "
             f"({t.population_size_source}), sampling fraction {fmt(pu.sampling_fraction)}")
     head = data["results"][headline]
-    validated = (", and auto chose it by its error on sub-samples of this very file"
-                 if head.method == "auto" else "")
+    validated = _auto_basis(head) if head.method == "auto" else ""
     body = [method(line),
             para(_GUIDANCE.format(validated=validated), "guidance"),
             table([("model", "model"), ("uniques", "population uniques", "fmt"),
