@@ -268,3 +268,21 @@ def test_marginal_contributions_without_nested_sets():
     assert c["a"]["pairs"] == 1 and c["a"]["mean_increase"] == 2.0 and c["a"]["share"] == 1.0
     assert c["c"]["pairs"] == 0 and c["c"]["mean_increase"] is None
     assert c["b"]["mean_with"] == 4.0 and c["b"]["mean_without"] == 2.0
+
+
+def test_text_says_why_no_contribution_is_measured(tmp_path, capsys):
+    """Key sets of which none is another plus one variable: the text says the contributions
+    are not measured and how to get them, instead of a table of dashes."""
+    from sdcrisk.cli import main
+
+    sets = tmp_path / "sets.txt"
+    sets.write_text("region,sex\nage_band,marital_status\n")
+    args = ["assess", "example:uk_census2011", "--keys", "region,sex,age_band,marital_status",
+            "--population-size", "560759", "--method", "nb", "--quiet"]
+    assert main([*args, "--key-sets", str(sets)]) == 0
+    out = capsys.readouterr().out
+    assert "contribution to tau2: not measured" in out and "--all-subsets-up-to" in out
+    assert "mean +" not in out
+    assert main([*args, "--all-subsets-up-to", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "mean +" in out and "not measured" not in out

@@ -291,6 +291,11 @@ class ScenarioReport(ResultBase):
             shown = r.get("error", "-")[:40] if val is None else f"{val:.6g}"
             lines.append(f"{i:>4}  {r['name'][:39]:<40}{r['K']:>14,}{r['sample_uniques']:>9,}"
                          f"{shown:>14}")
+        if not any(c["pairs"] for c in self.contributions.values()):
+            lines += ["", f"per-variable contribution to {self.rank_by}: not measured, because "
+                      "no key set run is another one plus a single variable (list nested "
+                      "sets, or use --all-subsets-up-to D)"]
+            return "\n".join(lines)
         lines += ["", f"per-variable contribution to {self.rank_by} (mean increase when the "
                   "variable is added to a key set that was also run):",
                   f"{'variable':<24}{'mean +':>12}{'max +':>12}{'pairs':>7}{'share':>8}"]
