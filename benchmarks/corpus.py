@@ -218,7 +218,9 @@ LOGLINEAR_MAX_K = 200_000
 
 
 #: seconds a candidate may take on one case (graphical's model search on tiny samples with
-#: 9-10 keys can take minutes); a candidate past it is recorded as failed
+#: 9-10 keys took minutes when the corpus was run; since then the search is about 10 times
+#: faster and bounded by max_visited, benchmarks/bench_graphical_search.py); a candidate past
+#: it is recorded as failed
 CANDIDATE_TIMEOUT = 120
 
 
