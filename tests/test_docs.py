@@ -168,3 +168,20 @@ def _missing_docs_tools() -> list[str]:
     if handler is None:
         missing.append("mkdocstrings-python")
     return missing
+
+
+def test_cli_reference_is_up_to_date():
+    """docs/cli.md holds every command's --help as the CLI prints it now (regenerate with
+    ``python tests/reference/make_cli_reference.py docs/cli.md``)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_cli_reference", ROOT / "tests" / "reference" / "make_cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    python = f"Python {sys.version_info.major}.{sys.version_info.minor} by"
+    if python not in page:  # argparse's layout of --help changes between Python versions
+        pytest.skip(f"docs/cli.md was generated with another Python than {python[:-3]}")
+    assert page == module.reference(), "docs/cli.md is stale: regenerate it"
+    for command in ("assess", "evaluate", "decide", "recommend", "report", "protect"):
+        assert f"## sdcrisk {command}\n" in page
+    assert "--max-visited MODELS" in page
