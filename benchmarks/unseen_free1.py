@@ -13,6 +13,8 @@ and its candidates are fitted on each sample.
 A small synthetic file (4,000 records, 2-10% samples of 73-419 records): a check on one
 population auto has never seen, not a calibration.
 
+Width: the median of (upper - lower) / estimate.
+
 Usage::
 
     nice -n 10 python benchmarks/unseen_free1.py
@@ -97,9 +99,9 @@ def main() -> None:
     df = pd.DataFrame(rows)
     print(f"\n{len(df)} samples; true tau1 / SU median "
           f"{np.median(df['true_tau1'] / df['sample_uniques']):.2f}\n")
-    print("| method | tau1 median | tau1 p90 | tau1 coverage | tau2 median | tau2 p90 | "
-          "tau2 coverage | cases (true tau1 > 0) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| method | tau1 median | tau1 p90 | tau1 coverage | tau1 width | tau2 median | "
+          "tau2 p90 | tau2 coverage | tau2 width | cases (true tau1 > 0) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for spec in METHODS:
         cells = []
         for m in ("tau1", "tau2"):
@@ -108,8 +110,11 @@ def main() -> None:
             rel = np.abs(d[f"{spec}:{m}"].to_numpy(float) / t - 1)
             lo, hi = d[f"{spec}:{m}_lo"].to_numpy(float), d[f"{spec}:{m}_hi"].to_numpy(float)
             cov = np.mean((lo <= t) & (t <= hi)) if np.isfinite(lo).all() else float("nan")
+            est = d[f"{spec}:{m}"].to_numpy(float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                width = np.median((hi - lo) / est)
             cells += [f"{100 * np.median(rel):.1f}%", f"{100 * np.quantile(rel, 0.9):.1f}%",
-                      f"{100 * cov:.1f}%"]
+                      f"{100 * cov:.1f}%", f"{100 * width:.0f}%"]
         print(f"| {spec} | " + " | ".join(cells) + f" | {int((df['true_tau1'] > 0).sum())} |")
 
 
