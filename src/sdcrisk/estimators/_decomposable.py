@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 _MAX_RADIX = 2**62
-#: the vertex pairs (u < v) of a graph on j vertices, in the search's order
-_PAIRS: dict[int, list[tuple[int, int]]] = {}
 #: margins over at most this many cells (or 4 per observed cell) are counted densely
 _DENSE_MIN = 1 << 22
 
@@ -194,43 +192,25 @@ class DecomposableGraph:
             union |= c
         return tuple(seps)
 
-    @cached_property
-    def _edge_mask(self) -> int:
-        return sum(1 << (a * self.n_vertices + b) for a, b in self.edges)
-
     def edge_mask(self) -> int:
         """The edge set as one integer (bit a*n+b for edge (a, b)): a hashable model id."""
-        return self._edge_mask
+        return sum(1 << (a * self.n_vertices + b) for a, b in self.edges)
 
-    def additions(self, skip=frozenset()) -> list[DecomposableGraph]:
-        """Graphs with one more edge that are still decomposable (the search moves), except
-        those whose :meth:`edge_mask` is in ``skip`` (already scored by the search)."""
+    def additions(self) -> list[DecomposableGraph]:
+        """Graphs with one more edge that are still decomposable (the search's moves; the
+        search itself scores them without building them, see :func:`occam_window`)."""
         out = []
         n = self.n_vertices
-        base = self.edge_mask()
         for a in range(n):
             for b in range(a + 1, n):
-                if (a, b) in self.edges or base | 1 << (a * n + b) in skip:
+                if (a, b) in self.edges:
                     continue
                 adj = list(self.adj)
                 adj[a] |= 1 << b
                 adj[b] |= 1 << a
-                adj = tuple(adj)
-                numbering = perfect_numbering(adj)
-                if numbering is not None:
-                    out.append(self._with_edge(a, b, adj, numbering))
+                if is_decomposable(tuple(adj)):
+                    out.append(DecomposableGraph(n, self.edges | {(a, b)}))
         return out
-
-    def _with_edge(self, a: int, b: int, adj: tuple[int, ...], numbering: list[int]
-                   ) -> DecomposableGraph:
-        """This graph plus edge (a, b), whose adjacency and perfect numbering the caller has
-        computed (so the constructor's chordality check is not run again)."""
-        g = object.__new__(DecomposableGraph)
-        object.__setattr__(g, "n_vertices", self.n_vertices)
-        object.__setattr__(g, "edges", self.edges | {(a, b)})
-        g.__dict__["adj"] = adj  # the cached properties' slots
-        g.__dict__["numbering"] = numbering
-        return g
 
     def describe(self, names) -> str:
         """Cliques by variable name, e.g. ``[age, sex] [race]``."""
@@ -656,7 +636,7 @@ def occam_window(margins: Margins, prior_weight: float, window: float,
                 continue
             expanded.add(key)
             base, adj = scores[key], _adjacency(key, j)
-            for u, v in _PAIRS.get(j) or _PAIRS.setdefault(j, list(combinations(range(j), 2))):
+            for u, v in combinations(range(j), 2):
                 if adj[u] >> v & 1:
                     continue
                 k = key | 1 << (u * j + v)
