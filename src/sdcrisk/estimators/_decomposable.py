@@ -581,15 +581,18 @@ def separates(adj: tuple[int, ...], u: int, v: int, cut: int) -> bool:
     return True
 
 
+def _edges_of(key: int, j: int) -> list[tuple[int, int]]:
+    """The edges (u < v) of the graph on j vertices whose edge mask
+    (:meth:`DecomposableGraph.edge_mask`) is ``key``."""
+    return [(u, v) for u, v in combinations(range(j), 2) if key >> (u * j + v) & 1]
+
+
 def _adjacency(key: int, j: int) -> tuple[int, ...]:
-    """Adjacency bitmasks of the graph whose edge mask (:meth:`DecomposableGraph.edge_mask`)
-    is ``key``."""
+    """Adjacency bitmasks of the graph whose edge mask is ``key``."""
     adj = [0] * j
-    for u in range(j):
-        for v in range(u + 1, j):
-            if key >> (u * j + v) & 1:
-                adj[u] |= 1 << v
-                adj[v] |= 1 << u
+    for u, v in _edges_of(key, j):
+        adj[u] |= 1 << v
+        adj[v] |= 1 << u
     return tuple(adj)
 
 
@@ -657,9 +660,7 @@ def occam_window(margins: Margins, prior_weight: float, window: float,
         if new_window == current:
             break
         current = new_window
-    graphs = {k: DecomposableGraph(j, frozenset(
-        (u, v) for u in range(j) for v in range(u + 1, j) if k >> (u * j + v) & 1))
-        for k in current}
+    graphs = {k: DecomposableGraph(j, frozenset(_edges_of(k, j))) for k in current}
     exact = {k: log_ml_clique_form(g, margins, prior_weight) for k, g in graphs.items()}
     ranked = sorted(current, key=lambda k: (-exact[k], k))
     truncated = 0
