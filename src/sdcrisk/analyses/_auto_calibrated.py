@@ -113,16 +113,16 @@ def describe_feature(name: str, value: float, lo: float, hi: float) -> str:
     return f"{label} = {value:.3g} (corpus range {lo:.3g} to {hi:.3g})"
 
 
-def outside_range(model: dict[str, Any], feats: dict[str, float]) -> list[str]:
-    """Features of this file outside the range seen on the corpus (the model extrapolates),
-    each described by :func:`describe_feature`."""
+def outside_range(model: dict[str, Any], feats: dict[str, float]) -> dict[str, str]:
+    """Features of this file outside the range seen on the corpus (the model extrapolates):
+    feature name -> its description by :func:`describe_feature`, in the model's order."""
     if "min" not in model:
-        return []
-    out = []
+        return {}
+    out = {}
     for k, lo, hi in zip(model["features"], model["min"], model["max"], strict=True):
         v = feats[k]
         if v < lo - 1e-9 or v > hi + 1e-9:
-            out.append(describe_feature(k, v, lo, hi))
+            out[k] = describe_feature(k, v, lo, hi)
     return out
 
 

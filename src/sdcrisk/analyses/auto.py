@@ -445,16 +445,20 @@ class AutoRisk(Estimator):
             py_alpha=None if py is None else py.fitted.get("alpha"))
         calibrated: dict[str, tuple[float, float, float, float]] = {}
         outside: list[str] = []
+        named: dict[str, str] = {}  # feature -> description, each once
         if su:
             for m in MEASURES:
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
                 calibrated[m] = predict(model, feats, su, self.ci_level)
-                outside += [f"{m}: {x}" for x in outside_range(model, feats)]
+                for name, text in outside_range(model, feats).items():
+                    outside.append(f"{m}: {text}")
+                    named.setdefault(name, text)  # the tau1 and tau2 models share features
+        summary = _outside_summary(named)
         if outside:
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
-                          + _outside_summary(outside) + "): the combination extrapolates and "
+                          + summary + "): the combination extrapolates and "
                           "its interval's coverage is not measured there", ApproximationWarning,
                           stacklevel=3)
         for label, w in caught:
@@ -462,10 +466,10 @@ class AutoRisk(Estimator):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
                               stacklevel=3)
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
-                                       failed, params, outside)
+                                       failed, params, outside, summary)
 
     def _calibrated_result(self, table, fits, labels, set_name, calibrated, base, failed,
-                           params, outside) -> RiskResult:
+                           params, outside, outside_summary) -> RiskResult:
         su = float(table.sample_uniques)
         # the record-level risks come from a fixed candidate (the best single one on the
         # corpus, which also ranks records), rescaled to the calibrated tau1/tau2; a choice by
@@ -519,7 +523,7 @@ class AutoRisk(Estimator):
             reason += f" Could not fit: {', '.join(failed)}."
         if outside:
             reason += (" Caution: the file lies outside the corpus the combination was learned "
-                       f"on ({_outside_summary(outside)}); it extrapolates.")
+                       f"on ({outside_summary}); it extrapolates.")
         choice_info = {"candidates": list(labels), "methods": [c.split("(")[0] for c in labels],
                        "rule": "calibrated", "model": set_name, "description": desc,
                        "record_risks_from": ref}
@@ -668,14 +672,10 @@ def _signed(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}%"
 
 
-def _outside_summary(outside: list[str], most: int = 3) -> str:
-    """The first ``most`` features out of the corpus's range, each named once (the tau1 and
-    tau2 models share their features), and how many more (all in fitted["outside_corpus"])."""
-    seen: dict[str, str] = {}
-    for item in outside:
-        text = item.split(": ", 1)[-1]
-        seen.setdefault(text.split(" = ", 1)[0], text)
-    shown = list(seen.values())[:most]
-    more = len(seen) - len(shown)
+def _outside_summary(named: dict[str, str], most: int = 3) -> str:
+    """The first ``most`` features out of the corpus's range (feature -> description, each
+    once), and how many more (all in fitted["outside_corpus"])."""
+    shown = list(named.values())[:most]
+    more = len(named) - len(shown)
     return "; ".join(shown) + (f"; and {more} more feature{'s' * (more > 1)} (all in "
                                "fitted['outside_corpus'])" if more else "")
