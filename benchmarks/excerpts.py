@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +43,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
+import high_fraction  # noqa: E402
+import unseen_free1  # noqa: E402
 
 OUT = HERE / "excerpts.csv"
 OUT_RANDOM = HERE / "excerpts_random_keys.csv"
@@ -75,19 +75,11 @@ def excerpts(name: str) -> list[tuple[int, np.ndarray]]:
 
 
 def _truth(pop: pd.DataFrame, keys, take: np.ndarray) -> dict:
-    _, ids = np.unique(pop[list(keys)].to_numpy(), axis=0, return_inverse=True)
-    ids = ids.ravel()
-    big_f = np.bincount(ids)
-    f = np.bincount(ids[take], minlength=len(big_f))
-    su = f == 1
-    return {"N": len(pop), "n": int(take.sum()), "sample_uniques": int(su.sum()),
-            "true_tau1": int(np.sum(su & (big_f == 1))),
-            "true_tau2": float(np.sum(1.0 / big_f[su])),
-            "pop_uniques": int(np.sum(big_f == 1))}
+    return {"N": len(pop), **unseen_free1.truth(pop, keys, take)}
 
 
 def run(out: Path, random_keys: bool) -> None:
-    from sdcrisk import AutoRisk, Microdata, tabulate
+    from sdcrisk import Microdata, tabulate
 
     done = set(pd.read_csv(out)["case"]) if out.exists() else set()
     index = 0
@@ -109,21 +101,7 @@ def run(out: Path, random_keys: bool) -> None:
                            "fraction": frac, **_truth(pop, keys, take)}
                     md = Microdata.from_source(pop.loc[take, list(keys)], list(keys),
                                                population_size=len(pop))
-                    t0 = time.perf_counter()
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        res = AutoRisk().fit(tabulate(md))
-                    row["auto:seconds"] = time.perf_counter() - t0
-                    for m in ("tau1", "tau2"):
-                        meas = res.measures[m]
-                        row[f"auto:{m}"] = meas.estimate
-                        row[f"auto:{m}_lo"] = meas.lower
-                        row[f"auto:{m}_hi"] = meas.upper
-                    row.update({f"feature:{k}": v for k, v in res.fitted["features"].items()})
-                    row["outside_corpus"] = len(res.fitted.get("outside_corpus") or {})
-                    for c in res.fitted["candidate_estimates"]:
-                        for m in ("tau1", "tau2"):
-                            row[f"{c['candidate']}:{m}"] = c[m]
+                    row.update(high_fraction.fit_auto(tabulate(md)))
                     pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(),
                                                index=False)
                     print(case, name, e, len(pop), label, frac, row["n"], row["true_tau1"],
@@ -144,8 +122,6 @@ def _cells(g: pd.DataFrame, meth: str, m: str, interval: bool) -> list[str]:
 
 
 def summary(out: Path) -> None:
-    import high_fraction
-
     df = high_fraction.lopo(pd.read_csv(out))
     cands = sorted({c.rsplit(":", 1)[0] for c in df.columns if c.endswith(":tau1")
                     and not c.startswith("auto")})

@@ -42,8 +42,32 @@ def cases() -> list[corpus.Case]:
     return out
 
 
+def fit_auto(table) -> dict:
+    """The default auto on a cell table, as columns of a row: its tau1/tau2 and bounds
+    (``auto:...``), its seconds, its sample features (``feature:...``, what :func:`lopo`
+    needs to refit it), each candidate's tau1/tau2 and how many features were outside the
+    corpus's range."""
+    from sdcrisk import AutoRisk
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AutoRisk().fit(table)
+    row = {"auto:seconds": time.perf_counter() - t0}
+    for m in ("tau1", "tau2"):
+        meas = res.measures[m]
+        row[f"auto:{m}"], row[f"auto:{m}_lo"], row[f"auto:{m}_hi"] = (
+            meas.estimate, meas.lower, meas.upper)
+    row.update({f"feature:{k}": v for k, v in res.fitted["features"].items()})
+    row["outside_corpus"] = len(res.fitted.get("outside_corpus") or {})
+    for c in res.fitted["candidate_estimates"]:
+        for m in ("tau1", "tau2"):
+            row[f"{c['candidate']}:{m}"] = c[m]
+    return row
+
+
 def run() -> None:
-    from sdcrisk import AutoRisk, Microdata, tabulate
+    from sdcrisk import Microdata, tabulate
 
     done = set(pd.read_csv(OUT)["case"]) if OUT.exists() else set()
     for case in cases():
@@ -54,20 +78,7 @@ def run() -> None:
         table = tabulate(md)
         row = {"case": case.index, "population": case.population, "keyset": case.keyset,
                "n_keys": len(case.keys), "fraction": case.fraction, **truth}
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = AutoRisk().fit(table)
-        row["auto:seconds"] = time.perf_counter() - t0
-        for m in ("tau1", "tau2"):
-            meas = res.measures[m]
-            row[f"auto:{m}"] = meas.estimate
-            row[f"auto:{m}_lo"] = meas.lower
-            row[f"auto:{m}_hi"] = meas.upper
-        row.update({f"feature:{k}": v for k, v in res.fitted["features"].items()})
-        for c in res.fitted["candidate_estimates"]:
-            for m in ("tau1", "tau2"):
-                row[f"{c['candidate']}:{m}"] = c[m]
+        row.update(fit_auto(table))
         pd.DataFrame([row]).to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
         print(case.index, case.population, case.keyset, case.fraction, flush=True)
 
