@@ -84,11 +84,12 @@ def main() -> None:
     print(f"NY clean n = {table.n:,} ({len(table.counts):,} cells), HdpRisk, 4 chains, "
           f"burn-in {a.block}, blocks of {a.block}: {len(ex.out_bytes)} units, "
           f"tau1 {res.measures['tau1'].estimate:.2f}")
-    print(f"first units (fresh chain, {2 * a.block} sweeps): out {med(ex.out_bytes[first]) * mb:.2f}"
-          f" MB, back {med(ex.back_bytes[first]) * mb:.2f} MB")
+    print(f"first units (fresh chain, {2 * a.block} sweeps): out "
+          f"{med(ex.out_bytes[first]) * mb:.2f} MB, back {med(ex.back_bytes[first]) * mb:.2f} MB")
     if ex.out_bytes[later]:
         print(f"later units (advanced chain, {a.block} sweeps): out "
-              f"{med(ex.out_bytes[later]) * mb:.2f} MB, back {med(ex.back_bytes[later]) * mb:.2f} MB")
+              f"{med(ex.out_bytes[later]) * mb:.2f} MB, "
+              f"back {med(ex.back_bytes[later]) * mb:.2f} MB")
         sweep = med(ex.run_s[later]) / a.block
     else:
         sweep = med(ex.run_s[first]) / (2 * a.block)

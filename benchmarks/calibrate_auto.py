@@ -8,7 +8,12 @@ fallback when graphical cannot run) it fits
     log(tau / SU) = beta . [1, standardised features]
 
 by Huber-loss ridge regression (IRLS), cases weighted so that every population counts equally,
-the ridge penalty chosen by leave-one-population-out inside the training populations; then a
+the ridge penalty chosen by leave-one-population-out inside the training populations; blends
+it with graphical(prior_weight=50)'s own log(tau / SU), a * model + (1 - a) * g50, the weight
+a in {0, 0.25, ..., 1} chosen on the same inner out-of-population predictions (shipped since
+2026-11-24, after ``benchmarks/unseen_variants.py``: the corpus learns a correction of g50's
+over-estimate there that did not hold on real files outside it); the blend is again linear in
+the standardised features and ships as plain coefficients; then a
 scale model log|r| = gamma . [1, log fraction, log SU, predicted log(tau / SU)] on the
 inner out-of-population residuals r (an estimate near its ceiling tau = SU errs less), and
 the split-conformal quantiles of |r| / scale.
@@ -47,6 +52,11 @@ CANDIDATE_SETS = {
     "exchangeable": ["pitman-yor", "poisson-gamma", "nb"],
 }
 LAMBDAS = (0.3, 3.0, 30.0, 300.0)
+#: the candidate the model is blended with, and the blend weights tried (issue 17: the
+#: variant `shrink-g50` of combine_explore.py, confirmed outside the corpus by
+#: unseen_variants.py)
+SHRINK_TOWARDS = "graphical(prior_weight=50)"
+SHRINK_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 HUBER = 0.1
 SCALE_FEATURES = ["log_fraction", "log_su"]
 #: the last feature of the scale model: the model's own prediction of log(tau / SU) (<= 0)
@@ -118,17 +128,21 @@ def fit_huber_ridge(x: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, *,
     return {"mean": mean, "sd": sd, "coef": coef}
 
 
-def predict_lin(model: dict, x: np.ndarray) -> np.ndarray:
+def predict_lin(model: dict, x: np.ndarray, *, clip: bool = True) -> np.ndarray:
     z = np.clip((x - model["mean"]) / model["sd"], -6, 6)
-    return np.minimum(np.column_stack([np.ones(len(z)), z]) @ model["coef"], 0.0)
+    y = np.column_stack([np.ones(len(z)), z]) @ model["coef"]
+    return np.minimum(y, 0.0) if clip else y
 
 
-def lopo_predictions(x, y, pops, lam) -> np.ndarray:
+def lopo_predictions(x, y, pops, lam, *, clip: bool = True) -> np.ndarray:
+    """Each population predicted by the model fitted on the others (``clip``: at the
+    ceiling log(tau / SU) <= 0)."""
     out = np.full(len(y), np.nan)
     for p in np.unique(pops):
         tr = (pops != p) & np.isfinite(y)
         m = fit_huber_ridge(x[tr], y[tr], _weights(pops[tr]), lam)
-        out[pops == p] = predict_lin(m, x[pops == p])
+        pred = predict_lin(m, x[pops == p], clip=clip)
+        out[pops == p] = pred
     return out
 
 
@@ -139,10 +153,14 @@ def _score(pred, y, pops) -> float:
     return float(np.mean([np.median(e[pops[ok] == p]) for p in np.unique(pops[ok])]))
 
 
-def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = True) -> dict:
+def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = True,
+              shrink_to_g50: bool = True) -> dict:
     """The full calibrated model on these populations: penalty by LOPO, then the final fit,
     the scale of the LOPO residuals and the conformal quantiles. ``scale_prediction``: the
-    prediction itself is the scale's last feature (the shipped rule)."""
+    prediction itself is the scale's last feature (the shipped rule). ``shrink_to_g50``: the
+    model is blended with graphical(prior_weight=50)'s log(tau / SU), the weight chosen by
+    LOPO inside these populations (the shipped rule since 2026-11-24; see
+    ``benchmarks/unseen_variants.py``)."""
     best = None
     if len(np.unique(pops)) < 2:  # no population to leave out (only in partial corpora)
         m = fit_huber_ridge(x[np.isfinite(y)], y[np.isfinite(y)], _weights(pops[np.isfinite(y)]),
@@ -156,6 +174,23 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
     _, lam, pred = best
     ok = np.isfinite(y)
     final = fit_huber_ridge(x[ok], y[ok], _weights(pops[ok]), lam)
+    alpha = 1.0
+    shrink = f"log_{SHRINK_TOWARDS}"
+    blended = shrink_to_g50 and shrink in names and len(np.unique(pops)) >= 2
+    if blended:
+        # blend with graphical(pw=50): a * model + (1 - a) * log(g50 / SU), a chosen on the
+        # same inner out-of-population predictions as the penalty; the blend is again linear
+        # in the standardised features, so it ships as plain coefficients
+        g = x[:, names.index(shrink)]
+        raw = lopo_predictions(x, y, pops, lam, clip=False)
+        alpha = min((_score(np.minimum(a * raw + (1 - a) * g, 0.0), y, pops), a)
+                    for a in SHRINK_GRID)[1]
+        pred = np.minimum(alpha * raw + (1 - alpha) * g, 0.0)
+        j = 1 + names.index(shrink)
+        coef = alpha * final["coef"]
+        coef[0] += (1 - alpha) * final["mean"][j - 1]
+        coef[j] += (1 - alpha) * final["sd"][j - 1]
+        final = {**final, "coef": coef}
     r = (y - pred)[ok]
     if scale_prediction:  # the scale also depends on the prediction itself
         sx = np.column_stack([sx, pred])
@@ -171,7 +206,8 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
             "coef": final["coef"].tolist(), "lambda": lam, "clip": 6.0,
             "scale_features": list(scale_names), "scale_coef": gamma.tolist(),
             "scale_min": sx[ok].min(axis=0).tolist(), "scale_max": sx[ok].max(axis=0).tolist(),
-            "conformal_levels": list(LEVELS), "conformal_quantiles": qs}
+            "conformal_levels": list(LEVELS), "conformal_quantiles": qs,
+            **({"shrink": {"towards": SHRINK_TOWARDS, "alpha": alpha}} if blended else {})}
 
 
 def _weighted_quantile(v, w, q):
@@ -216,10 +252,11 @@ def usable(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
 
 
 def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
-         scale_prediction: bool = True) -> pd.DataFrame:
+         scale_prediction: bool = True, shrink_to_g50: bool = True) -> pd.DataFrame:
     """Outer LOPO: per held-out population, the model fitted on the others (with the
     ``extra`` feature columns of :func:`matrices`, if given; ``scale_extra(df, measure)``
-    and ``scale_prediction`` vary the interval's scale model, see :func:`fit_model`)."""
+    and ``scale_prediction`` vary the interval's scale model, ``shrink_to_g50`` the blend,
+    see :func:`fit_model`)."""
     df = usable(df, cands)
     pops = df["population"].to_numpy()
     out = df[["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
@@ -239,7 +276,7 @@ def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
         for p in np.unique(pops):
             tr = pops != p
             model = fit_model(x[tr], y[tr], pops[tr], sx[tr], names, scale_names,
-                              scale_prediction=scale_prediction)
+                              scale_prediction=scale_prediction, shrink_to_g50=shrink_to_g50)
             te = pops == p
             yh, yl, yu = apply(model, x[te], sx[te])
             est[te], lo[te], hi[te] = su[te] * np.exp(yh), su[te] * np.exp(yl), \

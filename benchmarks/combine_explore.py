@@ -424,7 +424,8 @@ def lopo_variant(df, v: Variant, nested: bool):
 
 
 VARIANTS = [
-    Variant("shipped", doc="the shipped rule (Huber 0.1, ridge grid 0.3-300, pops equal)"),
+    Variant("shipped", doc="the rule shipped until 2026-11-24 (Huber 0.1, ridge grid 0.3-300, "
+                           "pops equal); since then `shrink-g50` is shipped"),
     Variant("huber0.05", delta=0.05, doc="Huber delta 0.05"),
     Variant("huber0.2", delta=0.2, doc="Huber delta 0.2"),
     Variant("l1", delta=0.002, scale_lambdas=True,

@@ -13,7 +13,9 @@ and its candidates are fitted on each sample.
 A small synthetic file (4,000 records, 2-10% samples of 73-419 records): a check on one
 population auto has never seen, not a calibration.
 
-Width: the median of (upper - lower) / estimate.
+Width: the median of (upper - lower) / estimate. Rows (with the corpus's columns: sample
+features and every candidate of auto, so that other calibrated rules can be applied to them,
+``benchmarks/unseen_variants.py``) go to ``benchmarks/unseen_free1.csv``.
 
 Usage::
 
@@ -31,6 +33,10 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+
 FILE = HERE.parent.parent / "shared" / "data" / "sdcmicro" / "free1.csv"
 CONTINUOUS = {"WEIGHT", "INCOME", "MONEY", "ASSETS", "DEBTS"}
 KS = ["SEX AGE MARSTAT KINDPERS EDUC1 ETNI",
@@ -38,6 +44,7 @@ KS = ["SEX AGE MARSTAT KINDPERS EDUC1 ETNI",
 FRACTIONS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.1)
 MIN_RECORDS = 50
 RANDOM_KEYSETS = 10
+OUT = HERE / "unseen_free1.csv"
 METHODS = ("auto", "graphical:prior_weight=50", "pitman-yor", "nb")
 
 
@@ -64,26 +71,31 @@ def truth(pop: pd.DataFrame, keys, take: np.ndarray) -> dict:
             "true_tau2": float(np.sum(1.0 / big_f[su]))}
 
 
-def main() -> None:
-    if not FILE.exists():
-        sys.exit(f"{FILE} is absent (../shared/data)")
+def evaluate(pop: pd.DataFrame, name: str, sets: list[tuple[str, tuple[str, ...]]],
+             fractions=FRACTIONS, min_records: int = MIN_RECORDS) -> pd.DataFrame:
+    """Every method of ``METHODS`` on Bernoulli samples of ``pop`` (treated as the population)
+    at ``fractions`` (those leaving at least ``min_records``), for each key set: one row per
+    sample with the truth and each method's tau1/tau2 and bounds. Samples are seeded by
+    ``name``, the key set's label and the fraction."""
     sys.path.insert(0, str(HERE.parent / "src"))
     from sdcrisk import AutoRisk, Microdata, tabulate
     from sdcrisk.analyses.validation import Candidate
 
-    pop = pd.read_csv(FILE)
-    cols = [c for c in pop.columns if c not in CONTINUOUS]
     rows = []
-    for label, keys in keysets(cols):
-        for frac in FRACTIONS:
-            if frac * len(pop) < MIN_RECORDS:
+    for label, keys in sets:
+        for frac in fractions:
+            if frac * len(pop) < min_records:
                 continue
-            seed = int(hashlib.sha256(f"free1 {label} {frac}".encode()).hexdigest()[:8], 16)
-            take = np.random.default_rng(seed).random(len(pop)) < frac
-            row = {"keyset": label, "keys": " ".join(keys), "fraction": frac,
-                   **truth(pop, keys, take)}
+            tag = f"{name} {label} {frac}".encode()
+            take = np.random.default_rng(int(hashlib.sha256(tag).hexdigest()[:8], 16)).random(
+                len(pop)) < frac
+            row = {"population": name, "N": len(pop), "keyset": label, "keys": " ".join(keys),
+                   "fraction": frac, **truth(pop, keys, take)}
             table = tabulate(Microdata.from_source(pop.loc[take, list(keys)], list(keys),
                                                    population_size=len(pop)))
+            # the columns a corpus row has (benchmarks/corpus.py), so that calibrated rules
+            # other than the shipped one can be applied to these samples afterwards
+            row.update({"n_keys": len(keys), **corpus.features(table)})
             for spec in METHODS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -93,16 +105,26 @@ def main() -> None:
                     meas = res.measures[m]
                     row[f"{spec}:{m}"] = meas.estimate
                     row[f"{spec}:{m}_lo"], row[f"{spec}:{m}_hi"] = meas.lower, meas.upper
+                if spec == "auto":  # (a file with one sample unique has no combination)
+                    row["py_alpha"] = res.fitted.get("features", {}).get("py_alpha")
+                    for c in res.fitted.get("candidate_estimates", []):
+                        for m in ("tau1", "tau2"):
+                            row[f"{c['candidate']}:{m}"] = c[m]
             rows.append(row)
-            print(f"{label} {frac:.0%} n={row['n']} SU={row['sample_uniques']} "
+            print(f"{name} {label} {frac:.1%} n={row['n']} SU={row['sample_uniques']} "
                   f"true tau1={row['true_tau1']} auto={row['auto:tau1']:.1f}", flush=True)
-    df = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def print_table(df: pd.DataFrame, methods=METHODS) -> None:
+    """Markdown table: median / p90 |relative error|, coverage and median width per method
+    (cases with a true tau1 > 0; tau2 likewise)."""
     print(f"\n{len(df)} samples; true tau1 / SU median "
           f"{np.median(df['true_tau1'] / df['sample_uniques']):.2f}\n")
     print("| method | tau1 median | tau1 p90 | tau1 coverage | tau1 width | tau2 median | "
           "tau2 p90 | tau2 coverage | tau2 width | cases (true tau1 > 0) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for spec in METHODS:
+    for spec in methods:
         cells = []
         for m in ("tau1", "tau2"):
             d = df[df[f"true_{m}"] > 0]
@@ -116,6 +138,16 @@ def main() -> None:
             cells += [f"{100 * np.median(rel):.1f}%", f"{100 * np.quantile(rel, 0.9):.1f}%",
                       f"{100 * cov:.1f}%", f"{100 * width:.0f}%"]
         print(f"| {spec} | " + " | ".join(cells) + f" | {int((df['true_tau1'] > 0).sum())} |")
+
+
+def main() -> None:
+    if not FILE.exists():
+        sys.exit(f"{FILE} is absent (../shared/data)")
+    pop = pd.read_csv(FILE)
+    cols = [c for c in pop.columns if c not in CONTINUOUS]
+    df = evaluate(pop, "free1", keysets(cols))
+    df.to_csv(OUT, index=False)
+    print_table(df)
 
 
 if __name__ == "__main__":

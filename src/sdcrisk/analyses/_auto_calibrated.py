@@ -8,7 +8,10 @@ tau1 and tau2 by a regression learned on the calibration corpus (``benchmarks/co
     log(tau_m / SU) = sum_j beta_j x_j,
 
 x = standardised sample-only features (each candidate's log(tau_m / SU), the sampling fraction,
-n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha...). Its 95%
+n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha...). The
+regression is blended with graphical(prior_weight=50)'s log(tau_m / SU) (weight 0.75 on the
+regression, chosen on the corpus); the blend is linear in x, so ``beta`` already holds it
+(``auto_params.json`` records the weight under ``shrink``). Its 95%
 interval is a normalised split-conformal interval: exp(+-q s(x)) around the estimate, s(x) a
 fitted scale of the out-of-population log error (log-linear in the log sampling fraction, the
 log number of sample uniques and the predicted log(tau_m / SU) itself: an estimate near its
