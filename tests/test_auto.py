@@ -423,6 +423,11 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
                                                    uk_table.cell_codes.T])), n_keys=5,
                          py_alpha=res.fitted["features"]["py_alpha"])
     assert base == res.fitted["features"]
+    # the blend with graphical(prior_weight=50) is told in the reason and the choice
+    assert choice["blend"] == {m: {"towards": "graphical(prior_weight=50)",
+                                   "weight_on_regression": 0.75} for m in ("tau1", "tau2")}
+    assert ("blended with graphical(prior_weight=50)'s own figure (weight 0.25 on it)"
+            in res.fitted["reason"])
 
 
 def test_calibrated_interval_scale_by_hand():

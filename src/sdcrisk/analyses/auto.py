@@ -515,8 +515,17 @@ class AutoRisk(Estimator):
         desc = ("calibrated combination of " + ", ".join(labels)
                 + f" (model '{set_name}', learned on {params['corpus_cases']} corpus cases "
                   f"from {len(params['populations'])} populations)")
+        shrinks = {m: params["models"][set_name][m].get("shrink") for m in MEASURES}
+        shrink = shrinks["tau1"]
+        blend = ""
+        if shrink:
+            weights = sorted({1 - sh["alpha"] for sh in shrinks.values() if sh})
+            on_it = (f"weight {weights[0]:g}" if len(weights) == 1 else ", ".join(
+                f"{1 - sh['alpha']:g} for {m}" for m, sh in shrinks.items() if sh))
+            blend = f", blended with {shrink['towards']}'s own figure ({on_it} on it)"
         reason = (f"auto combined the tau1/tau2 of {', '.join(labels)} fitted on the whole file "
-                  "with the regression learned on the calibration corpus (docs/auto.md); "
+                  f"with the regression learned on the calibration corpus{blend} "
+                  "(docs/auto.md); "
                   f"record risks are {ref}'s, rescaled on the sample uniques to the "
                   "combined tau1/tau2.")
         if failed:
@@ -526,7 +535,11 @@ class AutoRisk(Estimator):
                        f"on ({outside_summary}); it extrapolates.")
         choice_info = {"candidates": list(labels), "methods": [c.split("(")[0] for c in labels],
                        "rule": "calibrated", "model": set_name, "description": desc,
-                       "record_risks_from": ref}
+                       "record_risks_from": ref,
+                       **({"blend": {m: {"towards": sh["towards"],
+                                         "weight_on_regression": sh["alpha"]}
+                                     for m, sh in shrinks.items() if sh}}
+                          if shrink else {})}
         fitted = {"choice": choice_info, "reason": reason, "features": base,
                   "outside_corpus": outside,
                   "candidate_estimates": rows,
