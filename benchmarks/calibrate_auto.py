@@ -134,15 +134,14 @@ def predict_lin(model: dict, x: np.ndarray, *, clip: bool = True) -> np.ndarray:
     return np.minimum(y, 0.0) if clip else y
 
 
-def lopo_predictions(x, y, pops, lam, *, clip: bool = True) -> np.ndarray:
-    """Each population predicted by the model fitted on the others (``clip``: at the
-    ceiling log(tau / SU) <= 0)."""
+def lopo_predictions(x, y, pops, lam) -> np.ndarray:
+    """Each population predicted by the model fitted on the others (before the ceiling
+    log(tau / SU) <= 0)."""
     out = np.full(len(y), np.nan)
     for p in np.unique(pops):
         tr = (pops != p) & np.isfinite(y)
         m = fit_huber_ridge(x[tr], y[tr], _weights(pops[tr]), lam)
-        pred = predict_lin(m, x[pops == p], clip=clip)
-        out[pops == p] = pred
+        out[pops == p] = predict_lin(m, x[pops == p], clip=False)
     return out
 
 
@@ -165,13 +164,14 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
     if len(np.unique(pops)) < 2:  # no population to leave out (only in partial corpora)
         m = fit_huber_ridge(x[np.isfinite(y)], y[np.isfinite(y)], _weights(pops[np.isfinite(y)]),
                             LAMBDAS[1])
-        best = (0.0, LAMBDAS[1], predict_lin(m, x))
+        best = (0.0, LAMBDAS[1], predict_lin(m, x, clip=False))
     for lam in LAMBDAS if best is None else ():
-        pred = lopo_predictions(x, y, pops, lam)
-        s = _score(pred, y, pops)
+        raw = lopo_predictions(x, y, pops, lam)
+        s = _score(np.minimum(raw, 0.0), y, pops)
         if best is None or s < best[0]:
-            best = (s, lam, pred)
-    _, lam, pred = best
+            best = (s, lam, raw)
+    _, lam, raw = best  # the inner out-of-population predictions, before the ceiling
+    pred = np.minimum(raw, 0.0)
     ok = np.isfinite(y)
     final = fit_huber_ridge(x[ok], y[ok], _weights(pops[ok]), lam)
     alpha = 1.0
@@ -182,7 +182,6 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
         # same inner out-of-population predictions as the penalty; the blend is again linear
         # in the standardised features, so it ships as plain coefficients
         g = x[:, names.index(shrink)]
-        raw = lopo_predictions(x, y, pops, lam, clip=False)
         alpha = min((_score(np.minimum(a * raw + (1 - a) * g, 0.0), y, pops), a)
                     for a in SHRINK_GRID)[1]
         pred = np.minimum(alpha * raw + (1 - alpha) * g, 0.0)
