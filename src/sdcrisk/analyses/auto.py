@@ -515,14 +515,15 @@ class AutoRisk(Estimator):
         desc = ("calibrated combination of " + ", ".join(labels)
                 + f" (model '{set_name}', learned on {params['corpus_cases']} corpus cases "
                   f"from {len(params['populations'])} populations)")
-        shrinks = {m: params["models"][set_name][m].get("shrink") for m in MEASURES}
-        shrink = shrinks["tau1"]
+        # the regression blended with one candidate's own figure (auto_params.json "shrink")
+        shrinks = {m: sh for m in MEASURES if (sh := params["models"][set_name][m].get("shrink"))}
         blend = ""
-        if shrink:
-            weights = sorted({1 - sh["alpha"] for sh in shrinks.values() if sh})
-            on_it = (f"weight {weights[0]:g}" if len(weights) == 1 else ", ".join(
-                f"{1 - sh['alpha']:g} for {m}" for m, sh in shrinks.items() if sh))
-            blend = f", blended with {shrink['towards']}'s own figure ({on_it} on it)"
+        if shrinks:
+            weights = {1 - sh["alpha"] for sh in shrinks.values()}
+            on_it = (f"weight {weights.pop():g}" if len(weights) == 1 else ", ".join(
+                f"{1 - sh['alpha']:g} for {m}" for m, sh in shrinks.items()))
+            towards = next(iter(shrinks.values()))["towards"]
+            blend = f", blended with {towards}'s own figure ({on_it} on it)"
         reason = (f"auto combined the tau1/tau2 of {', '.join(labels)} fitted on the whole file "
                   f"with the regression learned on the calibration corpus{blend} "
                   "(docs/auto.md); "
@@ -538,8 +539,8 @@ class AutoRisk(Estimator):
                        "record_risks_from": ref,
                        **({"blend": {m: {"towards": sh["towards"],
                                          "weight_on_regression": sh["alpha"]}
-                                     for m, sh in shrinks.items() if sh}}
-                          if shrink else {})}
+                                     for m, sh in shrinks.items()}}
+                          if shrinks else {})}
         fitted = {"choice": choice_info, "reason": reason, "features": base,
                   "outside_corpus": outside,
                   "candidate_estimates": rows,
