@@ -181,14 +181,15 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
         # blend with graphical(pw=50): a * model + (1 - a) * log(g50 / SU), a chosen on the
         # same inner out-of-population predictions as the penalty; the blend is again linear
         # in the standardised features, so it ships as plain coefficients
-        g = x[:, names.index(shrink)]
+        k = names.index(shrink)
+        g = x[:, k]
         alpha = min((_score(np.minimum(a * raw + (1 - a) * g, 0.0), y, pops), a)
                     for a in SHRINK_GRID)[1]
         pred = np.minimum(alpha * raw + (1 - alpha) * g, 0.0)
-        j = 1 + names.index(shrink)
+        # g = mean_k + sd_k z_k: the intercept and z_k's coefficient take (1 - a) of it
         coef = alpha * final["coef"]
-        coef[0] += (1 - alpha) * final["mean"][j - 1]
-        coef[j] += (1 - alpha) * final["sd"][j - 1]
+        coef[0] += (1 - alpha) * final["mean"][k]
+        coef[1 + k] += (1 - alpha) * final["sd"][k]
         final = {**final, "coef": coef}
     r = (y - pred)[ok]
     if scale_prediction:  # the scale also depends on the prediction itself
