@@ -268,3 +268,24 @@ def test_cli_reference_documents_every_option():
                     continue
                 checked += 1
     assert checked >= 40  # the check reached the defaults, not only the names
+
+
+def test_quoted_benchmark_commands_exist():
+    """Every ``python benchmarks/X.py ...`` line of the README and the docs names a script
+    that exists, and each of its ``--flags`` and sub-commands is one the script defines."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    found = 0
+    for page in pages:
+        for m in re.finditer(r"python benchmarks/(\w+\.py)([^`#;)\n]*)",
+                             page.read_text(encoding="utf-8")):
+            script = ROOT / "benchmarks" / m.group(1)
+            assert script.is_file(), f"{page.name}: {m.group(0)}"
+            source = script.read_text(encoding="utf-8")
+            words = m.group(2).split()
+            for word in words:
+                if word.startswith("--") and word != "--help":
+                    assert f'"{word}"' in source, f"{page.name}: {m.group(0).strip()}: {word}"
+            if words and not words[0].startswith("-"):  # a sub-command
+                assert f'add_parser("{words[0]}"' in source, f"{page.name}: {m.group(0)}"
+            found += 1
+    assert found >= 30
