@@ -244,6 +244,9 @@ def test_cli_reference_documents_every_option():
     assert set(sections) == set(commands)
     checked = 0
     for name, parser in commands.items():
+        known = {o for a in parser._actions for o in a.option_strings}
+        shown = set(re.findall(r"^  (--[a-z][a-z0-9-]*)", sections[name], flags=re.M))
+        assert shown <= known, f"docs/cli.md: `sdcrisk {name}` shows {shown - known}"
         for action in parser._actions:
             if not action.option_strings or "-h" in action.option_strings:
                 continue
