@@ -5,6 +5,7 @@ lists every public name."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import re
 import shlex
@@ -185,3 +186,109 @@ def test_cli_reference_is_up_to_date():
     for command in ("assess", "evaluate", "decide", "recommend", "report", "protect"):
         assert f"## sdcrisk {command}\n" in page
     assert "--max-visited MODELS" in page
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def _page_sections(page: str) -> dict[str, str]:
+    """The ``## sdcrisk NAME`` sections of docs/cli.md, by command name."""
+    parts = re.split(r"^## sdcrisk (\w+)\n", page, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+# default claims in a help text: "graphical: ... (default 1)", "(default 500,000; ...)",
+# "(sdcMicro's alpha; default 1)", "loglinear: search (default), ..."
+_DEFAULT = re.compile(r"(?:\(|; )default:? ([^;)]+)|([\w.-]+) \(default\)")
+_PREFIX = re.compile(r"(?:^|; )([A-Za-z][\w/-]*): ")
+
+
+def _claims(help_text: str) -> list[tuple[str | None, str]]:
+    """(method prefix or None, claimed default) for each default claim of a help text; the
+    prefix is the last "name: " that starts the help or follows a '; ' before the claim
+    ("loglinear: ... (default 40); latent-class: ... (default 300)")."""
+    out = []
+    for m in _DEFAULT.finditer(help_text):
+        prefixes = _PREFIX.findall(help_text[:m.start()])
+        value = m.group(1) if m.group(1) is not None else m.group(2)
+        value = value.split(": ")[0].split(", ")[0].strip()
+        out.append((prefixes[-1] if prefixes else None, value))
+    return out
+
+
+def _same(claimed: str, value) -> bool:
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        try:
+            return float(claimed.replace(",", "")) == float(value)
+        except ValueError:
+            return False
+    return claimed == str(value).replace("_", "-") or claimed == str(value)
+
+
+def test_cli_reference_documents_every_option():
+    """Independent of the Python version that wrote docs/cli.md: every option of every
+    command is in that command's section with a help text, and each "(default X)" a help
+    text claims is the parser's default or, for a method option, the estimator's."""
+    from sdcrisk.analyses.methods import ESTIMATORS
+    from sdcrisk.cli._common import METHOD_FLAGS
+
+    def options_of(cls) -> dict:
+        return {f.name: f.default for f in dataclasses.fields(cls)}
+
+    sections = _page_sections((DOCS / "cli.md").read_text(encoding="utf-8"))
+    commands = _subcommands()
+    assert set(sections) == set(commands)
+    checked = 0
+    for name, parser in commands.items():
+        known = {o for a in parser._actions for o in a.option_strings}
+        shown = set(re.findall(r"^  (--[a-z][a-z0-9-]*)", sections[name], flags=re.M))
+        assert shown <= known, f"docs/cli.md: `sdcrisk {name}` shows {shown - known}"
+        for action in parser._actions:
+            if not action.option_strings or "-h" in action.option_strings:
+                continue
+            option = action.option_strings[-1]
+            assert re.search(rf"^  {re.escape(option)}\b", sections[name], flags=re.M), (
+                f"docs/cli.md: `sdcrisk {name}` lacks {option}: regenerate it")
+            assert action.help and action.help.strip(), f"sdcrisk {name} {option} has no help"
+            for prefix, claimed in _claims(action.help):
+                methods = [m for m in (prefix or "").split("/") if m in ESTIMATORS]
+                if action.default is not None and action.default is not False:
+                    assert _same(claimed, action.default), (name, option, claimed,
+                                                            action.default)
+                elif option in METHOD_FLAGS and (methods or prefix is None):
+                    # "graphical: ... (default 1)"; no prefix ("MCMC chains (default 4)"):
+                    # every method that takes the option has that default
+                    names = METHOD_FLAGS[option][1]
+                    takers = [options_of(ESTIMATORS[m]) for m in (methods or ESTIMATORS)]
+                    values = [f[n] for f in takers for n in names if n in f]
+                    assert values and all(_same(claimed, v) for v in values), (
+                        name, option, prefix, claimed, values)
+                else:
+                    continue
+                checked += 1
+    assert checked >= 40  # the check reached the defaults, not only the names
+
+
+def test_quoted_benchmark_commands_exist():
+    """Every ``python benchmarks/X.py ...`` line of the README and the docs names a script
+    that exists, and each of its ``--flags`` and sub-commands is one the script defines."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    found = 0
+    for page in pages:
+        for m in re.finditer(r"python benchmarks/(\w+\.py)([^`#;)\n]*)",
+                             page.read_text(encoding="utf-8")):
+            script = ROOT / "benchmarks" / m.group(1)
+            assert script.is_file(), f"{page.name}: {m.group(0)}"
+            source = script.read_text(encoding="utf-8")
+            words = m.group(2).split()
+            for word in words:
+                if word.startswith("--") and word != "--help":
+                    assert f'"{word}"' in source, f"{page.name}: {m.group(0).strip()}: {word}"
+            if words and not words[0].startswith("-"):  # a sub-command
+                assert f'add_parser("{words[0]}"' in source, f"{page.name}: {m.group(0)}"
+            found += 1
+    assert found >= 30

@@ -104,8 +104,10 @@ class AutoRisk(Estimator):
     """Calibrated combination of models (default), or self-validated choice among given ones.
 
     Default (``rule="calibrated"``): five cheap models are fitted on the whole file and their
-    tau1/tau2 combined by a regression learned, leave-one-population-out, on a 504-case
-    corpus of real populations, with a conformal 95% interval (``docs/auto.md``).
+    tau1/tau2 combined by a regression learned on a 504-case corpus of real populations
+    (penalty and interval chosen leave-one-population-out), blended with
+    graphical(prior_weight=50)'s own figure, with a conformal 95% interval
+    (``docs/auto.md``).
 
     With ``candidates`` (``rule="validated"``): the sample is treated as a population
     (N = n) and sub-sampled at the file's sampling fraction by its design (several seeded

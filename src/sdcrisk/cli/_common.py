@@ -130,8 +130,9 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    help="loglinear: search (default), independence, all-2-way, all-3-way, or a "
                    "formula like 'all-2-way + a:b:c'")
     p.add_argument("--iterations", type=int, default=None,
-                   help="loglinear: maximum IPF iterations (default 40); MCMC: iterations "
-                   "per chain after burn-in")
+                   help="loglinear: maximum IPF iterations (default 40); latent-class: maximum EM "
+                   "iterations (default 300); MCMC: iterations per chain after burn-in "
+                   "(default: adaptive, up to 10,000)")
     p.add_argument("--partition", default=None,
                    help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
     p.add_argument("--bootstrap", type=int, default=None,
@@ -148,14 +149,16 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    help="graphical: stop Occam's window search after scoring this many models "
                    "(default 500,000; reached only when a small sample has many keys)")
     p.add_argument("--profiles", type=int, default=None,
-                   help="mixed-membership: number of extreme profiles K")
+                   help="mixed-membership: number of extreme profiles K (default 10)")
     p.add_argument("--structural-zeros", default=None, metavar="FILE",
                    help="hdp/mixed-membership/loglinear: CSV of impossible key "
                    "combinations (conditions; key names as columns, * = free)")
     p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
-    p.add_argument("--burn-in", type=int, default=None, help="MCMC burn-in iterations")
+    p.add_argument("--burn-in", type=int, default=None,
+                   help="MCMC burn-in iterations (default 1000)")
     p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
-                   help="hdp/mixed-membership: tau by Monte Carlo formula or population sampling")
+                   help="hdp/mixed-membership: tau by Monte Carlo formula (default mc) or "
+                   "population sampling")
     p.add_argument("--dependence", default=None,
                    choices=["mutual_information_corrected", "mutual_information",
                             "independence"],

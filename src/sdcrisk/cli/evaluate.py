@@ -42,8 +42,8 @@ def register(sub) -> None:
     how.add_argument("--n", type=int, help="simple random sample size")
     how.add_argument("--sample", help="a sample file whose records come from the population")
     e.add_argument("--methods", default="auto",
-                   help="comma-separated estimators (default: auto, the default of every "
-                   "command), each with options as auto's candidates take them: "
+                   help="comma-separated estimators (default: auto, as in assess), each "
+                   "with options as auto's candidates take them: "
                    "nb,loglinear:terms=search,graphical:prior_weight=50")
     g = e.add_argument_group("grids (several fractions and sampling seeds)")
     g.add_argument("--fractions", metavar="F1,F2,...",

@@ -36,8 +36,7 @@ def register(sub) -> None:
     r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
     r.add_argument("--methods", default="auto",
                    help="comma-separated estimators; the first is the headline, used by the "
-                   "verdict and every section (default auto: the method with the smallest "
-                   "error on sub-samples of this file, as in assess)")
+                   "verdict and every section (default auto, as in assess)")
     r.add_argument("--population", help="population file the sample was drawn from: true "
                    "measures, ROC and calibration plots (N = its number of records)")
     r.add_argument("--protected", metavar="FILE",
