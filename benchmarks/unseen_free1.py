@@ -119,8 +119,9 @@ def evaluate(pop: pd.DataFrame, name: str, sets: list[tuple[str, tuple[str, ...]
 def print_table(df: pd.DataFrame, methods=METHODS) -> None:
     """Markdown table: median / p90 |relative error|, coverage and median width per method
     (cases with a true tau1 > 0; tau2 likewise)."""
+    su = df[df["sample_uniques"] > 0]  # a sample without uniques has no share (0 / 0)
     print(f"\n{len(df)} samples; true tau1 / SU median "
-          f"{np.median(df['true_tau1'] / df['sample_uniques']):.2f}\n")
+          f"{np.median(su['true_tau1'] / su['sample_uniques']):.2f}\n")
     print("| method | tau1 median | tau1 p90 | tau1 coverage | tau1 width | tau2 median | "
           "tau2 p90 | tau2 coverage | tau2 width | cases (true tau1 > 0) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
