@@ -158,10 +158,11 @@ def _run_unit(unit: _Unit) -> dict:
     row: dict[str, Any] = {
         "name": unit.key_set.name, "keys": list(unit.key_set.keys),
         "dimension": len(unit.key_set.keys), "K": int(table.cell_space),
-        "n_cells": table.n_cells, "sample_uniques": table.sample_uniques,
+        "n_cells": table.n_cells,
     }
     for k, v in table.k_anonymity_violations().items():
         row[f"k{k}_violations"] = v
+    row["sample_uniques"] = row["k2_violations"]  # records no other record matches (wildcards)
     try:
         result = unit.estimator.fit(table, memory_limit=unit.memory_limit)
     except Exception as exc:  # noqa: BLE001 - one scenario failing must not stop the rest

@@ -273,7 +273,7 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
 def _figure(result, name: str, bound: str):
     if name in TABLE_FIGURES:
         t = result.table
-        return (t.sample_uniques if name == "sample_uniques"
+        return (result.sample_uniques if name == "sample_uniques"
                 else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
     m = result.measures.get(name)
     if m is None:

@@ -260,7 +260,7 @@ def _result_table(result) -> str:
         f"records n = {t.n:,}; population N = {t.population_size:,.0f} "
         f"({t.population_size_source}); sampling fraction {t.n / t.population_size:.4g}",
         f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
-        f"{t.n_cells:,}; sample uniques {t.sample_uniques:,}",
+        f"{t.n_cells:,}; sample uniques {result.sample_uniques:,}",
         "k-anonymity violations (records in cells with f < k): " + ", ".join(
             f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),
         "",

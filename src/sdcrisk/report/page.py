@@ -54,7 +54,7 @@ def _cards(data: dict) -> list[dict]:
         if x.lower is not None and x.upper is not None:
             sub = f"{x.level:.0%} interval {fmt(x.lower)} – {fmt(x.upper)} · " + sub
         card(name, fmt(x.estimate), title, sub)
-    su = t.sample_uniques if t.wildcard is None else data["k_anonymity"][2]
+    su = res.sample_uniques
     card("sample_uniques", fmt(su), "Sample uniques",
          f"records alone in their key combination (f = 1), {pct(su / t.n)} of the file"
          + ("; missing = wildcard" if t.wildcard is not None else ""))

@@ -23,7 +23,7 @@ _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records 
 def _figure(res, name: str, bound: str) -> float | None:
     if name in _TABLE_FIGURES:
         t = res.table
-        return float(t.sample_uniques if name == "sample_uniques"
+        return float(res.sample_uniques if name == "sample_uniques"
                      else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
     m = res.measures.get(name)
     return None if m is None else getattr(m, bound)

@@ -1,0 +1,69 @@
+"""Defects found by walking the release workflow (assess -> report -> recommend -> protect ->
+report --protected) on real files as a disclosure-control officer would: figures that
+contradicted each other between the outputs of one run, gates that checked the wrong file."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from sdcrisk.cli import main
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# keys a, b: (1, 1) twice, (1, missing) once, (2, 2), (2, 3). With missing = wildcard the
+# missing value matches b = 1, so the first three records have f = 3 (sdcMicro's freqCalc) and
+# two records are alone in their key combination; counted exactly, (1, missing) is alone too.
+WILD = pd.DataFrame({"a": [1, 1, 1, 2, 2], "b": [1, 1, None, 2, 3]})
+WILD_OPTS = ("--keys", "a,b", "--population-size", "50", "--missing", "wildcard",
+             "--method", "nb", "--mode", "sdcmicro")
+
+
+@pytest.fixture
+def wild_csv(tmp_path):
+    path = tmp_path / "p.csv"
+    WILD.to_csv(path, index=False)
+    return path
+
+
+def test_sample_uniques_agree_with_k2_under_wildcards_in_every_output(wild_csv, capsys):
+    # The header line said "sample uniques 3" next to "k=2: 2", and the JSON's
+    # sample_uniques (3) contradicted its own k_anonymity_violations["2"] (2) and the report's
+    # "Sample uniques" card (2): a record is a sample unique when no other record matches it.
+    code, out, err = run(capsys, "assess", wild_csv, *WILD_OPTS)
+    assert code == 0, err
+    assert "sample uniques 2\n" in out and "k=2: 2," in out
+    code, out, err = run(capsys, "assess", wild_csv, *WILD_OPTS, "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["sample_uniques"] == 2 == d["k_anonymity_violations"]["2"]
+
+
+def test_fail_above_sample_uniques_counts_wildcards_as_the_report_shows(wild_csv, tmp_path,
+                                                                      capsys):
+    # --fail-above sample_uniques=2 failed with "sample_uniques = 3" while the page written by
+    # the same command showed 2 sample uniques
+    code, _, err = run(capsys, "assess", wild_csv, *WILD_OPTS, "--fail-above",
+                       "sample_uniques=2")
+    assert code == 0, err
+    code, _, err = run(capsys, "assess", wild_csv, *WILD_OPTS, "--fail-above",
+                       "sample_uniques=1")
+    assert code == 3 and "sample_uniques = 2 exceeds the limit 1" in err
+    page = tmp_path / "r.html"
+    opts = [o for o in WILD_OPTS if o != "--method"]
+    opts[opts.index("nb")] = "--methods"
+    opts.insert(opts.index("--methods") + 1, "nb")
+    code, _, err = run(capsys, "report", wild_csv, *opts, "--no-suda", "--no-uniqueness",
+                       "--fail-above", "sample_uniques=2", "--out", page)
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert re.search(r'data-figure="sample_uniques">2<', html)
+    assert "fails sample uniques" not in html
