@@ -67,3 +67,26 @@ def test_fail_above_sample_uniques_counts_wildcards_as_the_report_shows(wild_csv
     html = page.read_text(encoding="utf-8")
     assert re.search(r'data-figure="sample_uniques">2<', html)
     assert "fails sample uniques" not in html
+
+
+def test_report_protected_gates_the_protected_file(tmp_path, capsys):
+    # With --protected the file to release is the protected one, but --fail-above checked only
+    # the original (which nearly always fails: that is why it was protected), so a release
+    # pipeline could never pass, and the message did not say which file it was about.
+    orig, prot, page = tmp_path / "o.csv", tmp_path / "p.csv", tmp_path / "r.html"
+    pd.DataFrame({"a": [1, 1, 2, 3, 4], "b": [1] * 5}).to_csv(orig, index=False)  # 3 uniques
+    pd.DataFrame({"a": [1, 1, 2, 2, 9], "b": [1] * 5}).to_csv(prot, index=False)  # 1 unique
+    opts = ("--keys", "a,b", "--population-size", "50", "--methods", "nb", "--no-suda",
+            "--no-uniqueness", "--protected", prot, "--out", page)
+    code, _, err = run(capsys, "report", orig, *opts, "--fail-above", "sample_uniques=1")
+    assert code == 0, err
+    assert err == ""
+    code, _, err = run(capsys, "report", orig, *opts, "--fail-above", "sample_uniques=0")
+    assert code == 3
+    assert err.strip().splitlines() == [
+        f"sdcrisk: fail-above: sample_uniques = 1 exceeds the limit 0 (method nb, protected "
+        f"file {str(prot)!r})"]
+    # without --protected the original is gated, as before
+    code, _, err = run(capsys, "report", orig, *opts[:7], "--out", page, "--fail-above",
+                       "sample_uniques=1")
+    assert code == 3 and "sample_uniques = 3 exceeds the limit 1 (method nb)" in err

@@ -291,8 +291,10 @@ class Outcome:
     breaches: tuple[str, ...] = ()
 
 
-def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[str]:
-    """Messages for every (method, measure) whose figure exceeds its limit.
+def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
+                   where: str | None = None) -> list[str]:
+    """Messages for every (method, measure) whose figure exceeds its limit (``where`` names
+    the file checked, e.g. ``protected file 'p.csv'``).
 
     Raises
     ------
@@ -309,7 +311,8 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[st
             compared += 1
             if value > limit:
                 what = name if bound == "estimate" else f"{name} ({bound} bound)"
-                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label})")
+                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label}"
+                           + ("" if where is None else f", {where}") + ")")
         if compared:
             continue
         if any(name in r.measures for r in results.values()):
