@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -90,3 +91,24 @@ def test_report_protected_gates_the_protected_file(tmp_path, capsys):
     code, _, err = run(capsys, "report", orig, *opts[:7], "--out", page, "--fail-above",
                        "sample_uniques=1")
     assert code == 3 and "sample_uniques = 3 exceeds the limit 1 (method nb)" in err
+
+
+def test_key_set_warnings_are_one_line_and_name_their_key_set(tmp_path, capfd):
+    # --key-sets on local processes printed the workers' warnings as Python's two-line
+    # "/path/to/_base.py:298: ApproximationWarning: ...\n  result = self._fit(table)", without
+    # saying which key set they were about
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({k: rng.integers(0, 6, 400) for k in "abcd"})
+    data, sets = tmp_path / "s.csv", tmp_path / "sets.txt"
+    frame.to_csv(data, index=False)
+    sets.write_text("three: a,b,c\nfour: a,b,c,d\n")
+    code = main(["assess", str(data), "--key-sets", str(sets), "--population-size", "40000",
+                 "--workers", "2"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert lines and all(line.startswith("sdcrisk: warning: key set ") for line in lines), err
+    # 3 keys lie outside auto's corpus (4-10 keys); the warning names that key set
+    assert any(line.startswith("sdcrisk: warning: key set three: auto (calibrated): this "
+                               "file lies outside the calibration corpus (")
+               and "number of keys = 3 (corpus range 4 to 10)" in line for line in lines), err

@@ -18,6 +18,7 @@ import dataclasses
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,7 +154,17 @@ class _Unit:
 
 
 def _run_unit(unit: _Unit) -> dict:
-    """Tabulate and fit one scenario; only figures come back (no record-level data)."""
+    """Tabulate and fit one scenario; only figures come back (no record-level data), and the
+    warnings raised, as (category, text), for :func:`assess_scenarios` to issue in the calling
+    process (a worker's own would print as Python's two-line warnings, naming no key set)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row = _fit_unit(unit)
+    row["warnings"] = [(w.category, str(w.message)) for w in caught]
+    return row
+
+
+def _fit_unit(unit: _Unit) -> dict:
     table = tabulate(unit.microdata)
     row: dict[str, Any] = {
         "name": unit.key_set.name, "keys": list(unit.key_set.keys),
@@ -401,6 +412,9 @@ def assess_scenarios(
         units.append(_Unit(s, _restrict(md, s.keys), est, memory_limit))
     rows = map_units(_run_unit, units, executor=executor, workers=workers,
                      scheduler=scheduler)
+    for r in rows:
+        for category, text in r.pop("warnings", ()):
+            warnings.warn(f"key set {r['name']}: {text}", category, stacklevel=2)
     ok = [r for r in rows if "error" not in r]
     if ok and rank_by not in TABLE_FIGURES and rank_by not in ok[0]["measures"]:
         known = ", ".join(list(ok[0]["measures"]) + list(TABLE_FIGURES))
