@@ -112,3 +112,44 @@ def test_key_set_warnings_are_one_line_and_name_their_key_set(tmp_path, capfd):
     assert any(line.startswith("sdcrisk: warning: key set three: auto (calibrated): this "
                                "file lies outside the calibration corpus (")
                and "number of keys = 3 (corpus range 4 to 10)" in line for line in lines), err
+
+
+# --- protect on labelled Stata and SPSS files ----------------------------------------------------
+LABELS = {"sex": {1: "male", 2: "female"}, "region": {1: "north", 2: "south", 3: "east"}}
+
+
+def _labelled_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 60
+    return pd.DataFrame({"id": np.arange(1, n + 1, dtype=float),
+                         "region": rng.integers(1, 4, n).astype(float),
+                         "sex": rng.integers(1, 3, n).astype(float),
+                         "age": rng.integers(20, 70, n).astype(float)})
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".sav"])
+def test_protect_keeps_the_value_labels_of_a_labelled_file(tmp_path, capsys, suffix):
+    # protect wrote a Stata file's keys back without their value labels ("male"/"female"
+    # became bare 1/2 for every user of the released file), and read a .sav as CSV ("could not
+    # be read (ParserError ...)"), though assess reads both
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = _labelled_frame()
+    src, out = tmp_path / f"s{suffix}", tmp_path / f"p{suffix}"
+    write = pyreadstat.write_dta if suffix == ".dta" else pyreadstat.write_sav
+    write(frame, str(src), variable_value_labels=LABELS,
+          column_labels=["record id", "region of residence", "sex", "age in years"])
+    code, text, err = run(capsys, "protect", src, "--keys", "region,sex,age",
+                          "--population-size", "6000", "--k-anonymity", "2", "--method", "nb",
+                          "--out", out)
+    assert code == 0, err
+    read = pyreadstat.read_dta if suffix == ".dta" else pyreadstat.read_sav
+    got, meta = read(str(out))
+    assert {k: {int(c): lab for c, lab in v.items()}
+            for k, v in meta.variable_value_labels.items()} == LABELS
+    assert meta.column_labels == ["record id", "region of residence", "sex", "age in years"]
+    assert got["id"].tolist() == frame["id"].tolist()  # every other column as read
+    suppressed = int(got[["region", "sex", "age"]].isna().sum().sum())
+    assert suppressed > 0 and f"values suppressed: {suppressed} " in text
+    # the released file's labelled keys are what assess reads: labels, with the gaps missing
+    labelled, _ = read(str(out), apply_value_formats=True)
+    assert set(labelled["sex"].dropna()) <= {"male", "female"}
