@@ -153,3 +153,18 @@ def test_protect_keeps_the_value_labels_of_a_labelled_file(tmp_path, capsys, suf
     # the released file's labelled keys are what assess reads: labels, with the gaps missing
     labelled, _ = read(str(out), apply_value_formats=True)
     assert set(labelled["sex"].dropna()) <= {"male", "female"}
+
+
+def test_numbers_of_one_column_share_their_thousands_separators(capsys, tmp_path):
+    # the report's uniqueness table read "pitman 6347" above "zayatz 10,010", and protect
+    # printed "1411 records below k" where assess prints "1,411"
+    from sdcrisk.report.formats import fmt
+
+    assert [fmt(6347.2), fmt(10010.4), fmt(1234.5), fmt(999.94), fmt(12.3456)] == [
+        "6,347", "10,010", "1,234", "999.9", "12.35"]
+    data, out = tmp_path / "s.csv", tmp_path / "p.csv"
+    pd.DataFrame({"a": np.arange(1500) % 700, "b": 1}).to_csv(data, index=False)
+    code, text, err = run(capsys, "protect", data, "--keys", "a,b", "--population-size",
+                          "150000", "--k-anonymity", "3", "--method", "nb", "--out", out)
+    assert code == 0, err
+    assert "1,200 records below k before, 0 after" in text

@@ -110,10 +110,10 @@ def _text(prot, out: Path) -> str:
     lines = [f"protected file written: {out}"]
     if prot.k is not None:
         lines.append(f"k-anonymity k = {prot.k} (missing values match every category): "
-                     f"{prot.k_violations_before} records below k before, "
-                     f"{prot.k_violations_after} after")
-    lines.append(f"values suppressed: {d['values_suppressed']} ("
-                 + ", ".join(f"{k} {v}" for k, v in prot.suppressed.items()) + ")")
+                     f"{prot.k_violations_before:,} records below k before, "
+                     f"{prot.k_violations_after:,} after")
+    lines.append(f"values suppressed: {d['values_suppressed']:,} ("
+                 + ", ".join(f"{k} {v:,}" for k, v in prot.suppressed.items()) + ")")
     if prot.merged:
         for key, groups in prot.merged.items():
             text = "; ".join(f"{{{', '.join(olds)}}} -> {new}" for new, olds in groups.items())

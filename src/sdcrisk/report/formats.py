@@ -89,7 +89,7 @@ def fmt(x: Any, digits: int = 4) -> str:
         if x == 0:
             return "0"
         a = abs(x)
-        if a >= 10 ** digits:
+        if a >= 10 ** (digits - 1):  # no decimals left: with separators, as integers
             return f"{x:,.0f}"
         if a >= 1e-3:
             text = f"{x:.{digits}g}"
