@@ -168,3 +168,24 @@ def test_numbers_of_one_column_share_their_thousands_separators(capsys, tmp_path
                           "150000", "--k-anonymity", "3", "--method", "nb", "--out", out)
     assert code == 0, err
     assert "1,200 records below k before, 0 after" in text
+
+
+def test_plain_text_outputs_read_as_sentences(tmp_path, capsys):
+    # assess printed a bare "record risk threshold for max global risk 0.01: 0" where the
+    # report says why; evaluate --sample printed "Given sample, seed None" (no seed is used);
+    # --workers 1 key sets printed "ran on serial"
+    data = tmp_path / "s.csv"
+    pd.DataFrame({"a": np.arange(50), "b": np.arange(50) % 7}).to_csv(data, index=False)
+    code, out, err = run(capsys, "assess", data, "--keys", "a,b", "--population-size", "60",
+                         "--method", "nb")
+    assert code == 0, err
+    assert ("record risk threshold for max global risk 0.01: 0 (no threshold among the record "
+            "risks reaches the target)") in out
+    code, out, err = run(capsys, "evaluate", data, "--keys", "a,b", "--sample", data,
+                         "--methods", "nb")
+    assert code == 0, err
+    assert out.lower().startswith("given sample; keys a, b;")
+    code, out, err = run(capsys, "assess", data, "--all-subsets-up-to", "1", "--keys", "a,b",
+                         "--population-size", "60", "--method", "nb", "--workers", "1")
+    assert code == 0, err
+    assert "(highest first; ran in this process)" in out

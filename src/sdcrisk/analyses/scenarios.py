@@ -296,7 +296,9 @@ class ScenarioReport(ResultBase):
 
     def to_text(self) -> str:
         lines = [f"{len(self.rows)} key sets, method {self.method}, ranked by {self.rank_by} "
-                 f"(highest first; ran on {self.backend})", "",
+                 f"(highest first; ran "
+                 f"{'in this process' if self.backend == 'serial' else f'on {self.backend}'})",
+                 "",
                  f"{'rank':>4}  {'key set':<40}{'K':>14}{'uniques':>9}{self.rank_by:>14}"]
         for i, r in enumerate(self.rows, 1):
             val = _value(r, self.rank_by) if "error" not in r else None

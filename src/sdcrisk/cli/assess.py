@@ -280,7 +280,9 @@ def _result_table(result) -> str:
     if "record_risk_threshold" in thr:
         value = thr["record_risk_threshold"]
         lines += ["", f"record risk threshold for max global risk {thr['max_global_risk']:g}: "
-                  + ("none needed (target already met)" if value is None else f"{value:.6g}")]
+                  + ("none needed (target already met)" if value is None
+                     else "0 (no threshold among the record risks reaches the target)"
+                     if value == 0 else f"{value:.6g}")]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in result.assumptions]
     return "\n".join(lines)
 

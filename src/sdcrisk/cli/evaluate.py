@@ -410,7 +410,8 @@ def _evaluation_table(ev) -> str:
 
     t = ev.truth
     lines = [
-        f"{ev.design}, seed {ev.seed}; keys {', '.join(ev.keys)}; K = {ev.cell_space:,}",
+        f"{ev.design}{'' if ev.seed is None else f', seed {ev.seed}'}; keys "
+        f"{', '.join(ev.keys)}; K = {ev.cell_space:,}",
         f"truth: n = {int(t['n']):,}, N = {int(t['population_size']):,}, sample uniques "
         f"{int(t['sample_uniques']):,}, tau1 = {t['tau1']:.0f}, tau2 = {t['tau2']:.4g}, "
         f"P(PU|SU) = {t['p_pu_given_su']:.4g}, theta = {t['theta']:.4g}",
