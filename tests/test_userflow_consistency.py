@@ -189,3 +189,17 @@ def test_plain_text_outputs_read_as_sentences(tmp_path, capsys):
                          "--population-size", "60", "--method", "nb", "--workers", "1")
     assert code == 0, err
     assert "(highest first; ran in this process)" in out
+
+
+def test_every_option_of_every_command_has_help(capsys):
+    # recommend's --objective, --refit-candidates and --max-pattern-size printed no help at
+    # all: a user could not tell what they do
+    import argparse
+
+    from sdcrisk.cli import build_parser
+
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [f"{name} {'/'.join(a.option_strings)}" for name, sub in subs.choices.items()
+            for a in sub._actions if a.option_strings and not a.help]
+    assert bare == []
