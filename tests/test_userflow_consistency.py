@@ -203,3 +203,16 @@ def test_every_option_of_every_command_has_help(capsys):
     bare = [f"{name} {'/'.join(a.option_strings)}" for name, sub in subs.choices.items()
             for a in sub._actions if a.option_strings and not a.help]
     assert bare == []
+
+
+def test_auto_outside_corpus_numbers_read_without_exponents():
+    # the warning on a 50,000-record file read "records n = 5e+04 (corpus range 43 to 3.02e+04)"
+    import math
+
+    from sdcrisk.analyses._auto_calibrated import describe_feature
+
+    assert describe_feature("log_n", math.log(50_000), math.log(43), math.log(30_210)) == (
+        "records n = 50,000 (corpus range 43 to 30,210)")
+    assert describe_feature("log_fraction", math.log(0.167), math.log(0.0043),
+                            math.log(0.108)) == (
+        "sampling fraction n/N = 0.167 (corpus range 0.0043 to 0.108)")
