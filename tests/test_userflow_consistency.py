@@ -216,3 +216,13 @@ def test_auto_outside_corpus_numbers_read_without_exponents():
     assert describe_feature("log_fraction", math.log(0.167), math.log(0.0043),
                             math.log(0.108)) == (
         "sampling fraction n/N = 0.167 (corpus range 0.0043 to 0.108)")
+
+
+def test_recommend_records_above_without_threshold_names_the_flag(tmp_path, capsys):
+    # "risk_threshold=None: give a record risk threshold ..." named no flag to type
+    data = tmp_path / "s.csv"
+    pd.DataFrame({"a": np.arange(40) % 9, "b": np.arange(40) % 4}).to_csv(data, index=False)
+    code, _, err = run(capsys, "recommend", data, "--keys", "a,b", "--population-size", "400",
+                       "--method", "nb", "--objective", "records-above", "--target", "3")
+    assert code == 2
+    assert "--risk-threshold R" in err and "records-above" in err
