@@ -226,3 +226,23 @@ def test_recommend_records_above_without_threshold_names_the_flag(tmp_path, caps
                        "--method", "nb", "--objective", "records-above", "--target", "3")
     assert code == 2
     assert "--risk-threshold R" in err and "records-above" in err
+
+
+def test_report_with_protected_file_says_which_file_each_verdict_is_about(tmp_path, capsys):
+    # The page of `report --protected` opened with a red "Fails the thresholds given" banner
+    # (the original's) although the file to release passed and the command exited 0: the
+    # banner did not say which file it judged, and the release decision was further down.
+    orig, prot, page = tmp_path / "o.csv", tmp_path / "p.csv", tmp_path / "r.html"
+    pd.DataFrame({"a": [1, 1, 2, 3, 4], "b": [1] * 5}).to_csv(orig, index=False)  # 3 uniques
+    pd.DataFrame({"a": [1, 1, 2, 2, 9], "b": [1] * 5}).to_csv(prot, index=False)  # 1 unique
+    code, _, err = run(capsys, "report", orig, "--keys", "a,b", "--population-size", "50",
+                       "--methods", "nb", "--no-suda", "--no-uniqueness", "--protected", prot,
+                       "--out", page, "--fail-above", "sample_uniques=1",
+                       "--max-global-risk", "0.9")
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    top = html[html.index('<div class="verdict'):html.index('<div class="cards">')]
+    assert re.search(r'data-verdict="pass">\s*<div class="head">Protected file p\.csv: passes '
+                     r'the thresholds given \(method nb\)</div>', top)
+    assert "Original file o.csv: fails the thresholds given (method nb)" in top
+    assert top.index("Protected file p.csv") < top.index("Original file o.csv")

@@ -63,6 +63,23 @@ def _cards(data: dict) -> list[dict]:
     return cards
 
 
+def _verdicts(data: dict, scrub) -> list[dict]:
+    """The verdict banners: the headline method's on the file, and with a protected file
+    first the protected file's (the one to release, and the one ``--fail-above`` gates),
+    each naming its file."""
+    v = _verdict(data)
+    prot = data.get("protected")
+    if v is None or prot is None:
+        return [] if v is None else [v]
+    p = verdict(prot["result"], data["limits"])
+    v["file"] = f"Original file {scrub(data['table'].source)}: "
+    if p is None:
+        return [v]
+    p.update(others_failing=[], source=v["source"],
+             file=f"Protected file {scrub(prot['source'])}: ")
+    return [p, v]
+
+
 def _verdict(data: dict) -> dict | None:
     head = data["results"][data["primary"]]
     v = verdict(head, data["limits"])
@@ -451,6 +468,6 @@ def page_context(data: dict) -> dict:
         "subtitle": (f"{t.source} · {t.n:,} records · keys {', '.join(t.keys)} · "
                      f"{data['date']} · sdcrisk {data['version']}"),
         "headline": data["primary"],
-        "verdict": _verdict(data), "cards": _cards(data),
+        "verdicts": _verdicts(data, scrub), "cards": _cards(data),
         "sections": [s for s in sections if s is not None],
     }
