@@ -246,3 +246,24 @@ def test_report_with_protected_file_says_which_file_each_verdict_is_about(tmp_pa
                      r'the thresholds given \(method nb\)</div>', top)
     assert "Original file o.csv: fails the thresholds given (method nb)" in top
     assert top.index("Protected file p.csv") < top.index("Original file o.csv")
+
+
+def test_where_n_comes_from_reads_as_words(tmp_path, capsys):
+    # "population N = 149,640 (sampling_fraction)" and "(assumed_population)" printed the
+    # internal codes
+    data = tmp_path / "s.csv"
+    pd.DataFrame({"a": np.arange(40) % 9, "b": np.arange(40) % 4}).to_csv(data, index=False)
+    code, out, err = run(capsys, "assess", data, "--keys", "a,b", "--sampling-fraction", "0.1",
+                         "--method", "nb")
+    assert code == 0, err
+    assert "population N = 400 (n / sampling fraction);" in out
+    code, out, err = run(capsys, "assess", data, "--keys", "a,b", "--whole-population",
+                         "--method", "nb")
+    assert code == 0, err
+    assert "population N = 40 (the file is the whole population);" in out
+    page = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", data, "--keys", "a,b", "--sampling-fraction", "0.1",
+                       "--methods", "nb", "--out", page)
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert "400 (n / sampling fraction)" in html and "(sampling_fraction)" not in html

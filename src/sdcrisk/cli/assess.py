@@ -254,11 +254,14 @@ def _render(args, result, where: str | None) -> str:
 
 
 def _result_table(result) -> str:
+    from ..report.formats import population_source
+
     t = result.table
     lines = [
         f"sdcrisk {__version__} - method: {result.method}",
         f"records n = {t.n:,}; population N = {t.population_size:,.0f} "
-        f"({t.population_size_source}); sampling fraction {t.n / t.population_size:.4g}",
+        f"({population_source(t.population_size_source)}); sampling fraction "
+        f"{t.n / t.population_size:.4g}",
         f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
         f"{t.n_cells:,}; sample uniques {result.sample_uniques:,}",
         "k-anonymity violations (records in cells with f < k): " + ", ".join(

@@ -16,7 +16,16 @@ import numpy as np
 
 from . import charts
 from .blocks import bullets, details, figure, h3, h4, kv, method, para, section, table
-from .formats import MEASURE_LABELS, Scrubber, fmt, label, method_line, method_title, pct
+from .formats import (
+    MEASURE_LABELS,
+    Scrubber,
+    fmt,
+    label,
+    method_line,
+    method_title,
+    pct,
+    population_source,
+)
 from .page_more import (
     diagnostics_section,
     protected_section,
@@ -103,7 +112,8 @@ def _file_section(data: dict) -> dict:
     t = data["table"]
     keys = ", ".join(f"{k} ({len(lv)})" for k, lv in zip(t.keys, t.levels, strict=True))
     items = [("source", t.source), ("records n", fmt(t.n)),
-             ("population N", f"{fmt(float(t.population_size))} ({t.population_size_source})"),
+             ("population N", f"{fmt(float(t.population_size))} "
+                              f"({population_source(t.population_size_source)})"),
              ("sampling fraction n/N", fmt(t.n / t.population_size)),
              ("key variables (levels)", keys), ("cell space K", fmt(t.cell_space)),
              ("observed key combinations", fmt(t.n_cells)),
