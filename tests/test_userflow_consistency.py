@@ -267,3 +267,14 @@ def test_where_n_comes_from_reads_as_words(tmp_path, capsys):
     assert code == 0, err
     html = page.read_text(encoding="utf-8")
     assert "400 (n / sampling fraction)" in html and "(sampling_fraction)" not in html
+
+
+def test_evaluate_unknown_method_lists_auto_too(tmp_path, capsys):
+    # the list of methods evaluate takes omitted auto, its default
+    data = tmp_path / "pop.csv"
+    pd.DataFrame({"a": np.arange(200) % 9, "b": np.arange(200) % 4}).to_csv(data, index=False)
+    code, _, err = run(capsys, "evaluate", data, "--keys", "a,b", "--fraction", "0.1",
+                       "--methods", "nb,foo")
+    assert code == 2
+    assert "--methods item 'foo': unknown method 'foo'; available: " in err
+    assert "auto" in err.split("available: ")[1].strip().split(", ")

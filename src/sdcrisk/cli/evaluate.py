@@ -253,9 +253,15 @@ def split_method_specs(text: str) -> list:
             items.append(raw)
     if not items:
         raise ParameterError("--methods is empty; give e.g. nb,loglinear:terms=search")
+    from ..analyses.methods import ESTIMATORS
+
     out = []
     for item in items:
-        if item.partition(":")[0].strip() == "auto":
+        name = item.partition(":")[0].strip()
+        if name not in ESTIMATORS:
+            raise ParameterError(f"--methods item {item!r}: unknown method {name!r}; "
+                                 f"available: {', '.join(ESTIMATORS)}")
+        if name == "auto":
             if ":" in item:
                 raise ParameterError("--methods auto takes no options here; run "
                                      "'assess --method auto' with its flags instead")
