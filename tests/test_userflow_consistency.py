@@ -278,3 +278,17 @@ def test_evaluate_unknown_method_lists_auto_too(tmp_path, capsys):
     assert code == 2
     assert "--methods item 'foo': unknown method 'foo'; available: " in err
     assert "auto" in err.split("available: ")[1].strip().split(", ")
+
+
+def test_protect_target_already_met_says_so(tmp_path, capsys):
+    # with the target already met, protect wrote the file unchanged and noted "recommended
+    # plan (nb): local suppression, tau2 164.4 -> 164.4", as if it had suppressed something
+    data, out = tmp_path / "s.csv", tmp_path / "p.csv"
+    pd.DataFrame({"a": np.arange(60) % 9, "b": np.arange(60) % 4}).to_csv(data, index=False)
+    code, text, err = run(capsys, "protect", data, "--keys", "a,b", "--population-size", "600",
+                          "--target", "tau2=1000", "--method", "nb", "--out", out)
+    assert code == 0, err
+    assert "values suppressed: 0 " in text
+    assert "note: target tau2 <= 1000 already met before any change (nb: tau2 " in text
+    assert "recommended plan" not in text
+    assert pd.read_csv(out).equals(pd.read_csv(data))

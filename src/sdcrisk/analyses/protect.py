@@ -752,13 +752,18 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
             raise ParameterError(f"no plan reaches {goal.describe()} (best: {best.label()}, "
                                  f"tau2 {best.objective_after:.4g}); raise the target or "
                                  "recode coarser categories first (--recode)")
-        notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
-                     f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
-        if plan.kind == "suppression":
-            suppress = np.asarray(plan.suppressions)
+        if rec.objective_before <= goal.value:  # nothing to change
+            notes.append(f"target tau2 <= {goal.value:g} already met before any change "
+                         f"({est.name}: tau2 {rec.objective_before:.4g}): nothing changed")
         else:
-            frame = frame.copy()
-            merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key, plan.merges))
+            notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
+                         f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
+            if plan.kind == "suppression":
+                suppress = np.asarray(plan.suppressions)
+            else:
+                frame = frame.copy()
+                merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key,
+                                                                     plan.merges))
     if len(suppress):
         frame = frame.copy() if frame is frame0 else frame
         for j, key in enumerate(keys):
