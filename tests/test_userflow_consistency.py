@@ -292,3 +292,16 @@ def test_protect_target_already_met_says_so(tmp_path, capsys):
     assert "note: target tau2 <= 1000 already met before any change (nb: tau2 " in text
     assert "recommended plan" not in text
     assert pd.read_csv(out).equals(pd.read_csv(data))
+
+
+def test_protect_note_says_its_before_figures_are_not_the_default_methods(tmp_path, capsys):
+    # protect's "before" tau2 (nb on wildcard counts, 164.4 on the adult sample) sat beside
+    # assess's auto figure for the same file (486.1) with nothing saying they differ by design
+    data, out = tmp_path / "s.csv", tmp_path / "p.csv"
+    pd.DataFrame({"a": np.arange(60) % 9, "b": np.arange(60) % 7}).to_csv(data, index=False)
+    code, text, err = run(capsys, "protect", data, "--keys", "a,b", "--population-size", "600",
+                          "--k-anonymity", "2", "--out", out)
+    assert code == 0, err
+    assert ("note: risk before and after by nb (mode sdcmicro) on wildcard counts, not by "
+            "method 'auto', which cannot count missing (suppressed) values as wildcards: the "
+            "'before' figures differ from assess --method auto on the same file") in text

@@ -774,8 +774,10 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     est = estimator if estimator is not None else NegativeBinomialRisk(mode="sdcmicro")
     has_wildcards = any(None in lv for lv in md2.levels) or any(None in lv for lv in md0.levels)
     if has_wildcards and not est.supports_wildcards():
-        notes.append(f"risk by nb (mode sdcmicro) on wildcard counts: method {est.name!r} "
-                     "cannot count missing (suppressed) values as wildcards")
+        notes.append(f"risk before and after by nb (mode sdcmicro) on wildcard counts, not by "
+                     f"method {est.name!r}, which cannot count missing (suppressed) values as "
+                     f"wildcards: the 'before' figures differ from assess --method {est.name} "
+                     "on the same file")
         est = NegativeBinomialRisk(mode="sdcmicro",
                                    max_global_risk=getattr(est, "max_global_risk", 0.01))
     est, _ = concrete_estimator(est, tabulate(md0))
