@@ -305,3 +305,30 @@ def test_protect_note_says_its_before_figures_are_not_the_default_methods(tmp_pa
     assert ("note: risk before and after by nb (mode sdcmicro) on wildcard counts, not by "
             "method 'auto', which cannot count missing (suppressed) values as wildcards: the "
             "'before' figures differ from assess --method auto on the same file") in text
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".sav"])
+def test_protected_text_keys_in_stata_spss_stay_missing_when_read_back(tmp_path, capsys,
+                                                                        suffix):
+    # Stata and SPSS hold a missing text value as "" (Stata's missing string); assess read
+    # those "" back as a category of their own, so a 2-anonymous protected file written as
+    # .dta from a CSV with text keys re-assessed with 294 sample uniques, not 0
+    pytest.importorskip("pyreadstat")
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"region": rng.choice(["north", "south", "east", "west"], 80),
+                          "job": rng.choice([f"job{i}" for i in range(12)], 80),
+                          "sex": rng.choice(["m", "f"], 80)})
+    data, out = tmp_path / "s.csv", tmp_path / f"p{suffix}"
+    frame.to_csv(data, index=False)
+    keys = ("--keys", "region,job,sex", "--population-size", "8000")
+    code, text, err = run(capsys, "protect", data, *keys, "--k-anonymity", "2",
+                          "--method", "nb", "--out", out)
+    assert code == 0, err
+    suppressed = int(re.search(r"values suppressed: (\d+)", text).group(1))
+    assert suppressed > 0
+    code, text, err = run(capsys, "assess", out, *keys, "--missing", "wildcard",
+                          "--method", "nb", "--mode", "sdcmicro", "--format", "json")
+    assert code == 0, err
+    assert json.loads(text)["k_anonymity_violations"]["2"] == 0
+    code, _, err = run(capsys, "assess", out, *keys, "--missing", "error", "--method", "nb")
+    assert code == 2 and "missing value(s)" in err

@@ -350,6 +350,10 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
         raise InputError(f"{path.name}: could not be read as a {kind} file "
                          f"({_clean(str(exc)) or type(exc).__name__})") from exc
+    for name in columns:  # "" is the missing text value of Stata and SPSS (a CSV's empty cell)
+        col = frame[name]
+        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
+            frame[name] = col.mask(col.astype(str).str.strip() == "")
     return _frame_columns(frame, columns)
 
 
