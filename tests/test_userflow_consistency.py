@@ -332,3 +332,21 @@ def test_protected_text_keys_in_stata_spss_stay_missing_when_read_back(tmp_path,
     assert json.loads(text)["k_anonymity_violations"]["2"] == 0
     code, _, err = run(capsys, "assess", out, *keys, "--missing", "error", "--method", "nb")
     assert code == 2 and "missing value(s)" in err
+
+
+def test_levels_errors_name_the_remedy(tmp_path, capsys):
+    # "column 'sex' has value 'Male' that is not among its declared levels" and "levels given
+    # for 'zz', which is not a key" named neither the option nor what to do
+    data, lev = tmp_path / "s.csv", tmp_path / "lev.json"
+    pd.DataFrame({"sex": ["Female", "Male"] * 5, "race": ["a"] * 10}).to_csv(data, index=False)
+    opts = ("--keys", "sex,race", "--population-size", "100", "--method", "nb", "--levels", lev)
+    lev.write_text('{"sex": ["Female"]}')
+    code, _, err = run(capsys, "assess", data, *opts)
+    assert code == 2
+    assert ("column 'sex' has value 'Male' that is not among its declared levels: add it to the "
+            "levels of 'sex' (--levels on the command line)") in err
+    lev.write_text('{"zz": ["a"]}')
+    code, _, err = run(capsys, "assess", data, *opts)
+    assert code == 2
+    assert ("levels given for 'zz', which is not a key: give levels for the keys sex, race "
+            "only (--levels on the command line)") in err
