@@ -350,3 +350,15 @@ def test_levels_errors_name_the_remedy(tmp_path, capsys):
     assert code == 2
     assert ("levels given for 'zz', which is not a key: give levels for the keys sex, race "
             "only (--levels on the command line)") in err
+
+
+def test_missing_column_suggests_the_close_name(tmp_path, capsys):
+    # a key typed 'Age' for a column 'age' (or 'maritalstat' for 'marital_stat' among 39
+    # columns, only 20 of which are listed) left the user to search the list
+    data = tmp_path / "s.csv"
+    cols = {f"col{i:02d}": [1, 2] for i in range(30)}
+    pd.DataFrame({**cols, "age": [30, 40], "marital_stat": [1, 2]}).to_csv(data, index=False)
+    for typed, meant in (("Age", "age"), ("maritalstat", "marital_stat")):
+        code, _, err = run(capsys, "assess", data, "--keys", typed, "--population-size", "10")
+        assert code == 2
+        assert f"missing column {typed!r} (did you mean {meant!r}?); available columns: " in err
