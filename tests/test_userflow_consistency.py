@@ -362,3 +362,16 @@ def test_missing_column_suggests_the_close_name(tmp_path, capsys):
         code, _, err = run(capsys, "assess", data, "--keys", typed, "--population-size", "10")
         assert code == 2
         assert f"missing column {typed!r} (did you mean {meant!r}?); available columns: " in err
+
+
+def test_long_key_set_names_are_cut_visibly(tmp_path, capsys):
+    # "major_occupation_code+country_of_birth_" was cut at 39 characters with no sign of it
+    data = tmp_path / "s.csv"
+    pd.DataFrame({"major_occupation_code": np.arange(30) % 5,
+                  "country_of_birth_self": np.arange(30) % 3}).to_csv(data, index=False)
+    code, out, err = run(capsys, "assess", data, "--keys",
+                         "major_occupation_code,country_of_birth_self", "--all-subsets-up-to",
+                         "2", "--population-size", "300", "--method", "nb", "--workers", "1")
+    assert code == 0, err
+    assert "major_occupation_code+country_of_birth…" in out
+    assert "major_occupation_code " in out  # a short name is shown whole

@@ -303,7 +303,8 @@ class ScenarioReport(ResultBase):
         for i, r in enumerate(self.rows, 1):
             val = _value(r, self.rank_by) if "error" not in r else None
             shown = r.get("error", "-")[:40] if val is None else f"{val:.6g}"
-            lines.append(f"{i:>4}  {r['name'][:39]:<40}{r['K']:>14,}{r['sample_uniques']:>9,}"
+            name = r["name"] if len(r["name"]) <= 39 else r["name"][:38] + "…"
+            lines.append(f"{i:>4}  {name:<40}{r['K']:>14,}{r['sample_uniques']:>9,}"
                          f"{shown:>14}")
         if not any(c["pairs"] for c in self.contributions.values()):
             lines += ["", f"per-variable contribution to {self.rank_by}: not measured, because "
