@@ -270,17 +270,6 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
     return out
 
 
-def _figure(result, name: str, bound: str):
-    if name in TABLE_FIGURES:
-        t = result.table
-        return (result.sample_uniques if name == "sample_uniques"
-                else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
-    m = result.measures.get(name)
-    if m is None:
-        return None
-    return getattr(m, bound)
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What a command prints (or writes to --out), and the --fail-above breaches that make
@@ -301,11 +290,13 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
     ParameterError
         A measure that none of the results gives (naming those that exist).
     """
+    from ..report.verdict import figure
+
     out = []
     for name, bound, limit in limits:
         compared = 0
         for label, res in results.items():
-            value = _figure(res, name, bound)
+            value = figure(res, name, bound)
             if value is None:
                 continue
             compared += 1
