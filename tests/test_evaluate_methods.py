@@ -19,7 +19,7 @@ def test_split_method_specs():
     assert dict(specs[1].options) == {"terms": "search", "max_added_terms": 5}
     with pytest.raises(ParameterError, match="no option 'bogus'"):
         split_method_specs("nb:bogus=1")
-    with pytest.raises(ParameterError, match="unknown candidate method"):
+    with pytest.raises(ParameterError, match="unknown method .nope.; available: .*, auto$"):
         split_method_specs("nope")
 
 

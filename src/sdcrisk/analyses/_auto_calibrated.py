@@ -113,7 +113,13 @@ def describe_feature(name: str, value: float, lo: float, hi: float) -> str:
         label, is_log = f"{name[4:]}'s estimate / sample uniques", True
     if is_log:
         value, lo, hi = math.exp(value), math.exp(lo), math.exp(hi)
-    return f"{label} = {value:.3g} (corpus range {lo:.3g} to {hi:.3g})"
+    return f"{label} = {_number(value)} (corpus range {_number(lo)} to {_number(hi)})"
+
+
+def _number(x: float) -> str:
+    """Three significant digits below 1,000; a whole number with separators from there up
+    (50,000, not 5e+04)."""
+    return f"{x:,.0f}" if abs(x) >= 1000 and math.isfinite(x) else f"{x:.3g}"
 
 
 def outside_range(model: dict[str, Any], feats: dict[str, float]) -> dict[str, str]:

@@ -48,12 +48,16 @@ MISSING_TEXT = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", 
                           "None", "<NA>", "#N/A", "#NA", "1.#IND", "1.#QNAN", "-1.#IND",
                           "-1.#QNAN", "#N/A N/A"})
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".parquet": "parquet",
-           ".pq": "parquet", ".dta": "dta"}
+           ".pq": "parquet", ".dta": "dta", ".sav": "sav"}
+#: pyreadstat's reader of each labelled format (as :func:`sdcrisk.data.io.detect_format` names
+#: it); the value labels are kept in ``frame.attrs`` and written back to .dta / .sav
+_LABELLED = {".dta": "read_dta", ".sav": "read_sav", ".zsav": "read_sav",
+             ".sas7bdat": "read_sas7bdat", ".xpt": "read_xport"}
 
 
 # --- files ---------------------------------------------------------------------------------
 def output_format(path: str | os.PathLike) -> str:
-    """``csv``, ``parquet`` or ``dta`` from the file name's extension.
+    """``csv``, ``parquet``, ``dta`` or ``sav`` from the file name's extension.
 
     Raises
     ------
@@ -103,22 +107,23 @@ def _is_gzip(path: Path) -> bool:
 
 def read_frame(source: Any):
     """The whole file as a pandas DataFrame. CSV cells are kept as their text (so that the
-    columns protect does not change are written back byte for byte); gzip is recognised by
-    content. Parquet and Stata ``.dta`` are read with pandas. A DataFrame is copied."""
+    columns protect does not change are written back byte for byte); compression and format
+    are recognised by content, as assess does. Parquet is read with pandas; Stata, SPSS and
+    SAS files with pyreadstat, as codes, their value and column labels kept in
+    ``frame.attrs`` for :func:`write_frame`. A DataFrame is copied."""
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
         return source.copy()
-    path = resolve_path(source, formats="a CSV, Parquet or Stata file")
+    path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
-    detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
-    name = path.name.lower()
+    kind, _ = detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
     try:
-        if name.endswith((".parquet", ".pq")):
+        if kind == "parquet":
             frame = pd.read_parquet(path)
-        elif name.endswith(".dta"):
-            frame = pd.read_stata(path, convert_categoricals=False)
+        elif kind in _LABELLED:
+            frame = _read_labelled(path, kind)
         else:
             compression = "gzip" if _is_gzip(path) else "infer"
             try:
@@ -141,6 +146,25 @@ def read_frame(source: Any):
                          f"{printable(str(exc))})") from exc
     if len(frame) == 0:
         raise InputError(f"{path.name}: no records (the file has column names but no rows)")
+    return frame
+
+
+def _read_labelled(path: Path, kind: str):
+    """A Stata, SPSS or SAS file as codes, with ``attrs["value_labels"]`` ({column: {code:
+    label}}) and ``attrs["column_labels"]`` ({column: label}) for :func:`write_frame`."""
+    try:
+        import pyreadstat
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise InputError(f"{path.name}: reading {kind} files needs pyreadstat; "
+                         "pip install 'sdcrisk[formats]'") from None
+    try:
+        frame, meta = getattr(pyreadstat, _LABELLED[kind])(str(path))
+    except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
+        raise InputError(f"{path.name}: could not be read as a {kind} file "
+                         f"({printable(str(exc)) or type(exc).__name__})") from exc
+    frame.attrs["value_labels"] = dict(meta.variable_value_labels or {})
+    frame.attrs["column_labels"] = {c: lab for c, lab in zip(
+        meta.column_names, meta.column_labels or [], strict=False) if lab}
     return frame
 
 
@@ -228,16 +252,38 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 if fmt == "parquet":
                     frame.to_parquet(tmp, index=False)
                 else:
-                    frame.to_stata(tmp, write_index=False)
+                    _write_labelled(frame, tmp, fmt)
             except (ValueError, TypeError, NotImplementedError) as exc:
                 # a column the format cannot hold (lists or structs in Stata, a mixed
                 # object column in Parquet); pyarrow's errors derive from these too
-                what = {"parquet": "a Parquet", "dta": "a Stata"}[fmt]
-                other = ".parquet" if fmt == "dta" else ".csv"
+                what = {"parquet": "a Parquet", "dta": "a Stata", "sav": "an SPSS"}[fmt]
+                other = ".csv" if fmt == "parquet" else ".parquet"
                 raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
                                      f"{what} file ({printable(str(exc))}); write "
                                      f"{other} or .csv instead") from exc
     return path
+
+
+def _write_labelled(frame, tmp: str, fmt: str) -> None:
+    """A Stata or SPSS file with the value and column labels read with the input (those of
+    numeric columns: a label maps a numeric code)."""
+    import pandas as pd
+
+    numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    values = {c: v for c, v in frame.attrs.get("value_labels", {}).items() if c in numeric}
+    columns = {c: v for c, v in frame.attrs.get("column_labels", {}).items()
+               if c in frame.columns}
+    if fmt == "dta":
+        frame.to_stata(tmp, write_index=False, value_labels=values or None,
+                       variable_labels=columns or None)
+        return
+    try:
+        import pyreadstat
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise ParameterError("writing an SPSS .sav file needs pyreadstat; pip install "
+                             "'sdcrisk[formats]', or write .dta, .parquet or .csv") from None
+    pyreadstat.write_sav(frame, tmp, variable_value_labels=values,
+                         column_labels=[columns.get(c) for c in frame.columns])
 
 
 def _typed(frame):
@@ -706,13 +752,18 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
             raise ParameterError(f"no plan reaches {goal.describe()} (best: {best.label()}, "
                                  f"tau2 {best.objective_after:.4g}); raise the target or "
                                  "recode coarser categories first (--recode)")
-        notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
-                     f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
-        if plan.kind == "suppression":
-            suppress = np.asarray(plan.suppressions)
+        if rec.objective_before <= goal.value:  # nothing to change
+            notes.append(f"target tau2 <= {goal.value:g} already met before any change "
+                         f"({est.name}: tau2 {rec.objective_before:.4g}): nothing changed")
         else:
-            frame = frame.copy()
-            merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key, plan.merges))
+            notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
+                         f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
+            if plan.kind == "suppression":
+                suppress = np.asarray(plan.suppressions)
+            else:
+                frame = frame.copy()
+                merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key,
+                                                                     plan.merges))
     if len(suppress):
         frame = frame.copy() if frame is frame0 else frame
         for j, key in enumerate(keys):
@@ -723,8 +774,10 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     est = estimator if estimator is not None else NegativeBinomialRisk(mode="sdcmicro")
     has_wildcards = any(None in lv for lv in md2.levels) or any(None in lv for lv in md0.levels)
     if has_wildcards and not est.supports_wildcards():
-        notes.append(f"risk by nb (mode sdcmicro) on wildcard counts: method {est.name!r} "
-                     "cannot count missing (suppressed) values as wildcards")
+        notes.append(f"risk before and after by nb (mode sdcmicro) on wildcard counts, not by "
+                     f"method {est.name!r}, which cannot count missing (suppressed) values as "
+                     f"wildcards: the 'before' figures differ from assess --method {est.name} "
+                     "on the same file")
         est = NegativeBinomialRisk(mode="sdcmicro",
                                    max_global_risk=getattr(est, "max_global_risk", 0.01))
     est, _ = concrete_estimator(est, tabulate(md0))

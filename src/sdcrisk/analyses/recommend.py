@@ -75,7 +75,9 @@ class RiskTarget:
         if self.objective == "records_above":
             if self.risk_threshold is None or not 0 < self.risk_threshold <= 1:
                 raise ParameterError(f"risk_threshold={self.risk_threshold!r}: give a record "
-                                     "risk threshold in (0, 1] for objective='records_above'")
+                                     "risk threshold in (0, 1] for objective='records_above' "
+                                     "(--risk-threshold R with --objective records-above on "
+                                     "the command line)")
 
     def measure(self, result: RiskResult) -> float:
         """The objective's value for a fitted result."""

@@ -18,6 +18,7 @@ import dataclasses
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,15 +154,26 @@ class _Unit:
 
 
 def _run_unit(unit: _Unit) -> dict:
-    """Tabulate and fit one scenario; only figures come back (no record-level data)."""
+    """Tabulate and fit one scenario; only figures come back (no record-level data), and the
+    warnings raised, as (category, text), for :func:`assess_scenarios` to issue in the calling
+    process (a worker's own would print as Python's two-line warnings, naming no key set)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row = _fit_unit(unit)
+    row["warnings"] = [(w.category, str(w.message)) for w in caught]
+    return row
+
+
+def _fit_unit(unit: _Unit) -> dict:
     table = tabulate(unit.microdata)
     row: dict[str, Any] = {
         "name": unit.key_set.name, "keys": list(unit.key_set.keys),
         "dimension": len(unit.key_set.keys), "K": int(table.cell_space),
-        "n_cells": table.n_cells, "sample_uniques": table.sample_uniques,
+        "n_cells": table.n_cells,
     }
     for k, v in table.k_anonymity_violations().items():
         row[f"k{k}_violations"] = v
+    row["sample_uniques"] = row["k2_violations"]  # records no other record matches (wildcards)
     try:
         result = unit.estimator.fit(table, memory_limit=unit.memory_limit)
     except Exception as exc:  # noqa: BLE001 - one scenario failing must not stop the rest
@@ -284,12 +296,15 @@ class ScenarioReport(ResultBase):
 
     def to_text(self) -> str:
         lines = [f"{len(self.rows)} key sets, method {self.method}, ranked by {self.rank_by} "
-                 f"(highest first; ran on {self.backend})", "",
+                 f"(highest first; ran "
+                 f"{'in this process' if self.backend == 'serial' else f'on {self.backend}'})",
+                 "",
                  f"{'rank':>4}  {'key set':<40}{'K':>14}{'uniques':>9}{self.rank_by:>14}"]
         for i, r in enumerate(self.rows, 1):
             val = _value(r, self.rank_by) if "error" not in r else None
             shown = r.get("error", "-")[:40] if val is None else f"{val:.6g}"
-            lines.append(f"{i:>4}  {r['name'][:39]:<40}{r['K']:>14,}{r['sample_uniques']:>9,}"
+            name = r["name"] if len(r["name"]) <= 39 else r["name"][:38] + "…"
+            lines.append(f"{i:>4}  {name:<40}{r['K']:>14,}{r['sample_uniques']:>9,}"
                          f"{shown:>14}")
         if not any(c["pairs"] for c in self.contributions.values()):
             lines += ["", f"per-variable contribution to {self.rank_by}: not measured, because "
@@ -400,6 +415,9 @@ def assess_scenarios(
         units.append(_Unit(s, _restrict(md, s.keys), est, memory_limit))
     rows = map_units(_run_unit, units, executor=executor, workers=workers,
                      scheduler=scheduler)
+    for r in rows:
+        for category, text in r.pop("warnings", ()):
+            warnings.warn(f"key set {r['name']}: {text}", category, stacklevel=2)
     ok = [r for r in rows if "error" not in r]
     if ok and rank_by not in TABLE_FIGURES and rank_by not in ok[0]["measures"]:
         known = ", ".join(list(ok[0]["measures"]) + list(TABLE_FIGURES))

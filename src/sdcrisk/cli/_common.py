@@ -273,17 +273,6 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
     return out
 
 
-def _figure(result, name: str, bound: str):
-    if name in TABLE_FIGURES:
-        t = result.table
-        return (t.sample_uniques if name == "sample_uniques"
-                else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
-    m = result.measures.get(name)
-    if m is None:
-        return None
-    return getattr(m, bound)
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What a command prints (or writes to --out), and the --fail-above breaches that make
@@ -294,25 +283,30 @@ class Outcome:
     breaches: tuple[str, ...] = ()
 
 
-def limit_breaches(results, limits: Sequence[tuple[str, str, float]]) -> list[str]:
-    """Messages for every (method, measure) whose figure exceeds its limit.
+def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
+                   where: str | None = None) -> list[str]:
+    """Messages for every (method, measure) whose figure exceeds its limit (``where`` names
+    the file checked, e.g. ``protected file 'p.csv'``).
 
     Raises
     ------
     ParameterError
         A measure that none of the results gives (naming those that exist).
     """
+    from ..report.verdict import figure
+
     out = []
     for name, bound, limit in limits:
         compared = 0
         for label, res in results.items():
-            value = _figure(res, name, bound)
+            value = figure(res, name, bound)
             if value is None:
                 continue
             compared += 1
             if value > limit:
                 what = name if bound == "estimate" else f"{name} ({bound} bound)"
-                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label})")
+                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label}"
+                           + ("" if where is None else f", {where}") + ")")
         if compared:
             continue
         if any(name in r.measures for r in results.values()):

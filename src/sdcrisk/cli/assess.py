@@ -254,13 +254,16 @@ def _render(args, result, where: str | None) -> str:
 
 
 def _result_table(result) -> str:
+    from ..report.formats import population_source
+
     t = result.table
     lines = [
         f"sdcrisk {__version__} - method: {result.method}",
         f"records n = {t.n:,}; population N = {t.population_size:,.0f} "
-        f"({t.population_size_source}); sampling fraction {t.n / t.population_size:.4g}",
+        f"({population_source(t.population_size_source)}); sampling fraction "
+        f"{t.n / t.population_size:.4g}",
         f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
-        f"{t.n_cells:,}; sample uniques {t.sample_uniques:,}",
+        f"{t.n_cells:,}; sample uniques {result.sample_uniques:,}",
         "k-anonymity violations (records in cells with f < k): " + ", ".join(
             f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),
         "",
@@ -280,7 +283,9 @@ def _result_table(result) -> str:
     if "record_risk_threshold" in thr:
         value = thr["record_risk_threshold"]
         lines += ["", f"record risk threshold for max global risk {thr['max_global_risk']:g}: "
-                  + ("none needed (target already met)" if value is None else f"{value:.6g}")]
+                  + ("none needed (target already met)" if value is None
+                     else "0 (no threshold among the record risks reaches the target)"
+                     if value == 0 else f"{value:.6g}")]
     lines += ["", "assumptions:"] + [f"  - {a}" for a in result.assumptions]
     return "\n".join(lines)
 

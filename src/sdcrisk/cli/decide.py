@@ -65,9 +65,11 @@ def register(sub) -> None:
     d.add_argument("--internal", action="store_true",
                    help="include class counts and risks per domain (disclosive)")
     d.add_argument("--missing", choices=["category", "error"], default="category",
-                   help="missing key values: own category (default) or error")
+                   help="missing values of the domain and class variables: own category "
+                   "(default) or error")
     d.add_argument("--max-levels", type=int, default=None,
-                   help="refuse keys with more distinct values (default: no limit)")
+                   help="refuse a domain or class variable with more distinct values "
+                   "(default: no limit)")
     d.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
     d.add_argument("--format", choices=["table", "json"], default="table",
                    help="output format: table, json (default table)")
@@ -81,8 +83,8 @@ def register(sub) -> None:
                          "its calibrated combination of five candidates, re-fitted as a "
                          "whole; nb is faster)")
     r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2",
-                   help="what --target bounds: tau2 (default) or the number of records whose "
-                   "risk is above --risk-threshold")
+                   help="what --target bounds: the estimated tau2 (default), or the number "
+                   "of records whose risk exceeds --risk-threshold")
     r.add_argument("--target", type=float, required=True, help="target value of the objective")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk threshold for --objective records-above")
@@ -93,7 +95,8 @@ def register(sub) -> None:
     r.add_argument("--pairs", choices=["auto", "adjacent", "all"], default="auto",
                    help="recoding candidates (default auto: adjacent for numeric levels)")
     r.add_argument("--refit-candidates", type=int, default=1,
-                   help="recoding: merges re-fitted per step, the best by a quick score "
+                   help="recoding: how many of the best merges by the quick score are "
+                   "re-fitted at each step, the lowest re-estimated objective winning "
                    "(default 1)")
     r.add_argument("--max-pattern-size", type=int, default=2,
                    help="suppression: most key values suppressed in one record per step "

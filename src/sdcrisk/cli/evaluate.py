@@ -253,9 +253,15 @@ def split_method_specs(text: str) -> list:
             items.append(raw)
     if not items:
         raise ParameterError("--methods is empty; give e.g. nb,loglinear:terms=search")
+    from ..analyses.methods import ESTIMATORS
+
     out = []
     for item in items:
-        if item.partition(":")[0].strip() == "auto":
+        name = item.partition(":")[0].strip()
+        if name not in ESTIMATORS:
+            raise ParameterError(f"--methods item {item!r}: unknown method {name!r}; "
+                                 f"available: {', '.join(ESTIMATORS)}")
+        if name == "auto":
             if ":" in item:
                 raise ParameterError("--methods auto takes no options here; run "
                                      "'assess --method auto' with its flags instead")
@@ -410,7 +416,8 @@ def _evaluation_table(ev) -> str:
 
     t = ev.truth
     lines = [
-        f"{ev.design}, seed {ev.seed}; keys {', '.join(ev.keys)}; K = {ev.cell_space:,}",
+        f"{ev.design}{'' if ev.seed is None else f', seed {ev.seed}'}; keys "
+        f"{', '.join(ev.keys)}; K = {ev.cell_space:,}",
         f"truth: n = {int(t['n']):,}, N = {int(t['population_size']):,}, sample uniques "
         f"{int(t['sample_uniques']):,}, tau1 = {t['tau1']:.0f}, tau2 = {t['tau2']:.4g}, "
         f"P(PU|SU) = {t['p_pu_given_su']:.4g}, theta = {t['theta']:.4g}",

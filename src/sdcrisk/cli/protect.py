@@ -1,12 +1,12 @@
 """``sdcrisk protect DATA --keys ... (--k-anonymity K | --target tau2=V) --out FILE``.
 
-Writes the protected file (CSV, Parquet or Stata ``.dta`` by the extension of ``--out``):
-user recodes from ``--recode FILE.json``, then local suppression to k-anonymity (missing
-values are wildcards, sdcMicro's ``localSuppression``; the least important key of
-``--importance`` first) or the recommended changes for a tau2 target. Every other column is
-written as read. The output path is checked before any work; the input is never overwritten;
-the file is written atomically. Prints the before/after risk, the values suppressed per key,
-the categories merged and the information loss.
+Writes the protected file (CSV, Parquet, Stata ``.dta`` or SPSS ``.sav`` by the extension of
+``--out``, value labels kept): user recodes from ``--recode FILE.json``, then local
+suppression to k-anonymity (missing values are wildcards, sdcMicro's ``localSuppression``;
+the least important key of ``--importance`` first) or the recommended changes for a tau2
+target. Every other column is written as read. The output path is checked before any work;
+the input is never overwritten; the file is written atomically. Prints the before/after risk,
+the values suppressed per key, the categories merged and the information loss.
 
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
@@ -45,7 +45,8 @@ def register(sub) -> None:
     p.add_argument("--recode", metavar="FILE.json",
                    help="your own category merges, {key: {old: new}}, applied first")
     p.add_argument("--out", dest="output", required=True, metavar="FILE",
-                   help="protected file: .csv, .csv.gz, .parquet or .dta (never the input)")
+                   help="protected file: .csv, .csv.gz, .parquet, .dta or .sav (never the "
+                   "input; Stata and SPSS value labels are kept)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--whole-population", action="store_true",
                    help="the file is the whole population (N = n)")
@@ -109,10 +110,10 @@ def _text(prot, out: Path) -> str:
     lines = [f"protected file written: {out}"]
     if prot.k is not None:
         lines.append(f"k-anonymity k = {prot.k} (missing values match every category): "
-                     f"{prot.k_violations_before} records below k before, "
-                     f"{prot.k_violations_after} after")
-    lines.append(f"values suppressed: {d['values_suppressed']} ("
-                 + ", ".join(f"{k} {v}" for k, v in prot.suppressed.items()) + ")")
+                     f"{prot.k_violations_before:,} records below k before, "
+                     f"{prot.k_violations_after:,} after")
+    lines.append(f"values suppressed: {d['values_suppressed']:,} ("
+                 + ", ".join(f"{k} {v:,}" for k, v in prot.suppressed.items()) + ")")
     if prot.merged:
         for key, groups in prot.merged.items():
             text = "; ".join(f"{{{', '.join(olds)}}} -> {new}" for new, olds in groups.items())

@@ -9,7 +9,8 @@ headline: the verdict, the cards and every section use it. ``--fail-above`` limi
 method's max global risk make the verdict line. With ``--population`` the sample is coded with
 the population's levels, N is the population size and the report adds the true measures, ROC
 and calibration plots. With ``--protected`` the headline method is also fitted on the
-protected file (same keys and N) for a before/after section.
+protected file (same keys and N) for a before/after section, and ``--fail-above`` gates the
+protected file (the one to release) instead of the original.
 
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
@@ -41,7 +42,8 @@ def register(sub) -> None:
                    "measures, ROC and calibration plots (N = its number of records)")
     r.add_argument("--protected", metavar="FILE",
                    help="the protected version of DATA (same keys): the headline method is "
-                   "fitted on it too, with the same N, for a before/after section")
+                   "fitted on it too, with the same N, for a before/after section; "
+                   "--fail-above then gates the protected file")
     r.add_argument("--internal", action="store_true",
                    help="internal report: lists the key values of the riskiest combinations "
                    "(disclosive; for the data owner only)")
@@ -125,6 +127,10 @@ def _report(args) -> Outcome:
             population_size=float(table.population_size), missing=args.missing,
             max_levels=args.max_levels)
         protected = get_estimator(head, **options[head]).fit(tabulate(prot))
+        # the protected file is the one to release: the gate is its figures (the original's
+        # verdict is on the page)
+        breaches = tuple(limit_breaches({head: protected}, limits,
+                                        where=f"protected file {str(args.protected)!r}"))
     return Outcome(build_report(results, kind="internal" if args.internal else "external",
                         min_count=args.min_count, title=args.title,
                         risk_threshold=args.risk_threshold, top=args.top,

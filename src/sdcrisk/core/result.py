@@ -109,7 +109,11 @@ class RiskResult(ResultBase):
 
     @property
     def sample_uniques(self) -> int:
-        return self.table.sample_uniques
+        """Records that no other record matches (f = 1); with ``missing="wildcard"`` a missing
+        key value matches every category, as in the k-anonymity counts, so this is always
+        ``k_anonymity_violations()[2]``. (``table.sample_uniques`` is the models' n1: cells
+        with exact count 1.)"""
+        return self.table.k_anonymity_violations((2,))[2]
 
     def estimate(self, name: str) -> float | None:
         """The point estimate of a measure by name."""

@@ -199,7 +199,8 @@ def _encode_declared(name, values, present, vals, levels):
         for j, u in enumerate(uniq):
             if u not in lookup:
                 raise InputError(
-                    f"column {name!r} has value {str(u)!r} that is not among its declared levels"
+                    f"column {name!r} has value {str(u)!r} that is not among its declared levels:"
+                    f" add it to the levels of {name!r} (--levels on the command line)"
                 )
             mapped[j] = lookup[u]
         inv = mapped[uinv]

@@ -307,8 +307,9 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
     if missing:
         shown = ", ".join(map(repr, list(available)[:20]))
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
-        raise InputError(f"{what}: missing column {missing[0]!r}; available columns: {shown}{more}"
-                         f"{_delimiter_hint(available)}")
+        hint = _close_name(missing[0], available)
+        raise InputError(f"{what}: missing column {missing[0]!r}{hint}; available columns: "
+                         f"{shown}{more}{_delimiter_hint(available)}")
     for c in columns:
         where = [i + 1 for i, a in enumerate(available) if a == c]
         if len(where) > 1:
@@ -316,6 +317,16 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
                 f"{what}: column {c!r} appears {len(where)} times (positions "
                 f"{', '.join(map(str, where))}); rename the duplicates so that each column "
                 "has one name")
+
+
+def _close_name(name: str, available: Sequence[str]) -> str:
+    """`` (did you mean 'age'?)`` for a name that differs from a column in case or spelling."""
+    import difflib
+
+    folded = {a.lower(): a for a in available}
+    close = folded.get(name.lower()) or next(iter(difflib.get_close_matches(
+        name, available, n=1, cutoff=0.8)), None)
+    return "" if close is None else f" (did you mean {close!r}?)"
 
 
 def _delimiter_hint(available: Sequence[str]) -> str:
@@ -350,6 +361,10 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
         raise InputError(f"{path.name}: could not be read as a {kind} file "
                          f"({_clean(str(exc)) or type(exc).__name__})") from exc
+    for name in columns:  # "" is the missing text value of Stata and SPSS (a CSV's empty cell)
+        col = frame[name]
+        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
+            frame[name] = col.mask(col.astype(str).str.strip() == "")
     return _frame_columns(frame, columns)
 
 

@@ -179,7 +179,9 @@ def check_stream_options(path, keys, levels, missing, engine, batch_rows) -> Pat
     if levels:
         unknown = [k for k in levels if k not in keys]
         if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
+                                 f"levels for the keys {', '.join(keys)} only (--levels on the "
+                                 "command line)")
     path = Path(path)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")

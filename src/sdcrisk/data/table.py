@@ -288,7 +288,9 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
     if levels:
         unknown = [k for k in levels if k not in keys]
         if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key")
+            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
+                                 f"levels for the keys {', '.join(keys)} only (--levels on the "
+                                 "command line)")
         for k, lv in levels.items():
             if isinstance(lv, str | bytes | Mapping) or not isinstance(lv, Iterable):
                 raise ParameterError(

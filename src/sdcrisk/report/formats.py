@@ -74,6 +74,18 @@ def label(name: Any) -> str:
     return text.replace("_", " ")
 
 
+#: where N came from (``CellTable.population_size_source``), in words; other codes as they are
+_N_SOURCES = {"sampling_fraction": "n / sampling fraction",
+              "assumed_population": "the file is the whole population",
+              "population": "population file"}
+
+
+def population_source(code: str) -> str:
+    """``CellTable.population_size_source`` in words (``sampling_fraction`` -> ``n / sampling
+    fraction``; ``given`` and ``weights`` as they are)."""
+    return _N_SOURCES.get(code, code)
+
+
 def fmt(x: Any, digits: int = 4) -> str:
     """A number for the page: integers with separators, others to ``digits`` significant."""
     if x is None:
@@ -89,7 +101,7 @@ def fmt(x: Any, digits: int = 4) -> str:
         if x == 0:
             return "0"
         a = abs(x)
-        if a >= 10 ** digits:
+        if a >= 10 ** (digits - 1):  # no decimals left: with separators, as integers
             return f"{x:,.0f}"
         if a >= 1e-3:
             text = f"{x:.{digits}g}"

@@ -16,7 +16,16 @@ import numpy as np
 
 from . import charts
 from .blocks import bullets, details, figure, h3, h4, kv, method, para, section, table
-from .formats import MEASURE_LABELS, Scrubber, fmt, label, method_line, method_title, pct
+from .formats import (
+    MEASURE_LABELS,
+    Scrubber,
+    fmt,
+    label,
+    method_line,
+    method_title,
+    pct,
+    population_source,
+)
 from .page_more import (
     diagnostics_section,
     protected_section,
@@ -54,13 +63,30 @@ def _cards(data: dict) -> list[dict]:
         if x.lower is not None and x.upper is not None:
             sub = f"{x.level:.0%} interval {fmt(x.lower)} – {fmt(x.upper)} · " + sub
         card(name, fmt(x.estimate), title, sub)
-    su = t.sample_uniques if t.wildcard is None else data["k_anonymity"][2]
+    su = res.sample_uniques
     card("sample_uniques", fmt(su), "Sample uniques",
          f"records alone in their key combination (f = 1), {pct(su / t.n)} of the file"
          + ("; missing = wildcard" if t.wildcard is not None else ""))
     card("k3_violations", fmt(data["k_anonymity"][3]), "Records violating 3-anonymity",
          "records in key combinations with f < 3 (sample counts)")
     return cards
+
+
+def _verdicts(data: dict, scrub) -> list[dict]:
+    """The verdict banners: the headline method's on the file, and with a protected file
+    first the protected file's (the one to release, and the one ``--fail-above`` gates),
+    each naming its file."""
+    v = _verdict(data)
+    prot = data.get("protected")
+    if v is None or prot is None:
+        return [] if v is None else [v]
+    p = verdict(prot["result"], data["limits"])
+    v["file"] = f"Original file {scrub(data['table'].source)}: "
+    if p is None:
+        return [v]
+    p.update(others_failing=[], source=v["source"],
+             file=f"Protected file {scrub(prot['source'])}: ")
+    return [p, v]
 
 
 def _verdict(data: dict) -> dict | None:
@@ -86,7 +112,8 @@ def _file_section(data: dict) -> dict:
     t = data["table"]
     keys = ", ".join(f"{k} ({len(lv)})" for k, lv in zip(t.keys, t.levels, strict=True))
     items = [("source", t.source), ("records n", fmt(t.n)),
-             ("population N", f"{fmt(float(t.population_size))} ({t.population_size_source})"),
+             ("population N", f"{fmt(float(t.population_size))} "
+                              f"({population_source(t.population_size_source)})"),
              ("sampling fraction n/N", fmt(t.n / t.population_size)),
              ("key variables (levels)", keys), ("cell space K", fmt(t.cell_space)),
              ("observed key combinations", fmt(t.n_cells)),
@@ -451,6 +478,6 @@ def page_context(data: dict) -> dict:
         "subtitle": (f"{t.source} · {t.n:,} records · keys {', '.join(t.keys)} · "
                      f"{data['date']} · sdcrisk {data['version']}"),
         "headline": data["primary"],
-        "verdict": _verdict(data), "cards": _cards(data),
+        "verdicts": _verdicts(data, scrub), "cards": _cards(data),
         "sections": [s for s in sections if s is not None],
     }

@@ -30,7 +30,7 @@ from .blocks import (
     section,
     table,
 )
-from .formats import fmt, label, method_line, pct
+from .formats import fmt, label, method_line, pct, population_source
 from .verdict import verdict
 
 __all__ = ["diagnostics_section", "truth_section", "suda_part", "uniqueness_section",
@@ -405,7 +405,8 @@ def uniqueness_section(data: dict) -> dict | None:
     t = data["table"]
     line = ("Method: superpopulation models of the frequency of frequencies (ARX "
             f"RiskModelPopulationUniqueness); N = {fmt(float(pu.population_size))} "
-            f"({t.population_size_source}), sampling fraction {fmt(pu.sampling_fraction)}")
+            f"({population_source(t.population_size_source)}), sampling fraction "
+            f"{fmt(pu.sampling_fraction)}")
     head = data["results"][headline]
     validated = _auto_basis(head) if head.method == "auto" else ""
     body = [method(line),

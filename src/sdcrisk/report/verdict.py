@@ -12,7 +12,7 @@ from typing import Any
 from ..exceptions import ParameterError
 from .formats import fmt, pct
 
-__all__ = ["verdict", "normalise_limits"]
+__all__ = ["verdict", "normalise_limits", "figure"]
 
 
 _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records violating "
@@ -20,10 +20,13 @@ _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records 
                   "k5_violations": "records violating 5-anonymity"}
 
 
-def _figure(res, name: str, bound: str) -> float | None:
+def figure(res, name: str, bound: str = "estimate") -> float | None:
+    """The figure a limit on ``name`` checks: a measure's estimate (or ``bound``), or a table
+    figure (``sample_uniques``, ``k3_violations``...); None when the result has none. The one
+    definition the report's verdict and the CLI's ``--fail-above`` share."""
     if name in _TABLE_FIGURES:
         t = res.table
-        return float(t.sample_uniques if name == "sample_uniques"
+        return float(res.sample_uniques if name == "sample_uniques"
                      else t.k_anonymity_violations((int(name[1]),))[int(name[1])])
     m = res.measures.get(name)
     return None if m is None else getattr(m, bound)
@@ -58,7 +61,7 @@ def verdict(res, limits) -> dict | None:
         if (name, bound) == ("global_risk", "estimate") and target is not None \
                 and limit == target:
             continue  # the same check as the method's max global risk
-        value = _figure(res, name, bound)
+        value = figure(res, name, bound)
         if value is None:
             continue
         ok = value <= limit
