@@ -475,8 +475,10 @@ def test_outside_corpus_is_told_in_plain_words_once_per_feature():
     outside = res.fitted["outside_corpus"]
     names = {x.split(": ", 1)[1].split(" = ")[0] for x in outside}
     assert len(outside) > len(names) >= 4  # both measures' models, features shared
-    assert "sampling fraction n/N = 0.000178 (corpus range" in text
-    assert f"and {len(names) - 3} more features" in text
+    # with equal weights nb's estimate / SU is the sampling fraction: one fact, joined names
+    assert ("sampling fraction n/N and nb's estimate / sample uniques = 0.000178 (corpus "
+            "range") in text
+    assert f"and {len(names) - 1 - 3} more features" in text
     assert text.count("sampling fraction") == 1
 
 
@@ -537,3 +539,25 @@ def test_assess_and_evaluate_agree_on_one_sample():
     assert ev.truth["n"] == alone.table.n
     assert ev.methods["auto"].estimates["tau1"] == pytest.approx(
         alone.measures["tau1"].estimate, rel=1e-9)
+
+
+def test_outside_corpus_tells_one_figure_once_under_joined_names():
+    """nb's estimate / sample uniques equals the sampling fraction with equal weights: the
+    warning on a 50%-sample said '... n/N = 0.5 (corpus range 0.0043 to 0.108); ... nb's
+    estimate / sample uniques = 0.5 (corpus range 0.0043 to 0.108)'. One fact, told once."""
+    from sdcrisk.analyses.auto import _outside_summary
+
+    named = {"log_fraction": "sampling fraction n/N = 0.5 (corpus range 0.0043 to 0.108)",
+             "log_n": "records n = 3e+07 (corpus range 43 to 30,210)",
+             "log_nb": "nb's estimate / sample uniques = 0.5 (corpus range 0.0043 to 0.108)",
+             "n_keys": "number of keys = 3 (corpus range 4 to 10)",
+             "log_pg": "poisson-gamma's estimate / sample uniques = 0.9 (corpus range 0.1 to "
+                       "0.8)"}
+    text = _outside_summary(named)
+    assert text == ("sampling fraction n/N and nb's estimate / sample uniques = 0.5 (corpus "
+                    "range 0.0043 to 0.108); records n = 3e+07 (corpus range 43 to 30,210); "
+                    "number of keys = 3 (corpus range 4 to 10); and 1 more feature (all in "
+                    "fitted['outside_corpus'])")
+    # a different value is a different fact
+    named["log_nb"] = "nb's estimate / sample uniques = 0.4 (corpus range 0.0043 to 0.108)"
+    assert _outside_summary(named).count(" = 0.") == 2

@@ -690,8 +690,16 @@ def _signed(x) -> str:
 
 def _outside_summary(named: dict[str, str], most: int = 3) -> str:
     """The first ``most`` features out of the corpus's range (feature -> description, each
-    once), and how many more (all in fitted["outside_corpus"])."""
-    shown = list(named.values())[:most]
-    more = len(named) - len(shown)
+    once), and how many more (all in fitted["outside_corpus"]). Features with the same value
+    and range are one fact told under their joined names (with equal weights nb's estimate /
+    sample uniques is the sampling fraction: "sampling fraction n/N and nb's estimate / sample
+    uniques = 0.5 (corpus range ...)")."""
+    facts: dict[str, list[str]] = {}  # "= value (corpus range ...)" -> feature names
+    for text in named.values():
+        name, _, fact = text.partition(" = ")
+        facts.setdefault(fact, []).append(name)
+    told = [" and ".join(names) + " = " + fact for fact, names in facts.items()]
+    shown = told[:most]
+    more = len(told) - len(shown)
     return "; ".join(shown) + (f"; and {more} more feature{'s' * (more > 1)} (all in "
                                "fitted['outside_corpus'])" if more else "")
