@@ -206,3 +206,45 @@ def test_other_estimator_is_refitted(shared_data):
     plan = rec.plans[0]
     assert rec.method == "poisson-gamma" and plan.reached
     assert refit_tau2(plan.apply(sample), est) == pytest.approx(plan.objective_after, rel=1e-12)
+
+
+def _plans(rec):
+    return [(p.label(), p.reached, p.records_changed, p.values_changed, p.objective_after,
+             p.merges) for p in rec.plans]
+
+
+def test_plans_on_worker_processes_equal_the_serial_ones():
+    """Each plan is a work unit: searched on two local processes, the plans (and their
+    ranking) are those of the serial search, which stays the library's default."""
+    rng = np.random.default_rng(3)
+    data = {"a": rng.integers(0, 6, 400), "b": rng.integers(0, 4, 400),
+            "c": rng.integers(0, 5, 400)}
+    md = Microdata.from_source(data, keys=["a", "b", "c"], population_size=8000)
+    target = RiskTarget(objective="tau2", value=refit_tau2(md) / 3)
+    serial = recommend(md, target)
+    par = recommend(md, target, workers=2)
+    assert serial.settings["ran"] == "serial" and par.settings["ran"] == "local processes"
+    assert len(serial.plans) == 4 and any(p.reached for p in serial.plans)
+    assert _plans(par) == _plans(serial)
+    with pytest.raises(ParameterError, match="workers=0"):
+        recommend(md, target, workers=0)
+
+
+def test_cli_recommend_workers(capsys, tmp_path):
+    """The CLI searches the plans in this process below 5,000 records, on --workers N
+    processes when asked; --workers 0 is a one-line error naming the option."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    args = ["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+            "--target", "0", "--method", "nb", "--format", "json"]
+    assert main(args) == 0
+    serial = json.loads(capsys.readouterr().out)
+    assert serial["settings"]["ran"] == "serial"
+    assert main([*args, "--workers", "2"]) == 0
+    par = json.loads(capsys.readouterr().out)
+    assert par["settings"]["ran"] == "local processes"
+    assert par["plans"] == serial["plans"]
+    assert main([*args, "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--workers" in err and "Traceback" not in err

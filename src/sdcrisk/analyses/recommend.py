@@ -30,6 +30,7 @@ from ..data import _cells
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
+from ..runtime.executors import describe_executor, map_units
 from ..runtime.progress import progress
 from .methods import get_estimator
 
@@ -252,6 +253,8 @@ def recommend(
     refit_candidates: int = 1,
     max_pattern_size: int = 2,
     max_steps: int = 500,
+    executor: Any = None,
+    workers: int | None = None,
 ) -> Recommendations:
     """Find small changes of the keys that bring the estimated risk to the target.
 
@@ -280,6 +283,13 @@ def recommend(
         Suppression: most key values suppressed in one record per step.
     max_steps : int
         Most greedy steps per plan.
+    executor, workers
+        Where the plans run, each plan a work unit (:func:`sdcrisk.runtime.executors.
+        executor_scope`: an Executor, a Dask Client or scheduler address, ``"serial"``, or
+        ``workers`` local processes). Default: in this process (a script that starts
+        processes needs the ``if __name__ == "__main__":`` guard; the CLI uses every CPU from
+        ``PARALLEL_FROM`` records). Each plan re-fits the estimator tens of times and the plans
+        are independent; they are the same wherever they run.
 
     Returns
     -------
@@ -334,7 +344,8 @@ def recommend(
     if pairs not in ("auto", "adjacent", "all"):
         raise ParameterError(f"pairs={pairs!r}; use 'auto', 'adjacent' or 'all'")
     for name, v in (("refit_candidates", refit_candidates), ("max_pattern_size",
-                    max_pattern_size), ("max_steps", max_steps)):
+                    max_pattern_size), ("max_steps", max_steps),
+                    *((("workers", workers),) if workers is not None else ())):
         if not isinstance(v, int) or v < 1:
             raise ParameterError(f"{name}={v!r} must be a positive integer")
 
@@ -342,25 +353,30 @@ def recommend(
     base = est.fit(base_table)
     ctx = _Context(est, target, base_table.record_map())
     before = ctx.measures(base)
-    plans = []
-    total = ("suppression" in actions) + ("recoding" in actions) * len(keys)
-    with progress(total=total, desc="recommend", unit="plan") as bar:
-        if "suppression" in actions:
-            bar.set_postfix_str("local suppression")
-            plans.append(_suppression_plan(sample, ctx, [sample.keys.index(k) for k in keys],
-                                           max_pattern_size, max_steps))
-            bar.update(1)
-        if "recoding" in actions:
-            for k in keys:
-                bar.set_postfix_str(f"recode {k}")
-                plans.append(_recoding_plan(sample, ctx, sample.keys.index(k), pairs,
-                                            refit_candidates, max_steps))
+    units = []
+    if "suppression" in actions:
+        units.append(_PlanUnit(sample, ctx, "suppression", [sample.keys.index(k) for k in keys],
+                               pairs, refit_candidates, max_pattern_size, max_steps))
+    if "recoding" in actions:
+        units += [_PlanUnit(sample, ctx, "recoding", [sample.keys.index(k)], pairs,
+                            refit_candidates, max_pattern_size, max_steps) for k in keys]
+    if executor == "serial" or (executor is None and workers in (None, 1)) or len(units) < 2:
+        plans = []
+        with progress(total=len(units), desc="recommend", unit="plan") as bar:
+            for u in units:
+                bar.set_postfix_str(u.describe())
+                plans.append(_run_plan(u))
                 bar.update(1)
+        where = "serial"
+    else:
+        plans = map_units(_run_plan, units, executor=executor, workers=workers)
+        where = describe_executor(executor)
     plans.sort(key=lambda p: (not p.reached, p.records_changed if p.reached else 0,
                               p.values_changed if p.reached else 0, p.objective_after))
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,
                 "max_pattern_size": max_pattern_size, "max_steps": max_steps,
                 "keys": keys, "actions": list(actions), "estimator": est.get_params(),
+                "ran": where,
                 "missing": "a suppressed value is a category of its own (sdcrisk convention)"}
     return Recommendations(target=target, method=est.name,
                            objective_before=before["objective"], measures_before=before,
@@ -368,6 +384,37 @@ def recommend(
 
 
 # --- shared machinery --------------------------------------------------------------------------
+#: the CLI runs the plans of files with at least this many records in local processes (below,
+#: starting them costs more than the plans)
+PARALLEL_FROM = 5_000
+
+
+@dataclass(frozen=True)
+class _PlanUnit:
+    """One plan to search: a work unit for :func:`map_units` (picklable)."""
+
+    sample: Microdata
+    ctx: _Context
+    kind: str  # "suppression" or "recoding"
+    keys: list[int]  # the keys it may change (recoding: the one key)
+    pairs: str
+    refit_candidates: int
+    max_pattern_size: int
+    max_steps: int
+
+    def describe(self) -> str:
+        return ("local suppression" if self.kind == "suppression"
+                else f"recode {self.sample.keys[self.keys[0]]}")
+
+
+def _run_plan(unit: _PlanUnit) -> Plan:
+    if unit.kind == "suppression":
+        return _suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
+                                 unit.max_steps)
+    return _recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
+                          unit.refit_candidates, unit.max_steps)
+
+
 @dataclass
 class _Context:
     est: Estimator

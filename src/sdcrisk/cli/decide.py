@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from ..data.io import printable
@@ -101,6 +102,12 @@ def register(sub) -> None:
     r.add_argument("--max-pattern-size", type=int, default=2,
                    help="suppression: most key values suppressed in one record per step "
                    "(default 2)")
+    r.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local worker processes, one plan each at a time (default: all CPUs "
+                   "from 5,000 records, else in this process; 1 = in this process)")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="search the plans on a Dask cluster, e.g. tcp://host:8786 (needs "
+                   "sdcrisk[cluster])")
     r.add_argument("--plot", help="draw the objective along each plan to a .svg file (or .png, "
                    "which needs matplotlib)")
     r.add_argument("--internal", action="store_true",
@@ -305,7 +312,7 @@ def _decision_text(result, *, internal: bool) -> str:
 # --- recommend ------------------------------------------------------------------------------
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
-    from ..analyses.recommend import RiskTarget, recommend
+    from ..analyses.recommend import PARALLEL_FROM, RiskTarget, recommend
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
@@ -326,11 +333,15 @@ def _recommend(args) -> str:
         est, auto_res = concrete_estimator(est, tabulate(md))
         if est is not auto_est:  # the calibrated combination is re-fitted as a whole
             chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
+    workers = args.workers
+    if workers is None and args.scheduler is None:  # processes pay off on larger files
+        workers = (os.cpu_count() or 1) if md.n >= PARALLEL_FROM else 1
     rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,
                     pairs=args.pairs, refit_candidates=args.refit_candidates,
-                    max_pattern_size=args.max_pattern_size)
+                    max_pattern_size=args.max_pattern_size, executor=args.scheduler,
+                    workers=workers)
     if args.plot:
         with atomic_path(args.plot) as tmp:
             plot_recommendations(rec, tmp)
