@@ -369,7 +369,14 @@ def recommend(
                 bar.update(1)
         where = "serial"
     else:
-        plans = map_units(_run_plan, units, executor=executor, workers=workers)
+        # the plans with most steps first (suppression, then keys by number of levels): a
+        # key of 91 ages merges tens of times where one of 2 sexes merges once; the results
+        # go back to the units' order, so the ranking below is the serial one
+        order = sorted(range(len(units)), key=lambda i: -units[i].size())
+        done = map_units(_run_plan, [units[i] for i in order], executor=executor,
+                         workers=workers)
+        plans = [plan for _, plan in sorted(zip(order, done, strict=True),
+                                            key=lambda t: t[0])]
         where = describe_executor(executor)
     plans.sort(key=lambda p: (not p.reached, p.records_changed if p.reached else 0,
                               p.values_changed if p.reached else 0, p.objective_after))
@@ -405,6 +412,11 @@ class _PlanUnit:
     def describe(self) -> str:
         return ("local suppression" if self.kind == "suppression"
                 else f"recode {self.sample.keys[self.keys[0]]}")
+
+    def size(self) -> int:
+        """A guess of its work: the most merges a recoding can make (levels of its key);
+        suppression first."""
+        return (1 << 30) if self.kind == "suppression" else self.sample.n_levels[self.keys[0]]
 
 
 def _run_plan(unit: _PlanUnit) -> Plan:
