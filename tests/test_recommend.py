@@ -248,3 +248,41 @@ def test_cli_recommend_workers(capsys, tmp_path):
     assert main([*args, "--workers", "0"]) == 2
     err = capsys.readouterr().err
     assert "--workers" in err and "Traceback" not in err
+
+
+class _WarningNB(NegativeBinomialRisk):
+    """nb that warns at every fit, as auto does on a file outside its corpus."""
+
+    def _fit(self, table):
+        import warnings
+
+        warnings.warn(f"fitted on {table.n} records, {table.n_cells} cells", UserWarning,
+                      stacklevel=2)
+        return super()._fit(table)
+
+
+def test_each_warning_of_the_refits_is_told_once():
+    """Tens of re-fits repeated the same warning (158 identical lines for auto on 50,000
+    records); each distinct one is now issued once, the file's own first, those of the
+    changed files after, marked as such."""
+    import warnings
+
+    md = ages()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        rec = recommend(md, RiskTarget(objective="tau2", value=0.0), estimator=_WarningNB(),
+                        actions=["recoding"])
+    texts = [str(w.message) for w in got]
+    assert rec.best.merges == ((30, 31), (32, 33))
+    assert texts[0] == "fitted on 8 records, 6 cells"  # the file itself
+    assert len(texts) == len(set(texts)) >= 2
+    assert all(t.startswith("on a changed file of the plan search: fitted on 8 records")
+               for t in texts[1:])
+    # the unit returns its distinct warnings, so a worker process's come back the same way
+    from sdcrisk.analyses.recommend import _Context, _PlanUnit, _run_plan
+
+    ctx = _Context(_WarningNB(), RiskTarget(objective="tau2", value=0.0),
+                   tabulate(md).record_map())
+    plan, raised = _run_plan(_PlanUnit(md, ctx, "recoding", [0], "auto", 1, 2, 500))
+    assert plan.merges == ((30, 31), (32, 33))
+    assert len(raised) == len(set(raised)) >= 2 and raised[0][0] is UserWarning

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -350,7 +351,11 @@ def recommend(
             raise ParameterError(f"{name}={v!r} must be a positive integer")
 
     base_table = tabulate(sample)
-    base = est.fit(base_table)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        base = est.fit(base_table)
+    # each distinct warning once: the file's own, then those of the changed files
+    told = dict.fromkeys((w.category, str(w.message)) for w in caught)
     ctx = _Context(est, target, base_table.record_map())
     before = ctx.measures(base)
     units = []
@@ -378,6 +383,12 @@ def recommend(
         plans = [plan for _, plan in sorted(zip(order, done, strict=True),
                                             key=lambda t: t[0])]
         where = describe_executor(executor)
+    searched = dict.fromkeys(w for _, raised in plans for w in raised if w not in told)
+    plans = [plan for plan, _ in plans]
+    for category, text in told:
+        warnings.warn(text, category, stacklevel=2)
+    for category, text in searched:
+        warnings.warn(f"on a changed file of the plan search: {text}", category, stacklevel=2)
     plans.sort(key=lambda p: (not p.reached, p.records_changed if p.reached else 0,
                               p.values_changed if p.reached else 0, p.objective_after))
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,
@@ -419,12 +430,19 @@ class _PlanUnit:
         return (1 << 30) if self.kind == "suppression" else self.sample.n_levels[self.keys[0]]
 
 
-def _run_plan(unit: _PlanUnit) -> Plan:
-    if unit.kind == "suppression":
-        return _suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
-                                 unit.max_steps)
-    return _recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
-                          unit.refit_candidates, unit.max_steps)
+def _run_plan(unit: _PlanUnit) -> tuple[Plan, list[tuple[type, str]]]:
+    """The plan, and the distinct warnings its re-fits raised as (category, text): the
+    caller issues each once (tens of re-fits repeat the same warning, and a worker process's
+    own would print in Python's two-line form)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if unit.kind == "suppression":
+            plan = _suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
+                                     unit.max_steps)
+        else:
+            plan = _recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
+                                  unit.refit_candidates, unit.max_steps)
+    return plan, list(dict.fromkeys((w.category, str(w.message)) for w in caught))
 
 
 @dataclass
