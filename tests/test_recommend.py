@@ -286,3 +286,22 @@ def test_each_warning_of_the_refits_is_told_once():
     plan, raised = _run_plan(_PlanUnit(md, ctx, "recoding", [0], "auto", 1, 2, 500))
     assert plan.merges == ((30, 31), (32, 33))
     assert len(raised) == len(set(raised)) >= 2 and raised[0][0] is UserWarning
+
+
+def test_cli_recommend_auto_fits_the_file_once(capsys, tmp_path):
+    """The CLI fitted the calibrated auto once to look for a validated choice, then recommend
+    fitted it again: the out-of-corpus warning of the file (sampling fraction 0.5, above the
+    corpus's 0.108) printed twice. Now once; the changed files' own are marked."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": rng.integers(0, 8, 300), "b": rng.integers(0, 3, 300),
+                  "c": rng.integers(0, 4, 300)}).to_csv(path, index=False)
+    assert main(["recommend", str(path), "--keys", "a,b,c", "--population-size", "600",
+                 "--target", "1", "--actions", "recoding", "--change-keys", "a",
+                 "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    lines = [x for x in err.splitlines() if "outside the calibration corpus" in x]
+    own = [x for x in lines if x.startswith("sdcrisk: warning: auto (calibrated)")]
+    assert len(own) == 1 and "sampling fraction n/N" in own[0]
+    assert all("on a changed file of the plan search: auto" in x for x in lines if x not in own)
+    assert json.loads(out)["plans"][0]["key"] == "a"

@@ -553,12 +553,15 @@ def information_loss(before: Microdata, after: Microdata) -> dict:
 
 
 def concrete_estimator(estimator, table):
-    """For ``auto``: fit it once and return the estimator of its chosen candidate (the first
-    of a blend), so that re-fits after each change cost one fit; other estimators as given.
-    Returns (estimator, auto's result or None)."""
+    """For ``auto``'s validated rule: fit it once and return the estimator of its chosen
+    candidate (the first of a blend), so that re-fits after each change cost one fit; other
+    estimators, and the calibrated rule (cheap, re-fitted as a whole; fitting it here only
+    repeated the caller's first fit and its warnings), as given. Returns (estimator, auto's
+    result or None)."""
     from .validation import Candidate
 
-    if getattr(estimator, "name", None) != "auto":
+    if getattr(estimator, "name", None) != "auto" or \
+            getattr(estimator, "effective_rule", None) == "calibrated":
         return estimator, None
     res = estimator.fit(table)
     choice = res.fitted["choice"]
