@@ -159,6 +159,24 @@ def test_cli_report_defaults_to_auto_and_prints_the_verdict(tmp_path, capsys):
 
 
 # --- histogram threshold lines ------------------------------------------------------------------
+def test_high_risk_cut_above_one_is_said_not_drawn(table, monkeypatch):
+    """sdcMicro's cut max(median + 3 MAD, 0.1) can exceed 1 (1.655 on a ghanaS sample): no
+    record risk can, so the line only stretched the log axis past 1. It is now told in the
+    caption and not drawn; a cut below 1 is still drawn."""
+    import sdcrisk.report.collect as collect
+
+    res = sdcrisk.NegativeBinomialRisk().fit(table)
+    kw = dict(contributions=False, suda=False, uniqueness=False)
+    page = build_report(res, **kw)
+    assert ">sdcMicro high-risk cut" in page  # drawn, with its label
+    monkeypatch.setattr(collect, "sdcmicro_high_risk", lambda r: (0, 1.655))
+    page = build_report(res, **kw)
+    assert ">sdcMicro high-risk cut" not in page
+    assert ("sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = 1.655 is above 1, the "
+            "largest risk a record can have: no record is high-risk by it (not drawn)."
+            ) in html.unescape(page)
+
+
 def test_histogram_draws_its_threshold_lines():
     edges = np.linspace(-3, 0, 13)
     counts = np.arange(12)

@@ -257,8 +257,11 @@ def _distribution_section(data: dict) -> dict | None:
                                      colour="#CC79A7"))
         drawn.append(f"the high-risk threshold {fmt(thr)}")
     cut = data["high_risk"]["cut"]
-    markers.append(charts.Marker(cut, f"sdcMicro high-risk cut {fmt(cut)}", colour="#009E73"))
-    drawn.append(f"sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = {fmt(cut)}")
+    above_one = cut > 1  # no record risk exceeds 1: drawn, it would only stretch the axis
+    if not above_one:
+        markers.append(charts.Marker(cut, f"sdcMicro high-risk cut {fmt(cut)}",
+                                     colour="#009E73"))
+        drawn.append(f"sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = {fmt(cut)}")
     target = res.thresholds.get("max_global_risk")
     gr = res.measures.get("global_risk")
     if target is not None and gr is not None and gr.estimate is not None:
@@ -274,6 +277,9 @@ def _distribution_section(data: dict) -> dict | None:
     cap = (f"Records by re-identification risk, method {res.method}; {fmt(h['n'])} records"
            + (f", {fmt(h['zeros'])} with risk 0 not drawn" if h["zeros"] else "")
            + ". Dashed lines: " + "; ".join(drawn) + ".")
+    if above_one:
+        cap += (f" sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = {fmt(cut)} is above 1, "
+                "the largest risk a record can have: no record is high-risk by it (not drawn).")
     if argus is not None and not argus and target is not None:
         cap += (f" No mu-Argus threshold is drawn: no threshold among the record risks brings "
                 f"the global risk down to {fmt(float(target))} (sdcMicro reports 0).")
