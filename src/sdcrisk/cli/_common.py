@@ -99,6 +99,13 @@ def data_defaults(args) -> None:
         raise ParameterError(NO_POPULATION_SIZE)
 
 
+def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
+    """``--workers N`` and ``--scheduler ADDRESS``: where a command's work units run (the
+    help texts say which units and the default)."""
+    group.add_argument("--workers", type=int, default=None, metavar="N", help=workers)
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS", help=scheduler)
+
+
 def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
                         whole_population: bool = True) -> None:
     p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")

@@ -26,7 +26,12 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``decide`` and ``recommend`` subparsers (handlers via ``set_defaults(run=)``)."""
-    from ._common import add_input_arguments, add_sample_arguments, data_argument
+    from ._common import (
+        add_executor_arguments,
+        add_input_arguments,
+        add_sample_arguments,
+        data_argument,
+    )
 
     d = sub.add_parser("decide", help="publish or suppress class cells by domain "
                        "(Zaslavsky-Horton decision rule)")
@@ -102,12 +107,11 @@ def register(sub) -> None:
     r.add_argument("--max-pattern-size", type=int, default=2,
                    help="suppression: most key values suppressed in one record per step "
                    "(default 2)")
-    r.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="local worker processes, one plan each at a time (default: all CPUs "
-                   "from 5,000 records, else in this process; 1 = in this process)")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="search the plans on a Dask cluster, e.g. tcp://host:8786 (needs "
-                   "sdcrisk[cluster])")
+    add_executor_arguments(
+        r, workers="local worker processes, one plan each at a time (default: all CPUs from "
+        "5,000 records, else in this process; 1 = in this process)",
+        scheduler="search the plans on a Dask cluster, e.g. tcp://host:8786 (needs "
+        "sdcrisk[cluster])")
     r.add_argument("--plot", help="draw the objective along each plan to a .svg file (or .png, "
                    "which needs matplotlib)")
     r.add_argument("--internal", action="store_true",

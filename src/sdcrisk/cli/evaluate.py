@@ -31,7 +31,7 @@ _INTEGER_TRUTH = ("n", "sample_uniques", "population_uniques", "tau1")
 
 def register(sub) -> None:
     """Add the ``evaluate`` subcommand to the CLI's subparsers."""
-    from ._common import add_input_arguments, data_argument
+    from ._common import add_executor_arguments, add_input_arguments, data_argument
 
     e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
                        "estimators with the truth")
@@ -52,12 +52,10 @@ def register(sub) -> None:
                    help="several sampling seeds: 0,1,2 or a range 0-9, at most 1,000 (each "
                    "row: the sample and the estimators' random_state of 'evaluate --fraction "
                    "F --seed S')")
-    g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="grid: local worker processes (default: all CPUs; 1 = in this "
-                   "process)")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="grid: run the units on a Dask cluster, e.g. tcp://host:8786 (the "
-                   "population file must be readable at the same path on the workers)")
+    add_executor_arguments(
+        g, workers="grid: local worker processes (default: all CPUs; 1 = in this process)",
+        scheduler="grid: run the units on a Dask cluster, e.g. tcp://host:8786 (the "
+        "population file must be readable at the same path on the workers)")
     add_input_arguments(e, whole_population=False)  # N is the population file's size
     e.set_defaults(run=_evaluate, seed=None)  # None: tells an explicit --seed from --seeds
 

@@ -18,6 +18,8 @@ __all__ = ["add_scenario_arguments", "run_scenarios"]
 def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--key-sets``, ``--all-subsets-up-to``, ``--scheduler``, ``--workers``,
     ``--rank-by`` to an assess-like parser."""
+    from ._common import add_executor_arguments
+
     g = parser.add_argument_group("scenarios (many key sets)")
     how = g.add_mutually_exclusive_group()
     how.add_argument("--key-sets", metavar="FILE",
@@ -28,14 +30,12 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rank-by", default=None, metavar="MEASURE",
                    help="measure that ranks the key sets (default tau2; also tau1, "
                    "global_risk, p_pu, sample_uniques, k3_violations, ...)")
-    g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="local worker processes for the key sets (default: all CPUs; 1 = in "
-                   "this process); for one key set, for the method's units (MCMC chains, "
-                   "log-linear partitions; default: the method's own choice)")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the key sets (or one key set's MCMC chains / log-linear "
-                   "partitions) on a Dask cluster, e.g. tcp://host:8786 (needs "
-                   "sdcrisk[cluster])")
+    add_executor_arguments(
+        g, workers="local worker processes for the key sets (default: all CPUs; 1 = in this "
+        "process); for one key set, for the method's units (MCMC chains, log-linear "
+        "partitions; default: the method's own choice)",
+        scheduler="run the key sets (or one key set's MCMC chains / log-linear partitions) on "
+        "a Dask cluster, e.g. tcp://host:8786 (needs sdcrisk[cluster])")
 
 
 def run_scenarios(args: argparse.Namespace, options: dict) -> str | None:
