@@ -366,11 +366,11 @@ def recommend(
         units += [_PlanUnit(sample, ctx, "recoding", [sample.keys.index(k)], pairs,
                             refit_candidates, max_pattern_size, max_steps) for k in keys]
     if executor == "serial" or (executor is None and workers in (None, 1)) or len(units) < 2:
-        plans = []
+        runs = []  # (plan, its distinct warnings) per unit
         with progress(total=len(units), desc="recommend", unit="plan") as bar:
             for u in units:
                 bar.set_postfix_str(u.describe())
-                plans.append(_run_plan(u))
+                runs.append(_run_plan(u))
                 bar.update(1)
         where = "serial"
     else:
@@ -380,11 +380,10 @@ def recommend(
         order = sorted(range(len(units)), key=lambda i: -units[i].size())
         done = map_units(_run_plan, [units[i] for i in order], executor=executor,
                          workers=workers)
-        plans = [plan for _, plan in sorted(zip(order, done, strict=True),
-                                            key=lambda t: t[0])]
+        runs = [run for _, run in sorted(zip(order, done, strict=True), key=lambda t: t[0])]
         where = describe_executor(executor)
-    searched = dict.fromkeys(w for _, raised in plans for w in raised if w not in told)
-    plans = [plan for plan, _ in plans]
+    searched = dict.fromkeys(w for _, raised in runs for w in raised if w not in told)
+    plans = [plan for plan, _ in runs]
     for category, text in told:
         warnings.warn(text, category, stacklevel=2)
     for category, text in searched:
