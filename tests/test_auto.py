@@ -547,17 +547,17 @@ def test_outside_corpus_tells_one_figure_once_under_joined_names():
     estimate / sample uniques = 0.5 (corpus range 0.0043 to 0.108)'. One fact, told once."""
     from sdcrisk.analyses.auto import _outside_summary
 
-    named = {"log_fraction": "sampling fraction n/N = 0.5 (corpus range 0.0043 to 0.108)",
-             "log_n": "records n = 3e+07 (corpus range 43 to 30,210)",
-             "log_nb": "nb's estimate / sample uniques = 0.5 (corpus range 0.0043 to 0.108)",
-             "n_keys": "number of keys = 3 (corpus range 4 to 10)",
-             "log_pg": "poisson-gamma's estimate / sample uniques = 0.9 (corpus range 0.1 to "
-                       "0.8)"}
+    named = {"log_fraction": ("sampling fraction n/N", "0.5 (corpus range 0.0043 to 0.108)"),
+             "log_n": ("records n", "3e+07 (corpus range 43 to 30,210)"),
+             "log_nb": ("nb's estimate / sample uniques", "0.5 (corpus range 0.0043 to 0.108)"),
+             "n_keys": ("number of keys", "3 (corpus range 4 to 10)"),
+             "log_pg": ("poisson-gamma's estimate / sample uniques",
+                        "0.9 (corpus range 0.1 to 0.8)")}
     text = _outside_summary(named)
     assert text == ("sampling fraction n/N and nb's estimate / sample uniques = 0.5 (corpus "
                     "range 0.0043 to 0.108); records n = 3e+07 (corpus range 43 to 30,210); "
                     "number of keys = 3 (corpus range 4 to 10); and 1 more feature (all in "
                     "fitted['outside_corpus'])")
     # a different value is a different fact
-    named["log_nb"] = "nb's estimate / sample uniques = 0.4 (corpus range 0.0043 to 0.108)"
+    named["log_nb"] = ("nb's estimate / sample uniques", "0.4 (corpus range 0.0043 to 0.108)")
     assert _outside_summary(named).count(" = 0.") == 2

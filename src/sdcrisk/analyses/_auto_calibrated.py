@@ -108,12 +108,18 @@ _READABLE = {
 def describe_feature(name: str, value: float, lo: float, hi: float) -> str:
     """``name = value (corpus range lo to hi)`` in plain words and on the natural scale (a
     log feature is shown as the quantity itself; a candidate's log(tau / SU) as tau / SU)."""
+    return " = ".join(feature_parts(name, value, lo, hi))
+
+
+def feature_parts(name: str, value: float, lo: float, hi: float) -> tuple[str, str]:
+    """The two sides of :func:`describe_feature`: the feature in plain words, and
+    ``value (corpus range lo to hi)``."""
     label, is_log = _READABLE.get(name, (name, False))
     if name.startswith("log_") and name not in _READABLE:
         label, is_log = f"{name[4:]}'s estimate / sample uniques", True
     if is_log:
         value, lo, hi = math.exp(value), math.exp(lo), math.exp(hi)
-    return f"{label} = {_number(value)} (corpus range {_number(lo)} to {_number(hi)})"
+    return label, f"{_number(value)} (corpus range {_number(lo)} to {_number(hi)})"
 
 
 def _number(x: float) -> str:
@@ -122,16 +128,17 @@ def _number(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 and math.isfinite(x) else f"{x:.3g}"
 
 
-def outside_range(model: dict[str, Any], feats: dict[str, float]) -> dict[str, str]:
+def outside_range(model: dict[str, Any], feats: dict[str, float]) -> dict[str, tuple[str, str]]:
     """Features of this file outside the range seen on the corpus (the model extrapolates):
-    feature name -> its description by :func:`describe_feature`, in the model's order."""
+    feature name -> (plain words, value and range) by :func:`feature_parts`, in the model's
+    order."""
     if "min" not in model:
         return {}
     out = {}
     for k, lo, hi in zip(model["features"], model["min"], model["max"], strict=True):
         v = feats[k]
         if v < lo - 1e-9 or v > hi + 1e-9:
-            out[k] = describe_feature(k, v, lo, hi)
+            out[k] = feature_parts(k, v, lo, hi)
     return out
 
 

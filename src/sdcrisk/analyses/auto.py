@@ -447,16 +447,17 @@ class AutoRisk(Estimator):
             py_alpha=None if py is None else py.fitted.get("alpha"))
         calibrated: dict[str, tuple[float, float, float, float]] = {}
         outside: list[str] = []
-        named: dict[str, str] = {}  # feature -> description, each once
+        named: dict[str, tuple[str, str]] = {}  # feature -> (words, value), each once
         if su:
             for m in MEASURES:
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
                 calibrated[m] = predict(model, feats, su, self.ci_level)
-                for name, text in outside_range(model, feats).items():
-                    outside.append(f"{m}: {text}")
-                    named.setdefault(name, text)  # the tau1 and tau2 models share features
+                for name, (label, fact) in outside_range(model, feats).items():
+                    outside.append(f"{m}: {label} = {fact}")
+                    # the tau1 and tau2 models share features
+                    named.setdefault(name, (label, fact))
         summary = _outside_summary(named)
         if outside:
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
@@ -688,17 +689,16 @@ def _signed(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}%"
 
 
-def _outside_summary(named: dict[str, str], most: int = 3) -> str:
-    """The first ``most`` features out of the corpus's range (feature -> description, each
-    once), and how many more (all in fitted["outside_corpus"]). Features with the same value
-    and range are one fact told under their joined names (with equal weights nb's estimate /
-    sample uniques is the sampling fraction: "sampling fraction n/N and nb's estimate / sample
-    uniques = 0.5 (corpus range ...)")."""
-    facts: dict[str, list[str]] = {}  # "= value (corpus range ...)" -> feature names
-    for text in named.values():
-        name, _, fact = text.partition(" = ")
-        facts.setdefault(fact, []).append(name)
-    told = [" and ".join(names) + " = " + fact for fact, names in facts.items()]
+def _outside_summary(named: dict[str, tuple[str, str]], most: int = 3) -> str:
+    """The first ``most`` features out of the corpus's range (feature -> (plain words, value
+    and range), each once), and how many more (all in fitted["outside_corpus"]). Features
+    with the same value and range are one fact told under their joined words (with equal
+    weights nb's estimate / sample uniques is the sampling fraction: "sampling fraction n/N
+    and nb's estimate / sample uniques = 0.5 (corpus range ...)")."""
+    facts: dict[str, list[str]] = {}  # "value (corpus range ...)" -> the features' words
+    for label, fact in named.values():
+        facts.setdefault(fact, []).append(label)
+    told = [" and ".join(labels) + " = " + fact for fact, labels in facts.items()]
     shown = told[:most]
     more = len(told) - len(shown)
     return "; ".join(shown) + (f"; and {more} more feature{'s' * (more > 1)} (all in "
