@@ -252,8 +252,10 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
         raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
                              "names or a comma-separated string")
     keys = tuple(keys)
-    bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
-    if bad_key is not None:
+    # not next(..., None): a None among the keys is itself the bad key
+    bad = [k for k in keys if not isinstance(k, str) or not k.strip()]
+    if bad:
+        bad_key = bad[0]
         raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
                              "strings")
     if not keys:
