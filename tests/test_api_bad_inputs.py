@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import sdcrisk
 from sdcrisk import InputError, Microdata, ParameterError, SdcRiskError
 
 
@@ -68,3 +69,121 @@ def test_frame_with_number_labels_is_read_by_the_label_text():
 
 def test_exceptions_are_the_projects():
     assert issubclass(InputError, SdcRiskError) and issubclass(ParameterError, SdcRiskError)
+
+
+# --- Microdata.subset, CellTable -----------------------------------------------------------
+
+def _md():
+    return Microdata.from_source(_frame(), keys=["a", "b", "c"], population_size=10_000)
+
+
+SUBSET_CASES = [
+    # each was numpy's IndexError/TypeError, or a silent wrong sample
+    (["x"], "subset(rows=['x']): record indices must be integers in 0..59"),
+    ([0.5, 1.5], "record indices must be integers in 0..59"),
+    ([1000], "record index 1000 is outside 0..59"),
+    ([-1], "record index -1 is outside 0..59"),  # was the last record, silently
+    (np.ones(5, bool), "the boolean mask has 5 values for n=60"),  # was the first 5 records
+    (np.zeros((2, 2), int), "give a 1-d sequence of record indices"),
+    (None, "subset(rows=None)"),
+    (3, "subset(rows=3)"),
+]
+
+
+@pytest.mark.parametrize(("rows", "words"), SUBSET_CASES, ids=[c[1][:40] for c in SUBSET_CASES])
+def test_subset_bad_rows(rows, words):
+    with pytest.raises(ParameterError) as info:
+        _md().subset(rows)
+    assert words.lower() in str(info.value).lower()
+
+
+def test_subset_good_rows_still_work():
+    md = _md()
+    mask = np.zeros(md.n, bool)
+    mask[[3, 7]] = True
+    assert md.subset(mask).n == 2
+    sub = md.subset(np.array([3, 7], np.uint8))
+    assert sub.n == 2 and sub.codes[0].tolist() == [md.codes[0][3], md.codes[0][7]]
+    with pytest.raises(InputError, match="the sample is empty"):
+        md.subset([])
+
+
+@pytest.mark.parametrize(("ks", "words"), [("3", "ks='3'"), (3, "ks=3"), ([0], "ks=[0]"),
+                                           ([2.5], "ks=[2.5]")])
+def test_k_anonymity_violations_bad_ks(ks, words):
+    table = sdcrisk.tabulate(_md())
+    with pytest.raises(ParameterError, match="must be a list of integers k >= 1") as info:
+        table.k_anonymity_violations(ks)
+    assert words in str(info.value)
+
+
+# --- analyses ------------------------------------------------------------------------------
+
+ANALYSIS_CASES = [
+    # RiskTarget: TypeError '>=' not supported between 'str' and 'int'
+    (lambda: sdcrisk.RiskTarget(value="x"), ParameterError, "value='x' must be a number"),
+    (lambda: sdcrisk.RiskTarget(value=None), ParameterError, "value=None must be a number"),
+    (lambda: sdcrisk.RiskTarget(value=[1]), ParameterError, "value=[1] must be a number"),
+    (lambda: sdcrisk.RiskTarget(objective="records_above", value=1, risk_threshold="0.1"),
+     ParameterError, "risk_threshold='0.1' must be a number"),
+    # sampling designs: TypeError '<' not supported; SimpleRandomSample(2.5) was accepted
+    (lambda: sdcrisk.Bernoulli("x"), ParameterError, "fraction='x' must be a number"),
+    (lambda: sdcrisk.HouseholdBernoulli(None), ParameterError, "fraction=None"),
+    (lambda: sdcrisk.SimpleRandomSample("x"), ParameterError, "n='x' must be an integer >= 1"),
+    (lambda: sdcrisk.SimpleRandomSample(2.5), ParameterError, "n=2.5 must be an integer"),
+    # protect: AttributeError 'str' object has no attribute 'fit'; k=2.5 and k="3" accepted
+    (lambda: sdcrisk.protect(_frame(), ["a", "b"], target="tau2=1", estimator=3),
+     ParameterError, "estimator=3: give a method name"),
+    (lambda: sdcrisk.protect(_frame(), ["a", "b"], target="tau2=1", estimator="zz"),
+     ParameterError, "unknown method 'zz'"),
+    (lambda: sdcrisk.protect(_frame(), ["a", "b"], k=2.5), ParameterError,
+     "k=2.5 must be an integer >= 2"),
+    (lambda: sdcrisk.protect(_frame(), ["a", "b"], k="3"), ParameterError, "k='3'"),
+    # protect keys: a string was read letter by letter ("missing column ','")
+    (lambda: sdcrisk.protect(_frame(), "a,zz", k=2), InputError, "missing column 'zz'"),
+    (lambda: sdcrisk.protect(_frame(), ["a", None], k=2), ParameterError,
+     "None is not a column name"),
+    # assess_scenarios: TypeError from ** of a non-mapping / an unknown keyword
+    (lambda: sdcrisk.assess_scenarios(_frame(), [["a"]], options=3), ParameterError,
+     "options=3 must map option names"),
+    (lambda: sdcrisk.assess_scenarios(_frame(), [["a"]], zz=1), ParameterError,
+     "unknown option 'zz'"),
+    # ... a negative or text seed and a negative memory limit were accepted (the limit failed
+    # each scenario, not the call)
+    (lambda: sdcrisk.assess_scenarios(_frame(), [["a"]], seed=-1), ParameterError,
+     "seed=-1 must be a non-negative integer"),
+    (lambda: sdcrisk.assess_scenarios(_frame(), [["a"]], seed="x"), ParameterError, "seed='x'"),
+    (lambda: sdcrisk.assess_scenarios(_frame(), [["a"]], memory_limit=-1), ParameterError,
+     "memory_limit=-1"),
+    # ... key sets given as one string were read letter by letter
+    (lambda: sdcrisk.assess_scenarios(_frame(), "a,b"), ParameterError,
+     "key_sets='a,b': give a list of key sets"),
+    # KeySet: TypeError from '+'.join
+    (lambda: sdcrisk.KeySet(keys=(None,)), ParameterError, "None is not a column name"),
+    # evaluate: AttributeError 'int' object has no attribute 'name'; "nb" read as "n", "b"
+    (lambda: sdcrisk.evaluate(_md(), [3], design=sdcrisk.Bernoulli(0.5)), ParameterError,
+     "3 is not an estimator"),
+    (lambda: sdcrisk.evaluate(_md(), "nb", design=sdcrisk.Bernoulli(0.5)), ParameterError,
+     "estimators='nb': give a non-empty list"),
+    (lambda: sdcrisk.evaluate(_md(), [], design=sdcrisk.Bernoulli(0.5)), ParameterError,
+     "estimators=[]"),
+    # global_risk_threshold: a bare ValueError
+    (lambda: sdcrisk.global_risk_threshold(np.array([0.1, 0.2]), 0), ParameterError,
+     "max_global_risk=0 must be a number in (0, 1)"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "words"), ANALYSIS_CASES,
+                         ids=[c[2][:40] for c in ANALYSIS_CASES])
+def test_analysis_bad_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words.lower() in str(info.value).lower()
+
+
+def test_keyset_and_scenarios_take_a_comma_separated_string_as_keys():
+    assert sdcrisk.KeySet(keys="a, b").keys == ("a", "b")
+    rep = sdcrisk.assess_scenarios(_frame(), ["a,b", ["c"]], population_size=10_000,
+                                   executor="serial", rank_by="sample_uniques")
+    assert sorted(r["name"] for r in rep.rows) == ["a+b", "c"]
+    assert all(r.get("error") is None for r in rep.rows)
