@@ -187,3 +187,42 @@ def test_keyset_and_scenarios_take_a_comma_separated_string_as_keys():
                                    executor="serial", rank_by="sample_uniques")
     assert sorted(r["name"] for r in rep.rows) == ["a+b", "c"]
     assert all(r.get("error") is None for r in rep.rows)
+
+
+# --- estimator options ---------------------------------------------------------------------
+
+OPTION_CASES = [
+    # each was TypeError: '<' / '>' not supported between 'str' (or 'NoneType') and 'int'
+    ("poisson-gamma", dict(alpha="x"), "alpha='x' must be a number"),
+    ("poisson-gamma", dict(cell_space="x"), "cell_space='x' must be an integer >= 1"),
+    ("poisson-gamma", dict(cell_space=2.5), "cell_space=2.5 must be an integer >= 1"),
+    ("loglinear", dict(max_iter="x"), "max_iter='x' must be an integer >= 1"),
+    ("loglinear", dict(max_iter=None), "max_iter=None"),
+    ("loglinear", dict(tol="x"), "tol='x' must be a number"),
+    ("loglinear", dict(tol=float("inf")), "tol=inf must be > 0"),
+    ("loglinear", dict(sdcmicro_bound=None), "sdcmicro_bound=None must be a number"),
+    ("loglinear", dict(max_added_terms="x"), "max_added_terms='x' must be an integer >= 0"),
+    ("hdp", dict(rhat_max="x"), "rhat_max='x' must be a number"),
+    ("hdp", dict(ess_per_chain=None), "ess_per_chain=None must be a number"),
+    ("hdp", dict(mode_gap="x"), "mode_gap='x'"),
+    ("mixed-membership", dict(tolerance=None), "tolerance=None must be a number"),
+    ("mixed-membership", dict(mh_step="x"), "mh_step='x' must be a number"),
+]
+
+# accepted and then failed inside fit: TypeError 'float' object cannot be interpreted as an
+# integer (range(max_iter) in the IPF)
+OPTION_CASES += [
+    ("loglinear", dict(max_iter=1.5), "max_iter=1.5 must be an integer >= 1"),
+    ("loglinear", dict(max_iter=float("nan")), "max_iter=nan must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "words"), OPTION_CASES,
+                         ids=[c[2][:40] for c in OPTION_CASES])
+def test_estimator_option_of_the_wrong_type(name, options, words):
+    """The estimator classes themselves (get_estimator takes None as "the default")."""
+    from sdcrisk.estimators import MODELS
+
+    with pytest.raises(ParameterError) as info:
+        MODELS[name](**options)
+    assert words.lower() in str(info.value).lower()

@@ -160,6 +160,12 @@ def normal_intervals(result: RiskResult, pred: CellPredictive, su: np.ndarray,
     return dataclasses.replace(result, measures=measures)
 
 
+def check_int(name: str, value: Any, low: int) -> None:
+    """An integer option (not a bool, a float or text) of at least ``low`` (ParameterError)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
+
+
 def check_seed(seed: Any, name: str = "random_state") -> None:
     """A seed is None, an integer >= 0, a SeedSequence or a Generator.
 
