@@ -226,3 +226,65 @@ def test_estimator_option_of_the_wrong_type(name, options, words):
     with pytest.raises(ParameterError) as info:
         MODELS[name](**options)
     assert words.lower() in str(info.value).lower()
+
+
+# --- decision (Zaslavsky-Horton) -----------------------------------------------------------
+
+def _domains():
+    return sdcrisk.DomainTable.from_microdata(_md(), domain="a", class_definition={"b": 1})
+
+
+def _prior():
+    return sdcrisk.BetaBinomialPrior(1, 10)
+
+
+DECISION_CASES = [
+    # TypeError / ValueError / AttributeError before
+    (lambda: sdcrisk.fit_beta_binomial(["a"], [3]), InputError, "y=['a'] and n=[3] must be"),
+    (lambda: sdcrisk.posterior_table("1", 3, _prior(), "exp:10"), ParameterError,
+     "n='1' must be a number"),
+    (lambda: sdcrisk.posterior_table(3, 8, 3, "exp:10"), ParameterError,
+     "prior=3 must be a BetaBinomialPrior"),
+    (lambda: sdcrisk.decision_table(3, _prior(), l1="exp:10"), ParameterError,
+     "domain_types=3"),
+    (lambda: sdcrisk.decision_table([(3, 8, 1)], "x", l1="exp:10"), ParameterError,
+     "prior='x'"),
+    (lambda: sdcrisk.sensitivity([(3, 8, 1)], _prior(), l1="exp:10", alternatives=3),
+     ParameterError, "alternatives=3 must map a name to an (l1, l0) pair"),
+    (lambda: sdcrisk.sensitivity([(3, 8, 1)], _prior(), l1="exp:10",
+                                 alternatives={"a": ("exp:5",)}),
+     ParameterError, "(l1, l0) pair"),
+    (lambda: sdcrisk.DomainTable.from_microdata(_md(), domain="a", class_definition={"b": 1},
+                                                domain_sizes=3),
+     ParameterError, "domain_sizes=3 must map each category of 'a'"),
+    (lambda: sdcrisk.DomainTable.from_microdata(_md(), domain="a", class_definition={"b": 1},
+                                                population=3),
+     ParameterError, "population=3 must be a Microdata"),
+    (lambda: sdcrisk.decide(_domains(), l1="exp:10", ratio_threshold="x"), ParameterError,
+     "ratio_threshold='x' must be a number"),
+    (lambda: sdcrisk.decide(_domains(), l1="exp:10", target_risk_fraction="x"),
+     ParameterError, "target_risk_fraction='x' must be a number"),
+    (lambda: sdcrisk.decide(_domains(), l1="exp:10", prior=3), ParameterError,
+     "prior=3 must be a BetaBinomialPrior"),
+    # a user loss of the wrong arity: TypeError deep in the risk sums
+    (lambda: sdcrisk.decide(_domains(), l1=lambda y, Y: y * np.exp(-Y)), ParameterError,
+     "must take four arguments (y, Y, n, N)"),
+    # N = 10^9: a Python row per (y, Y), endless (and ~GBs) before
+    (lambda: sdcrisk.posterior_table(3, 10**9, _prior(), "exp:10"), ParameterError,
+     "4,000,000,004 rows, more than 1,000,000"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "words"), DECISION_CASES,
+                         ids=[c[2][:40] for c in DECISION_CASES])
+def test_decision_bad_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words.lower() in str(info.value).lower()
+
+
+def test_decide_takes_a_four_argument_callable_loss():
+    dec = sdcrisk.decide(_domains(), l1=lambda y, Y, n, N: y * np.exp(-Y / 10))
+    ref = sdcrisk.decide(_domains(), l1="exp:10")
+    assert np.asarray(dec.publish).tolist() == np.asarray(ref.publish).tolist()
+    assert dec.totals == pytest.approx(ref.totals)
