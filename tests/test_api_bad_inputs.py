@@ -288,3 +288,31 @@ def test_decide_takes_a_four_argument_callable_loss():
     ref = sdcrisk.decide(_domains(), l1="exp:10")
     assert np.asarray(dec.publish).tolist() == np.asarray(ref.publish).tolist()
     assert dec.totals == pytest.approx(ref.totals)
+
+
+# --- generated frames ----------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3), st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.text(max_size=1), st.integers(0, 1), max_size=1))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=st.lists(_VALUES, min_size=0, max_size=6), data=st.data())
+def test_any_column_of_values_is_read_or_refused_in_the_projects_words(a, data):
+    """A key or weights column of any mix of values (None, NaN, inf, text, lists, dicts, bools)
+    tabulates and fits, or raises SdcRiskError: never numpy's/pandas' own exception."""
+    w = data.draw(st.lists(_VALUES, min_size=len(a), max_size=len(a)))
+    frame = pd.DataFrame({"a": pd.Series(a, dtype=object), "w": pd.Series(w, dtype=object)})
+    weights = data.draw(st.sampled_from([None, "w"]))
+    try:
+        md = Microdata.from_source(frame, keys=["a"], weights=weights)
+        res = sdcrisk.NegativeBinomialRisk().fit(sdcrisk.tabulate(md))
+    except SdcRiskError:
+        return
+    assert md.n == len(a)
+    assert np.isfinite(res.measures["tau1"].estimate)
