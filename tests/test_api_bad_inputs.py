@@ -316,3 +316,45 @@ def test_any_column_of_values_is_read_or_refused_in_the_projects_words(a, data):
         return
     assert md.n == len(a)
     assert np.isfinite(res.measures["tau1"].estimate)
+
+
+# --- uniqueness, household, report ---------------------------------------------------------
+
+def _build_report(*args, **kwargs):
+    from sdcrisk.report import build_report
+
+    return build_report(*args, **kwargs)
+
+
+OTHER_CASES = [
+    # AttributeError: 'CellTable' object has no attribute 'n_classes' (and the like)
+    (lambda: sdcrisk.pitman_uniques(sdcrisk.tabulate(_md())), ParameterError,
+     "pitman_uniques() takes a FrequencyProfile, not CellTable"),
+    (lambda: sdcrisk.zayatz_uniques(3), ParameterError,
+     "zayatz_uniques() takes a FrequencyProfile, not int"),
+    (lambda: sdcrisk.snb_uniques("x"), ParameterError,
+     "snb_uniques() takes a FrequencyProfile, not str"),
+    (lambda: sdcrisk.household_sizes(3), ParameterError,
+     "household_sizes() takes a Microdata, not int"),
+    # TypeError: '<' not supported between 'int' and 'str'
+    (lambda: _build_report(sdcrisk.NegativeBinomialRisk().fit(sdcrisk.tabulate(_md())),
+                           risk_threshold="x"),
+     ParameterError, "risk_threshold='x' must be a number"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "words"), OTHER_CASES,
+                         ids=[c[2][:40] for c in OTHER_CASES])
+def test_other_entry_points_bad_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words.lower() in str(info.value).lower()
+
+
+def test_uniqueness_functions_still_take_a_profile():
+    table = sdcrisk.tabulate(_md())
+    profile = sdcrisk.FrequencyProfile.from_counts(table.counts, table.population_size)
+    assert profile.n == 60
+    for fn in (sdcrisk.pitman_uniques, sdcrisk.zayatz_uniques, sdcrisk.snb_uniques):
+        est = fn(profile)
+        assert isinstance(est, sdcrisk.UniquenessEstimate)
