@@ -196,8 +196,8 @@ def evaluate(
     if sample is not None and not isinstance(sample, Microdata):
         raise ParameterError(f"evaluate(sample=...) takes a Microdata, not "
                              f"{type(sample).__name__}")
-    if isinstance(estimators, str | Estimator) or not estimators:
-        raise ParameterError(f"estimators={short_repr(estimators)}: give a non-empty list of "
+    if isinstance(estimators, str | Estimator):  # an empty list: the truth alone
+        raise ParameterError(f"estimators={short_repr(estimators)}: give a list of "
                              "method names or estimators, e.g. ['nb', 'loglinear']")
     if (design is None) == (sample is None):
         raise ParameterError("give exactly one of design= or sample=")
