@@ -356,3 +356,18 @@ def test_uniqueness_functions_still_take_a_profile():
     for fn in (sdcrisk.pitman_uniques, sdcrisk.zayatz_uniques, sdcrisk.snb_uniques):
         est = fn(profile)
         assert isinstance(est, sdcrisk.UniquenessEstimate)
+
+
+def test_roc_auc_of_scores_and_labels_of_different_lengths():
+    """Was None (read as "one class") or numpy's IndexError, depending on the lengths."""
+    for scores, labels in (([0.1, 0.2], [1]), ([0.1, 0.2, 0.3], [0, 1])):
+        with pytest.raises(ParameterError, match="must be 1-d and of the same length"):
+            sdcrisk.roc_auc(scores, labels)
+    assert sdcrisk.roc_auc([0.1, 0.9, 0.5], [0, 1, 0]) == 1.0
+    assert sdcrisk.roc_auc([0.1, 0.2], [1, 1]) is None
+
+
+def test_protect_of_a_microdata_says_it_takes_the_records():
+    """Was InputError: file not found: "Microdata(n=60, ...)"."""
+    with pytest.raises(ParameterError, match="protect\\(\\) takes the records themselves"):
+        sdcrisk.protect(_md(), ["a", "b"], k=2)

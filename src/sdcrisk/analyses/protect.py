@@ -116,6 +116,9 @@ def read_frame(source: Any):
 
     if isinstance(source, pd.DataFrame):
         return source.copy()
+    if isinstance(source, Microdata):
+        raise ParameterError("protect() takes the records themselves (a path or DataFrame), not "
+                             "a Microdata: it changes and writes back the file's values")
     path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")

@@ -325,6 +325,10 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class."""
     scores = np.asarray(scores, float)
     labels = np.asarray(labels, bool)
+    if scores.ndim != 1 or scores.shape != labels.shape:
+        raise ParameterError(f"roc_auc: scores (shape {scores.shape}) and labels (shape "
+                             f"{labels.shape}) must be 1-d and of the same length, one per "
+                             "record")
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
     if n_pos == 0 or n_neg == 0:
