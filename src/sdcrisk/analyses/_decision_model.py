@@ -17,6 +17,7 @@ import numpy as np
 from scipy import special
 
 from ..core.base import ResultBase
+from ..data.sizes import check_number, short_repr
 from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 
 __all__ = [
@@ -99,7 +100,7 @@ class BetaBinomialPrior:
 
 
 def whole_count(v, name: str) -> int:
-    if isinstance(v, bool) or not float(v).is_integer() or v < 0:
+    if not (check_number(name, v).is_integer() and v >= 0):
         raise ParameterError(f"{name}={v!r} must be a non-negative integer")
     return int(v)
 
@@ -177,8 +178,12 @@ def fit_beta_binomial(y: Sequence[int], n: Sequence[int]) -> BetaBinomialFit:
     """
     from scipy import optimize
 
-    y_arr = np.asarray(y, float)
-    n_arr = np.asarray(n, float)
+    try:
+        y_arr = np.asarray(y, float)
+        n_arr = np.asarray(n, float)
+    except (TypeError, ValueError):
+        raise InputError(f"y={short_repr(y)} and n={short_repr(n)} must be sequences of "
+                         "counts (class count and sample size of each domain)") from None
     if y_arr.shape != n_arr.shape or y_arr.ndim != 1:
         raise InputError("y and n must be one-dimensional and of the same length")
     if np.any(y_arr < 0) or np.any(y_arr > n_arr) or np.any(y_arr != np.round(y_arr)) \
@@ -401,6 +406,15 @@ def parse_loss(spec: str | Loss | Callable, *, kind: Literal["l1", "l0"] = "l1")
     if isinstance(spec, Loss):
         return spec
     if callable(spec):
+        import inspect
+
+        try:
+            inspect.signature(spec).bind(0, np.zeros(1), 1, 1)
+        except TypeError:
+            raise ParameterError(f"the {kind} loss {short_repr(spec)} must take four arguments "
+                                 "(y, Y, n, N) and return the loss for each Y") from None
+        except ValueError:  # a builtin without a signature: called as it is
+            pass
         return CallableLoss(spec, getattr(spec, "__name__", "user"))
     if not isinstance(spec, str):
         raise ParameterError(f"loss {spec!r} is not a spelling, a Loss or a callable")

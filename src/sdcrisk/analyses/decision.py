@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..core.base import ResultBase
+from ..data.sizes import check_number, short_repr
 from ..exceptions import InputError, ParameterError
 from ._decision_model import (
     DEFAULT_MAX_ENUMERATION,
@@ -167,6 +168,10 @@ def _describe_losses(l1, l0, d1, d0):
 
 
 # --- domain types: the paper's Tables 1 and 2 ---------------------------------------------
+#: most rows :func:`posterior_table` lists (a row per (y, Y), built in Python)
+POSTERIOR_TABLE_ROWS = 1_000_000
+
+
 def posterior_table(n: int, N: int, prior: BetaBinomialPrior, l1: Loss | str):
     """The paper's Table 1: P(Y | y), L1(y, Y) and their product for Y = 0..N, and R1(y).
 
@@ -180,7 +185,14 @@ def posterior_table(n: int, N: int, prior: BetaBinomialPrior, l1: Loss | str):
     """
     import pandas as pd
 
+    check_prior(prior)
     loss = parse_loss(l1)
+    n_rows = (whole_count(n, "n") + 1) * (whole_count(N, "N") + 1)
+    if n_rows > POSTERIOR_TABLE_ROWS:
+        raise ParameterError(f"posterior_table(n={n}, N={N}) would list every (y, Y): "
+                             f"{n_rows:,} rows, more than {POSTERIOR_TABLE_ROWS:,}; it shows the "
+                             "paper's Table 1 for small domains, use decision_table or decide "
+                             "for large ones")
     rows = []
     for y in range(whole_count(n, "n") + 1):
         p = prior.posterior(y, n, N)
@@ -242,6 +254,13 @@ class DecisionTable(ResultBase):
                 f"total_loss={self.total_loss:.6g}"]
 
 
+def check_prior(prior) -> None:
+    """``prior`` is a BetaBinomialPrior (ParameterError otherwise)."""
+    if not isinstance(prior, BetaBinomialPrior):
+        raise ParameterError(f"prior={short_repr(prior)} must be a BetaBinomialPrior(alpha, "
+                             "beta), e.g. fit_beta_binomial(y, n).prior")
+
+
 def _types(domain_types) -> list[tuple[int, int, float]]:
     if hasattr(domain_types, "to_dict") and hasattr(domain_types, "columns"):
         missing = {"n", "N", "share"} - set(domain_types.columns)
@@ -250,7 +269,12 @@ def _types(domain_types) -> list[tuple[int, int, float]]:
         items = list(zip(domain_types["n"], domain_types["N"], domain_types["share"],
                          strict=True))
     else:
-        items = [tuple(t) for t in domain_types]
+        try:
+            items = [tuple(t) for t in domain_types]
+        except TypeError:
+            raise ParameterError(f"domain_types={short_repr(domain_types)}: give a table with "
+                                 "columns n, N, share or a list of (n, N, share) triples"
+                                 ) from None
     if not items:
         raise InputError("no domain types given")
     out = []
@@ -325,6 +349,7 @@ def decision_table(
     >>> t.summary()[["n", "y", "R1", "cum_risk", "remaining_loss"]].round(3).iloc[4].tolist()
     [5.0, 3.0, 1.565, 0.026, 0.357]
     """
+    check_prior(prior)
     types = _types(domain_types)
     l1_, l0_ = parse_loss(l1), parse_loss(l0, kind="l0")
     d1 = l1_ if decision_l1 is None else parse_loss(decision_l1)
@@ -424,6 +449,11 @@ def sensitivity(
     >>> {k: round(100 * v) for k, v in s.loss_fractions.items()}
     {'optimal': 38, 'L0=1': 53}
     """
+    check_prior(prior)
+    if not isinstance(alternatives, Mapping) or any(
+            not isinstance(v, tuple | list) or len(v) != 2 for v in alternatives.values()):
+        raise ParameterError(f"alternatives={short_repr(alternatives)} must map a name to an "
+                             "(l1, l0) pair of losses, e.g. {'L0=1': ('exp:10', 'one')}")
     l1_, l0_ = parse_loss(l1), parse_loss(l0, kind="l0")
     rules = {"optimal": (l1_, l0_), **{k: (parse_loss(a), parse_loss(b, kind="l0"))
                                        for k, (a, b) in alternatives.items()}}
@@ -544,6 +574,9 @@ class DomainTable(ResultBase):
         y = np.bincount(sample.codes[j][in_class], minlength=len(labels))
         true_y = None
         if population is not None:
+            if not isinstance(population, Microdata):
+                raise ParameterError(f"population={short_repr(population)} must be a "
+                                     "Microdata with the sample's keys and levels")
             if population.keys != sample.keys or population.levels != sample.levels:
                 raise InputError("population keys/levels differ from the sample's; build the "
                                  "sample with levels=population.levels")
@@ -552,6 +585,9 @@ class DomainTable(ResultBase):
                                  minlength=len(labels))
             source = "population"
         elif domain_sizes is not None:
+            if not isinstance(domain_sizes, Mapping):
+                raise ParameterError(f"domain_sizes={short_repr(domain_sizes)} must map each "
+                                     f"category of {domain!r} to its population size N_i")
             text = {str(k): v for k, v in domain_sizes.items()}
             missing = [lab for lab in labels if str(lab) not in text and lab not in domain_sizes]
             if missing:
@@ -737,11 +773,15 @@ def decide(
         raise ParameterError(f"decide() takes a DomainTable, not {type(table).__name__}")
     if ratio_threshold is not None and target_risk_fraction is not None:
         raise ParameterError("give ratio_threshold or target_risk_fraction, not both")
-    if target_risk_fraction is not None and not 0 <= target_risk_fraction <= 1:
+    if prior is not None:
+        check_prior(prior)
+    if target_risk_fraction is not None and not 0 <= check_number(
+            "target_risk_fraction", target_risk_fraction) <= 1:
         raise ParameterError(f"target_risk_fraction={target_risk_fraction} must lie in [0, 1]")
     if ratio_threshold is None and target_risk_fraction is None:
         ratio_threshold = 1.0
-    if ratio_threshold is not None and not (ratio_threshold >= 0 and math.isfinite(
+    if ratio_threshold is not None and not (check_number("ratio_threshold",
+                                                         ratio_threshold) >= 0 and math.isfinite(
             ratio_threshold)):
         raise ParameterError(f"ratio_threshold={ratio_threshold} must be a non-negative number")
     _check_cut_off(max_enumeration, tail)

@@ -13,6 +13,7 @@ import numpy as np
 from ..core.base import ResultBase
 from ..core.measures import roc_auc
 from ..core.result import RiskResult
+from ..data.sizes import short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import ParameterError
@@ -195,6 +196,9 @@ def evaluate(
     if sample is not None and not isinstance(sample, Microdata):
         raise ParameterError(f"evaluate(sample=...) takes a Microdata, not "
                              f"{type(sample).__name__}")
+    if isinstance(estimators, str | Estimator):  # an empty list: the truth alone
+        raise ParameterError(f"estimators={short_repr(estimators)}: give a list of "
+                             "method names or estimators, e.g. ['nb', 'loglinear']")
     if (design is None) == (sample is None):
         raise ParameterError("give exactly one of design= or sample=")
     if sample is None:
@@ -214,6 +218,10 @@ def evaluate(
         if isinstance(est, tuple):  # (label, estimator): a labelled variant
             label, est = est
         est = get_estimator(est) if isinstance(est, str) else est
+        if not isinstance(est, Estimator):
+            raise ParameterError(f"evaluate(): {short_repr(est)} is not an estimator; give "
+                                 "method names such as 'nb' or estimators such as "
+                                 "NegativeBinomialRisk()")
         label = label or est.name
         if label in methods:
             label = f"{est.name}[{len(methods)}]"

@@ -34,7 +34,8 @@ from ..data.io import (
     resolve_path,
     source_name,
 )
-from ..data.table import Microdata, tabulate
+from ..data.sizes import short_repr
+from ..data.table import Microdata, check_keys, tabulate
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
 from ..runtime.progress import progress
@@ -115,6 +116,9 @@ def read_frame(source: Any):
 
     if isinstance(source, pd.DataFrame):
         return source.copy()
+    if isinstance(source, Microdata):
+        raise ParameterError("protect() takes the records themselves (a path or DataFrame), not "
+                             "a Microdata: it changes and writes back the file's values")
     path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
@@ -720,7 +724,8 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     -------
     Protection
     """
-    from ..estimators import NegativeBinomialRisk
+    from ..estimators import Estimator, NegativeBinomialRisk
+    from .methods import get_estimator
     from .recommend import recommend
 
     if k is not None and target is not None:
@@ -728,7 +733,14 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     if k is None and target is None and not recodes:
         raise ParameterError("nothing to do: give --k-anonymity K, --target MEASURE=VALUE "
                              "or --recode FILE.json")
-    keys = list(keys)
+    keys = list(check_keys(keys, weights))
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int | np.integer)):
+        raise ParameterError(f"k={k!r} must be an integer >= 2 (--k-anonymity K)")
+    if isinstance(estimator, str):
+        estimator = get_estimator(estimator)
+    elif estimator is not None and not isinstance(estimator, Estimator):
+        raise ParameterError(f"estimator={short_repr(estimator)}: give a method name such as "
+                             "'nb' or an estimator such as NegativeBinomialRisk()")
     opts = {"weights": weights, "population_size": population_size,
             "sampling_fraction": sampling_fraction, "max_levels": max_levels}
     frame0 = read_frame(source)

@@ -28,6 +28,7 @@ import numpy as np
 from ..core.base import ResultBase
 from ..core.result import RiskResult
 from ..data import _cells
+from ..data.sizes import check_number
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
@@ -72,10 +73,11 @@ class RiskTarget:
     def __post_init__(self):
         if self.objective not in ("tau2", "records_above"):
             raise ParameterError(f"objective={self.objective!r}; use 'tau2' or 'records_above'")
-        if not (self.value >= 0 and np.isfinite(self.value)):
+        if not (check_number("value", self.value) >= 0 and np.isfinite(self.value)):
             raise ParameterError(f"target value={self.value!r} must be a non-negative number")
         if self.objective == "records_above":
-            if self.risk_threshold is None or not 0 < self.risk_threshold <= 1:
+            thr = self.risk_threshold
+            if thr is None or not 0 < check_number("risk_threshold", thr) <= 1:
                 raise ParameterError(f"risk_threshold={self.risk_threshold!r}: give a record "
                                      "risk threshold in (0, 1] for objective='records_above' "
                                      "(--risk-threshold R with --objective records-above on "

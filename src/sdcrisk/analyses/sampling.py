@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.measures import truth_measures
+from ..data.sizes import check_number
 from ..data.table import CellTable, Microdata
 from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
@@ -29,7 +30,7 @@ class _FractionDesign:
     fraction: float
 
     def __post_init__(self):
-        if not 0 < self.fraction <= 1:
+        if not 0 < check_number("fraction", self.fraction) <= 1:
             raise ParameterError(f"fraction={self.fraction} must lie in (0, 1]")
 
 
@@ -48,8 +49,10 @@ class SimpleRandomSample:
     n: int
 
     def __post_init__(self):
-        if self.n < 1:
-            raise ParameterError(f"n={self.n} must be >= 1")
+        if (isinstance(self.n, bool) or not isinstance(self.n, int | np.integer)
+                or self.n < 1):
+            raise ParameterError(f"n={self.n!r} must be an integer >= 1 (the number of "
+                                 "records to draw)")
 
     def describe(self) -> str:
         return f"simple random sample of {self.n} records"

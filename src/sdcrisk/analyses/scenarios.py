@@ -15,6 +15,7 @@ skipped.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import json
 import math
@@ -27,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.base import ResultBase
-from ..data.table import Microdata, tabulate
+from ..data.sizes import check_memory_limit, short_repr
+from ..data.table import Microdata, check_keys, tabulate
 from ..estimators import Estimator
+from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import describe_executor, map_units, unit_seed
 from .methods import get_estimator
@@ -44,6 +47,11 @@ TABLE_FIGURES = ("sample_uniques", "k2_violations", "k3_violations", "k5_violati
                  "n_cells")
 
 
+#: what ``**microdata_options`` of :func:`assess_scenarios` may name
+MICRODATA_OPTIONS = frozenset(inspect.signature(Microdata.from_source).parameters) - {
+    "source", "keys"}
+
+
 @dataclass(frozen=True)
 class KeySet:
     """A named key set (the name defaults to the keys joined by ``+``)."""
@@ -52,6 +60,10 @@ class KeySet:
     name: str = ""
 
     def __post_init__(self):
+        if isinstance(self.keys, str):
+            object.__setattr__(self, "keys", check_keys(self.keys))
+        if self.keys and any(not isinstance(k, str) or not k.strip() for k in self.keys):
+            check_keys(self.keys)  # names the key that is not a column name
         if not self.keys:
             raise ParameterError("a key set is empty; give at least one key variable")
         if len(set(self.keys)) != len(self.keys):
@@ -388,7 +400,13 @@ def assess_scenarios(
     >>> len(rep.rows)
     6
     """
-    sets = [k if isinstance(k, KeySet) else KeySet(tuple(k)) for k in key_sets]
+    if isinstance(key_sets, str | KeySet):
+        raise ParameterError(f"key_sets={short_repr(key_sets)}: give a list of key sets, each "
+                             "a KeySet or a list of key names, e.g. [['age', 'sex'], ['age']]")
+    check_seed(seed, "seed")
+    check_memory_limit(memory_limit)
+    sets = [k if isinstance(k, KeySet) else KeySet(k if isinstance(k, str) else tuple(k))
+            for k in key_sets]
     if not sets:
         raise ParameterError("no key set to assess")
     names = [k.name for k in sets]
@@ -403,7 +421,15 @@ def assess_scenarios(
                              f"{list(source.keys)}")
         md = source
     else:
+        unknown = sorted(set(microdata_options) - MICRODATA_OPTIONS)
+        if unknown:
+            raise ParameterError(f"assess_scenarios() got an unknown option {unknown[0]!r}; "
+                                 "it passes on the options of Microdata.from_source: "
+                                 f"{', '.join(sorted(MICRODATA_OPTIONS))}")
         md = Microdata.from_source(source, union, **microdata_options)
+    if options is not None and not isinstance(options, Mapping):
+        raise ParameterError(f"options={short_repr(options)} must map option names to values, "
+                             "e.g. {'mode': 'sdcmicro'}")
     base = method if isinstance(method, Estimator) else get_estimator(method, **(options or {}))
     seeded = "random_state" in {f.name for f in dataclasses.fields(base)}
     units = []

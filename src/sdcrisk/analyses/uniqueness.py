@@ -168,6 +168,14 @@ def _estimate(model: str, uniques: float, big_n: float, parameters: dict,
 
 
 # --- Pitman ----------------------------------------------------------------------------------
+def _check_profile(profile, function: str) -> None:
+    if not isinstance(profile, FrequencyProfile):
+        raise ParameterError(
+            f"{function}() takes a FrequencyProfile, not {type(profile).__name__}; build one "
+            "with FrequencyProfile.from_counts(table.counts, table.population_size), or give "
+            "the table to population_uniqueness()")
+
+
 def pitman_uniques(profile: FrequencyProfile, *, tol: float = 1e-13,
                    max_iter: int = 200) -> UniquenessEstimate:
     """Population uniques under the Pitman partition model (Hoshino 2001; ARX ModelPitman).
@@ -199,6 +207,7 @@ def pitman_uniques(profile: FrequencyProfile, *, tol: float = 1e-13,
     Hoshino, N. (2001). Applying Pitman's sampling formula to microdata disclosure risk
     assessment. *J. Official Statistics* 17(4), 499-520.
     """
+    _check_profile(profile, "pitman_uniques")
     n, u = profile.n, profile.n_classes
     c1, c2 = profile.count(1), profile.count(2)
     big_n = profile.population_size
@@ -325,6 +334,7 @@ def zayatz_uniques(profile: FrequencyProfile) -> UniquenessEstimate:
     microdata file using the sample. Statistical Research Division Report Census/SRD/RR-91/08,
     U.S. Bureau of the Census.
     """
+    _check_profile(profile, "zayatz_uniques")
     n, big_n = profile.n, profile.population_size
     c1 = profile.count(1)
     if c1 == 0:
@@ -396,6 +406,7 @@ def snb_uniques(profile: FrequencyProfile, *,
     Haas, P. J., Naughton, J. F., Seshadri, S. & Stokes, L. (1995). Sampling-based
     estimation of the number of distinct values of an attribute. *VLDB '95*, 311-322.
     """
+    _check_profile(profile, "snb_uniques")
     if equations not in ("model", "arx"):
         raise ParameterError(f"equations={equations!r}; use 'model' or 'arx'")
     big_n = profile.population_size

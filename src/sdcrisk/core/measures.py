@@ -17,6 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..exceptions import ParameterError
 from . import _nb
 from .predictive import CellPredictive
 
@@ -215,8 +216,10 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
     cells the sort and its cell-long copies were 0.3 GB, issue 20); small ones (and the last
     bin) by sorting.
     """
-    if not 0 < max_global_risk < 1:
-        raise ValueError("max_global_risk must lie in (0, 1)")
+    if (isinstance(max_global_risk, bool)
+            or not isinstance(max_global_risk, int | float | np.integer | np.floating)
+            or not 0 < max_global_risk < 1):
+        raise ParameterError(f"max_global_risk={max_global_risk!r} must be a number in (0, 1)")
     values = np.asarray(record_risk, float).ravel()
     w = None if counts is None else np.asarray(counts).ravel()  # converted block by block
     if values.size == 0:
@@ -322,6 +325,10 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class."""
     scores = np.asarray(scores, float)
     labels = np.asarray(labels, bool)
+    if scores.ndim != 1 or scores.shape != labels.shape:
+        raise ParameterError(f"roc_auc: scores (shape {scores.shape}) and labels (shape "
+                             f"{labels.shape}) must be 1-d and of the same length, one per "
+                             "record")
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
     if n_pos == 0 or n_neg == 0:

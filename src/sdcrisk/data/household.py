@@ -22,6 +22,9 @@ __all__ = ["household_microdata", "household_sizes"]
 
 def household_sizes(microdata: Microdata) -> dict[int, int]:
     """Number of households of each size (members present in the file)."""
+    if not isinstance(microdata, Microdata):
+        raise ParameterError(f"household_sizes() takes a Microdata, not "
+                             f"{type(microdata).__name__}")
     if microdata.household is None:
         raise InputError("household-level keys need household ids (household=...)")
     sizes = np.bincount(microdata.household)

@@ -491,13 +491,18 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
         if not hasattr(source, "columns"):  # a Series, an Index...
             return None
         check_present(columns, [str(c) for c in source.columns], "data frame")
+        # columns are named by their text (keys are strings): a frame whose labels are
+        # numbers (pd.DataFrame(array)) is read by the label that prints as the name
+        label = {str(c): c for c in source.columns}
         out = {}
         for name in columns:
-            series = source[name]
+            series = source[label[name]]
             missing = series.isna().to_numpy()
             if str(series.dtype) == "category":
                 series = series.astype(object)
             values = series.to_numpy()
+            if values.dtype == object:
+                _refuse_nested(name, values)
             if values.dtype == object or str(series.dtype).startswith("string"):
                 values = np.where(missing, "", series.astype(object).to_numpy()).astype(str)
             elif values.dtype.kind == "f":
@@ -509,6 +514,9 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
             out[name] = Column(name, values, missing if missing.any() else None)
         return out
     if module == "polars":
+        if not hasattr(source, "get_column"):  # a LazyFrame: nothing is computed yet
+            raise InputError(f"unsupported data source of type {type(source).__name__}; "
+                             "collect it first (lazy_frame.collect()) and give the DataFrame")
         check_present(columns, list(source.columns), "data frame")
         return {n: arrow_column(n, source.get_column(n).to_arrow()) for n in columns}
     if module == "pyarrow":
@@ -518,7 +526,12 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
         check_present(columns, [str(k) for k in source], "mapping")
         out = {}
         for name in columns:
-            values = np.asarray(source[name])
+            try:
+                values = np.asarray(source[name])
+            except ValueError:  # ragged: lists of different lengths per record
+                values = np.empty(len(source[name]), dtype=object)
+                for i, v in enumerate(source[name]):
+                    values[i] = v
             if values.ndim != 1:
                 raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
                                  f"values) but {_clean(repr(source[name]), 60)}")
@@ -527,12 +540,26 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
                 nan = np.isnan(values)
                 missing = nan if nan.any() else None
             elif values.dtype == object:
+                _refuse_nested(name, values)
                 miss = np.array([v is None or (isinstance(v, float) and v != v) for v in values])
                 missing = miss if miss.any() else None
                 values = _object_values(values, miss)
             out[name] = Column(name, values, missing)
         return out
     return None
+
+
+def _refuse_nested(name: str, values: np.ndarray) -> None:
+    """Refuse an object column holding a list, tuple, set, dict or array per record, as
+    :func:`arrow_column` refuses arrow's nested types: there is no category to count (the
+    conversion to text would fail with numpy's ValueError, or count each dict's repr)."""
+    nested = next((v for v in values if isinstance(v, list | tuple | set | dict | np.ndarray)),
+                  None)
+    if nested is not None:
+        raise InputError(f"column {name!r} holds nested values (e.g. "
+                         f"{_clean(repr(nested), 40)}), not one value per record; give a "
+                         "column of categories, or flatten it (one column per element) "
+                         "before reading")
 
 
 def _object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:

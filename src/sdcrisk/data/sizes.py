@@ -14,7 +14,8 @@ import numpy as np
 from ..exceptions import InputError, MemoryLimitError, ParameterError
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
-           "check_memory", "resolve_population_size", "check_population_size", "short_repr"]
+           "check_memory", "check_memory_limit", "check_number", "resolve_population_size",
+           "check_population_size", "short_repr"]
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 
@@ -23,6 +24,14 @@ DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 #: inside it (auto's candidates and their validation fits) inherit it
 _FIT_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "sdcrisk_memory_limit", default=None)
+
+
+def check_memory_limit(memory_limit) -> None:
+    """A memory limit is None or a positive integer number of bytes (ParameterError)."""
+    if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(
+            memory_limit, int | np.integer) or memory_limit <= 0):
+        raise ParameterError(f"memory_limit={memory_limit!r} must be a positive number of "
+                             "bytes, e.g. 8 * 1024**3")
 
 
 @contextlib.contextmanager
@@ -90,7 +99,7 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
     if population_size is not None and sampling_fraction is not None:
         raise ParameterError("give population_size or sampling_fraction, not both")
     if sampling_fraction is not None:
-        f = _number("sampling_fraction", sampling_fraction)
+        f = check_number("sampling_fraction", sampling_fraction)
         if not 0 < f <= 1:
             raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
         _check_not_huge(n / f, f"sampling_fraction={sampling_fraction}")
@@ -110,7 +119,9 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
     return float(n), "assumed_population"
 
 
-def _number(name: str, value) -> float:
+def check_number(name: str, value) -> float:
+    """``value`` as a float; ParameterError naming ``name`` unless it is a real number (not
+    a bool, a string or an array)."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ParameterError(f"{name}={short_repr(value)} must be a number")
     return float(value)
@@ -126,7 +137,7 @@ def check_population_size(population_size, n: int) -> float:
     InputError
         N < n.
     """
-    big_n = _number("population_size", population_size)
+    big_n = check_number("population_size", population_size)
     if not math.isfinite(big_n):
         raise ParameterError(f"population_size={population_size} is not finite; give the "
                              "number of people in the population (N >= n)")

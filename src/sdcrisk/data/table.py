@@ -205,9 +205,7 @@ class Microdata:
         Used to draw samples from a population: weights and household ids follow the records;
         N is re-resolved from the arguments (default: the file is its own population).
         """
-        rows = np.asarray(rows)
-        if rows.dtype == bool:
-            rows = np.flatnonzero(rows)
+        rows = self._check_rows(rows)
         if rows.size == 0:
             raise InputError("the sample is empty: no record was drawn")
         w = None if self.weights is None else self.weights[rows]
@@ -227,6 +225,30 @@ class Microdata:
             missing=self.missing,
             wildcard_alpha=self.wildcard_alpha,
         )
+
+    def _check_rows(self, rows) -> np.ndarray:
+        """``rows`` of :meth:`subset` as record indices: a boolean mask of length n, or
+        integers in 0..n-1 (a negative index would count from the end, silently)."""
+        arr = np.asarray(rows) if rows is not None else np.asarray(None)
+        if arr.ndim != 1:
+            raise ParameterError(f"subset(rows={short_repr(rows)}): give a 1-d sequence of "
+                                 f"record indices (0..{self.n - 1}) or a boolean mask of "
+                                 f"length n={self.n}")
+        if arr.dtype == bool:
+            if arr.size != self.n:
+                raise ParameterError(f"subset(rows=...): the boolean mask has {arr.size} "
+                                     f"values for n={self.n} records; give one per record")
+            return np.flatnonzero(arr)
+        if arr.size == 0:
+            return arr.astype(np.int64)
+        if arr.dtype.kind not in "iu":
+            raise ParameterError(f"subset(rows={short_repr(rows)}): record indices must be "
+                                 f"integers in 0..{self.n - 1} (or a boolean mask)")
+        bad = arr[(arr < 0) | (arr >= self.n)]
+        if bad.size:
+            raise ParameterError(f"subset(rows=...): record index {int(bad[0])} is outside "
+                                 f"0..{self.n - 1} (n={self.n} records)")
+        return arr
 
     def with_population_size(self, population_size: float) -> Microdata:
         """The same records with a given N."""
@@ -252,8 +274,10 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
         raise ParameterError(f"keys={keys!r}: give the key variables as a list of column "
                              "names or a comma-separated string")
     keys = tuple(keys)
-    bad_key = next((k for k in keys if not isinstance(k, str) or not k.strip()), None)
-    if bad_key is not None:
+    # not next(..., None): a None among the keys is itself the bad key
+    bad = [k for k in keys if not isinstance(k, str) or not k.strip()]
+    if bad:
+        bad_key = bad[0]
         raise ParameterError(f"keys: {bad_key!r} is not a column name; give names as "
                              "strings")
     if not keys:
@@ -617,6 +641,10 @@ class CellTable:
 
         With ``missing="wildcard"`` f is the wildcard frequency (a missing key value matches
         every category, as sdcMicro's ``kAnon_violations``)."""
+        if isinstance(ks, str) or not isinstance(ks, Iterable) or any(
+                isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1 for k in ks):
+            raise ParameterError(f"ks={short_repr(ks)} must be a list of integers k >= 1, "
+                                 "e.g. (2, 3, 5)")
         f = self.counts if self.wildcard is None else self.wildcard.counts
         return {int(k): int(self.counts[f < k].sum()) for k in ks}
 

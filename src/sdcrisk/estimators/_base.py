@@ -20,7 +20,12 @@ from ..core.measures import (
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult, provenance
 from ..data.frequencies import FrequencyTable, count_frequencies
-from ..data.sizes import check_memory, check_population_size, memory_limit_scope
+from ..data.sizes import (
+    check_memory,
+    check_memory_limit,
+    check_population_size,
+    memory_limit_scope,
+)
 from ..data.table import CellTable
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
@@ -155,6 +160,12 @@ def normal_intervals(result: RiskResult, pred: CellPredictive, su: np.ndarray,
     return dataclasses.replace(result, measures=measures)
 
 
+def check_int(name: str, value: Any, low: int) -> None:
+    """An integer option (not a bool, a float or text) of at least ``low`` (ParameterError)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
+
+
 def check_seed(seed: Any, name: str = "random_state") -> None:
     """A seed is None, an integer >= 0, a SeedSequence or a Generator.
 
@@ -282,10 +293,7 @@ class Estimator(ABC):
             big_n = check_population_size(population_size, table.n)
             table = dataclasses.replace(table, population_size=big_n,
                                         population_size_source="given")
-        if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(
-                memory_limit, int | np.integer) or memory_limit <= 0):
-            raise ParameterError(f"memory_limit={memory_limit!r} must be a positive number of "
-                                 "bytes, e.g. 8 * 1024**3")
+        check_memory_limit(memory_limit)
         if workers is not None and (isinstance(workers, bool) or not isinstance(
                 workers, int | np.integer) or workers < 1):
             raise ParameterError(f"workers={workers!r} must be an integer >= 1")

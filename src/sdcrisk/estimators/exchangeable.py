@@ -21,9 +21,10 @@ from ..core.measures import DESCRIPTIONS, Measure
 from ..core.predictive import NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.frequencies import FrequencyTable
+from ..data.sizes import check_number
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
-from ._base import CountGroups, Estimator, count_groups, grouped_memory
+from ._base import CountGroups, Estimator, check_int, count_groups, grouped_memory
 
 __all__ = [
     "NegativeBinomialRisk",
@@ -252,10 +253,11 @@ class PoissonGammaRisk(Estimator):
     def _validate(self) -> None:
         if self.fit_method not in ("ml", "moments"):
             raise ParameterError(f"fit_method={self.fit_method!r}; use 'ml' or 'moments'")
-        if self.alpha is not None and not (self.alpha > 0 and math.isfinite(self.alpha)):
+        if self.alpha is not None and not (check_number("alpha", self.alpha) > 0
+                                            and math.isfinite(self.alpha)):
             raise ParameterError(f"alpha={self.alpha} must be a positive number")
-        if self.cell_space is not None and self.cell_space < 1:
-            raise ParameterError(f"cell_space={self.cell_space} must be >= 1")
+        if self.cell_space is not None:
+            check_int("cell_space", self.cell_space, 1)
 
     def supports_frequencies(self) -> bool:
         return True

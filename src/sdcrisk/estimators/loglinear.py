@@ -21,6 +21,7 @@ import numpy as np
 from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
+from ..data.sizes import check_number
 from ..data.structural_zeros import (
     structural_zeros_of_table,
     structural_zeros_option,
@@ -30,7 +31,7 @@ from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _factored, _ipf
-from ._base import Estimator, check_bootstrap
+from ._base import Estimator, check_bootstrap, check_int
 from ._minerror import dense_sums, h1, h2, minimum_error, minimum_error_observed
 from ._modrisk import modrisk_measures
 
@@ -281,19 +282,18 @@ class LogLinearRisk(Estimator):
         if self.mode == "sdcmicro" and (self.partition is not None or self.weighted):
             raise ParameterError("mode='sdcmicro' reproduces modRisk, which fits one unweighted "
                                  "model: drop partition / weighted")
-        if not self.sdcmicro_bound >= 1:
+        if not check_number("sdcmicro_bound", self.sdcmicro_bound) >= 1:
             raise ParameterError(f"sdcmicro_bound={self.sdcmicro_bound} must be >= 1")
         if self.target not in ("tau1", "tau2"):
             raise ParameterError(f"target={self.target!r}; use 'tau1' or 'tau2'")
-        if self.max_iter < 1:
-            raise ParameterError(f"max_iter={self.max_iter} must be >= 1")
-        if not self.tol > 0:
+        check_int("max_iter", self.max_iter, 1)
+        if not (check_number("tol", self.tol) > 0 and math.isfinite(self.tol)):
             raise ParameterError(f"tol={self.tol} must be > 0")
         if self.dtype not in ("auto", "float32", "float64"):
             raise ParameterError(f"dtype={self.dtype!r}; use auto, float32 or float64")
         check_bootstrap(self.bootstrap)
-        if self.max_added_terms is not None and self.max_added_terms < 0:
-            raise ParameterError("max_added_terms must be >= 0")
+        if self.max_added_terms is not None:
+            check_int("max_added_terms", self.max_added_terms, 0)
         if self.terms == "search" and self.weighted:
             raise ParameterError("the search (the default terms) needs Z, which is not defined "
                                  "for weighted fits: give a fixed model with weighted=True, "

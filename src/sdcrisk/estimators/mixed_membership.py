@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.measures import DESCRIPTIONS, Measure
 from ..core.result import RiskResult
+from ..data.sizes import check_number
 from ..data.structural_zeros import (
     StructuralZeros,
     structural_zeros_of_table,
@@ -30,7 +31,7 @@ from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime import diagnostics as dg
 from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
-from ._base import Estimator
+from ._base import Estimator, check_int
 from ._mm_model import HDP, HdpParams, MMData
 from ._mm_tau import PosteriorMixturePredictive
 
@@ -56,11 +57,6 @@ def runaway_chains(n_augmented: np.ndarray, n: int, ratio: float = RUNAWAY_RATIO
     """
     a = np.asarray(n_augmented, dtype=float)
     return [int(c) for c in np.flatnonzero((a > ratio * n).any(axis=1))]
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
 
 
 def _check_choice(name: str, value, options: Sequence[str]) -> None:
@@ -102,17 +98,17 @@ class _MixedMembershipBase(Estimator):
     progress: bool | None = None
 
     def _validate(self) -> None:
-        _check_int("chains", self.chains, 1)
+        check_int("chains", self.chains, 1)
         if self.iterations is not None:
-            _check_int("iterations", self.iterations, 1)
-        _check_int("burn_in", self.burn_in, 0)
-        _check_int("thin", self.thin, 1)
-        _check_int("block", self.block, 1)
-        _check_int("max_iterations", self.max_iterations, 1)
-        _check_int("mc_draws", self.mc_draws, 1)
-        _check_int("random_state", self.random_state, 0)
+            check_int("iterations", self.iterations, 1)
+        check_int("burn_in", self.burn_in, 0)
+        check_int("thin", self.thin, 1)
+        check_int("block", self.block, 1)
+        check_int("max_iterations", self.max_iterations, 1)
+        check_int("mc_draws", self.mc_draws, 1)
+        check_int("random_state", self.random_state, 0)
         if self.n_jobs is not None:
-            _check_int("n_jobs", self.n_jobs, 1)
+            check_int("n_jobs", self.n_jobs, 1)
         first = self.block if self.iterations is None else self.iterations
         if first < self.thin:
             raise ParameterError(f"{'block' if self.iterations is None else 'iterations'}="
@@ -532,7 +528,7 @@ class HdpRisk(_MixedMembershipBase):
                       ("marginal", "collapsed", "sequential", "fast"))
         _check_prior("prior_alpha0", self.prior_alpha0)
         _check_prior("prior_alpha", self.prior_alpha)
-        _check_int("k_init", self.k_init, 1)
+        check_int("k_init", self.k_init, 1)
 
     def _fit(self, table: CellTable) -> RiskResult:
         data, sz = self._prepare(table)
@@ -620,9 +616,10 @@ class MixedMembershipRisk(_MixedMembershipBase):
 
     def _validate(self) -> None:
         super()._validate()
-        _check_int("profiles", self.profiles, 1)
+        check_int("profiles", self.profiles, 1)
         _check_prior("prior_alpha0", self.prior_alpha0)
-        if self.mh_step is not None and not (self.mh_step > 0 and np.isfinite(self.mh_step)):
+        if self.mh_step is not None and not (check_number("mh_step", self.mh_step) > 0
+                                              and np.isfinite(self.mh_step)):
             raise ParameterError(f"mh_step={self.mh_step} must be a positive number")
 
     def _fit(self, table: CellTable) -> RiskResult:

@@ -39,6 +39,7 @@ from .._version import __version__
 from ..analyses.methods import ESTIMATORS, get_estimator
 from ..core.result import RiskResult
 from ..data import _cells, wildcard
+from ..data.sizes import check_number
 from ..data.table import CellTable, Microdata
 from ..estimators import Estimator
 from ..exceptions import ParameterError, SdcRiskError
@@ -448,7 +449,8 @@ def _validate(kind, min_count, top, risk_threshold, bins):
                              "with fewer records are never listed by value)")
     if not isinstance(top, int | np.integer) or top < 1:
         raise ParameterError(f"top={top!r} must be an integer >= 1")
-    if risk_threshold is not None and not 0 < risk_threshold <= 1:
+    if risk_threshold is not None and not 0 < check_number("risk_threshold",
+                                                           risk_threshold) <= 1:
         raise ParameterError(f"risk_threshold={risk_threshold} must lie in (0, 1]")
     if not isinstance(bins, int | np.integer) or bins < 2:
         raise ParameterError(f"bins={bins!r} must be an integer >= 2")

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.sizes import check_number
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from . import diagnostics as dg
 from .executors import SerialExecutor, current_executor, describe_executor
@@ -107,6 +108,8 @@ class Thresholds:
     tolerance: float = 0.0
 
     def __post_init__(self):
+        for name in ("rhat_max", "ess_per_chain", "mode_gap", "tolerance"):
+            check_number(name, getattr(self, name))
         if not self.rhat_max > 1.0:
             raise ParameterError(f"rhat_max={self.rhat_max} must exceed 1")
         if not self.ess_per_chain > 0:
