@@ -305,3 +305,19 @@ def test_cli_recommend_auto_fits_the_file_once(capsys, tmp_path):
     assert len(own) == 1 and "sampling fraction n/N" in own[0]
     assert all("on a changed file of the plan search: auto" in x for x in lines if x not in own)
     assert json.loads(out)["plans"][0]["key"] == "a"
+
+
+def test_a_risk_threshold_with_a_tau2_target_is_refused(capsys, tmp_path):
+    """risk_threshold only bounds records above it; with a tau2 target it was ignored without
+    a word (a user who typed --risk-threshold 0.05 got a tau2 search)."""
+    with pytest.raises(ParameterError, match=r"risk_threshold=0\.05 applies to "
+                       r"objective='records_above' only"):
+        RiskTarget(objective="tau2", value=1.0, risk_threshold=0.05)
+    assert RiskTarget(objective="tau2", value=1.0).risk_threshold is None
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--target", "0", "--method", "nb", "--risk-threshold", "0.05"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--objective records-above" in err and "Traceback" not in err

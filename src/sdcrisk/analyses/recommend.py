@@ -82,6 +82,10 @@ class RiskTarget:
                                      "risk threshold in (0, 1] for objective='records_above' "
                                      "(--risk-threshold R with --objective records-above on "
                                      "the command line)")
+        elif self.risk_threshold is not None:  # it would be ignored without a word
+            raise ParameterError(f"risk_threshold={self.risk_threshold!r} applies to "
+                                 "objective='records_above' only (--objective records-above "
+                                 "on the command line); drop it for a tau2 target")
 
     def measure(self, result: RiskResult) -> float:
         """The objective's value for a fitted result."""
