@@ -1,0 +1,276 @@
+"""Whole data frames read from and written to files, with every column (for :mod:`sdcrisk.
+analyses.protect`, which changes the key columns of a file and writes it back): CSV, Parquet,
+Stata and SPSS (value labels kept), SAS read; the output path checked before any work and
+written atomically."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InputError, ParameterError
+from .io import (
+    atomic_path,
+    decode_text,
+    detect_format,
+    names_not_utf8,
+    printable,
+    resolve_path,
+)
+from .table import Microdata
+
+__all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
+
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".parquet": "parquet",
+           ".pq": "parquet", ".dta": "dta", ".sav": "sav"}
+#: pyreadstat's reader of each labelled format (as :func:`sdcrisk.data.io.detect_format` names
+#: it); the value labels are kept in ``frame.attrs`` and written back to .dta / .sav
+_LABELLED = {".dta": "read_dta", ".sav": "read_sav", ".zsav": "read_sav",
+             ".sas7bdat": "read_sas7bdat", ".xpt": "read_xport"}
+
+
+
+def output_format(path: str | os.PathLike) -> str:
+    """``csv``, ``parquet``, ``dta`` or ``sav`` from the file name's extension.
+
+    Raises
+    ------
+    ParameterError
+        Any other extension, naming those accepted.
+    """
+    name = Path(path).name.lower()
+    for ext in sorted(FORMATS, key=len, reverse=True):
+        if name.endswith(ext):
+            return FORMATS[ext]
+    raise ParameterError(f"--out {str(path)!r}: the format comes from the extension; use one "
+                         f"of {', '.join(FORMATS)}")
+
+
+def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, an output that is the input, exists, or cannot be written.
+
+    Raises
+    ------
+    ParameterError
+        The output is the input file, exists (without ``overwrite``), has an unknown
+        extension, or its folder does not exist or is not writable.
+    """
+    out = Path(out)
+    output_format(out)
+    if isinstance(source, str | os.PathLike) and not str(source).startswith("example:"):
+        src = Path(source)
+        if src.exists() and (src.resolve() == out.resolve()
+                             or (out.exists() and os.path.samefile(src, out))):
+            raise ParameterError(f"--out {str(out)!r} is the input file; protect never "
+                                 "overwrites its input: give another file name")
+    if out.exists() and not overwrite:
+        raise ParameterError(f"--out {str(out)!r} exists; remove it, choose another name or "
+                             "add --overwrite")
+    folder = out.resolve().parent
+    if not folder.is_dir():
+        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} is not writable")
+    return out
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def read_frame(source: Any):
+    """The whole file as a pandas DataFrame. CSV cells are kept as their text (so that the
+    columns protect does not change are written back byte for byte); compression and format
+    are recognised by content, as assess does. Parquet is read with pandas; Stata, SPSS and
+    SAS files with pyreadstat, as codes, their value and column labels kept in
+    ``frame.attrs`` for :func:`write_frame`. A DataFrame is copied."""
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return source.copy()
+    if isinstance(source, Microdata):
+        raise ParameterError("protect() takes the records themselves (a path or DataFrame), not "
+                             "a Microdata: it changes and writes back the file's values")
+    path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name}: the file is empty")
+    kind, _ = detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
+    try:
+        if kind == "parquet":
+            frame = pd.read_parquet(path)
+        elif kind in _LABELLED:
+            frame = _read_labelled(path, kind)
+        else:
+            compression = "gzip" if _is_gzip(path) else "infer"
+            try:
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                    compression=compression)
+            except UnicodeDecodeError:  # not UTF-8: each value as assess reads it
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                    compression=compression, encoding="latin-1")
+                _decode_values(frame, path.name)
+            opener = gzip.open if compression == "gzip" else open
+            with opener(path, "rb") as fh:
+                head = fh.read(1 << 16)
+            frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
+            _refuse_duplicate_names(path, head)
+    except InputError:
+        raise
+    except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
+        # EOFError: a truncated gzip stream
+        raise InputError(f"{path.name}: could not be read ({type(exc).__name__}: "
+                         f"{printable(str(exc))})") from exc
+    if len(frame) == 0:
+        raise InputError(f"{path.name}: no records (the file has column names but no rows)")
+    return frame
+
+
+def _read_labelled(path: Path, kind: str):
+    """A Stata, SPSS or SAS file as codes, with ``attrs["value_labels"]`` ({column: {code:
+    label}}) and ``attrs["column_labels"]`` ({column: label}) for :func:`write_frame`."""
+    try:
+        import pyreadstat
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise InputError(f"{path.name}: reading {kind} files needs pyreadstat; "
+                         "pip install 'sdcrisk[formats]'") from None
+    try:
+        frame, meta = getattr(pyreadstat, _LABELLED[kind])(str(path))
+    except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
+        raise InputError(f"{path.name}: could not be read as a {kind} file "
+                         f"({printable(str(exc)) or type(exc).__name__})") from exc
+    frame.attrs["value_labels"] = dict(meta.variable_value_labels or {})
+    frame.attrs["column_labels"] = {c: lab for c, lab in zip(
+        meta.column_names, meta.column_labels or [], strict=False) if lab}
+    return frame
+
+
+def _decode_values(frame, name: str) -> None:
+    """A CSV read as Latin-1 (one character per byte, so each value's bytes are recovered
+    exactly): decode each value with :func:`sdcrisk.data.io.decode_text`, the rule assess
+    reads values by (UTF-8, else Latin-1), in place, and say so in ``frame.attrs`` (the note
+    protect prints: the protected file is written in UTF-8).
+
+    Raises
+    ------
+    InputError
+        When a column name is not UTF-8, as assess does (remedy: re-save as UTF-8).
+    """
+    import pandas as pd
+
+    for col in frame.columns:
+        raw = str(col).encode("latin-1")
+        if not _is_utf8(raw):
+            raise names_not_utf8(name, raw)
+    frame.columns = [decode_text(str(c).encode("latin-1")) for c in frame.columns]
+    count = 0
+    for col in frame.columns:
+        values = frame[col]
+        wide = values.str.contains("[\x80-\xff]", regex=True, na=False).to_numpy(bool)
+        if not wide.any():
+            continue
+        fixed = values.to_numpy(dtype=object, copy=True)
+        for i in np.flatnonzero(wide):
+            raw = fixed[i].encode("latin-1")
+            count += not _is_utf8(raw)
+            fixed[i] = decode_text(raw)
+        frame[col] = pd.Series(fixed, index=values.index, dtype=values.dtype)
+    frame.attrs["read_note"] = (
+        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as Latin-1 (as "
+        "assess reads them); the protected file is written in UTF-8")
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _refuse_duplicate_names(path: Path, head: bytes) -> None:
+    """A CSV header naming a column twice: pandas would write the second back as ``c.1``,
+    so the protected file would not have the input's columns.
+
+    Raises
+    ------
+    InputError
+        Naming the column, its positions and the remedy.
+    """
+    import csv
+
+    lines = head.decode("utf-8-sig", errors="replace").splitlines()
+    names = next(csv.reader(lines[:1]), []) if lines else []
+    for name in dict.fromkeys(names):
+        where = [i + 1 for i, n in enumerate(names) if n == name]
+        if len(where) > 1:
+            raise InputError(f"{path.name}: column {name!r} appears {len(where)} times "
+                             f"(positions {', '.join(map(str, where))}); protect writes every "
+                             "column back as read: rename the duplicates first")
+
+
+def write_frame(frame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` to ``path`` in the format of its extension, atomically, with the mode a
+    plain write gives (:func:`sdcrisk.data.io.atomic_path`)."""
+    path = Path(path)
+    fmt = output_format(path)
+    with atomic_path(path) as tmp:
+        if fmt == "csv":  # the input's line ending (CSV input), else "\n"
+            eol = frame.attrs.get("lineterminator", "\n")
+            if path.name.lower().endswith(".gz"):
+                with gzip.open(tmp, "wt", encoding="utf-8", newline="") as fh:
+                    frame.to_csv(fh, index=False, lineterminator=eol)
+            else:
+                frame.to_csv(tmp, index=False, lineterminator=eol)
+        else:
+            if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
+                frame = _typed(frame)             # types pandas reads the CSV with
+            try:
+                if fmt == "parquet":
+                    frame.to_parquet(tmp, index=False)
+                else:
+                    _write_labelled(frame, tmp, fmt)
+            except (ValueError, TypeError, NotImplementedError) as exc:
+                # a column the format cannot hold (lists or structs in Stata, a mixed
+                # object column in Parquet); pyarrow's errors derive from these too
+                what = {"parquet": "a Parquet", "dta": "a Stata", "sav": "an SPSS"}[fmt]
+                other = ".csv" if fmt == "parquet" else ".parquet"
+                raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
+                                     f"{what} file ({printable(str(exc))}); write "
+                                     f"{other} or .csv instead") from exc
+    return path
+
+
+def _write_labelled(frame, tmp: str, fmt: str) -> None:
+    """A Stata or SPSS file with the value and column labels read with the input (those of
+    numeric columns: a label maps a numeric code)."""
+    import pandas as pd
+
+    numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    values = {c: v for c, v in frame.attrs.get("value_labels", {}).items() if c in numeric}
+    columns = {c: v for c, v in frame.attrs.get("column_labels", {}).items()
+               if c in frame.columns}
+    if fmt == "dta":
+        frame.to_stata(tmp, write_index=False, value_labels=values or None,
+                       variable_labels=columns or None)
+        return
+    try:
+        import pyreadstat
+    except ImportError:  # pragma: no cover - the extra is installed in dev
+        raise ParameterError("writing an SPSS .sav file needs pyreadstat; pip install "
+                             "'sdcrisk[formats]', or write .dta, .parquet or .csv") from None
+    pyreadstat.write_sav(frame, tmp, variable_value_labels=values,
+                         column_labels=[columns.get(c) for c in frame.columns])
+
+
+def _typed(frame):
+    """A frame of CSV text with the column types pandas reads that CSV with (blank = NA)."""
+    import io
+
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
