@@ -1,4 +1,5 @@
-"""The Zaslavsky-Horton model: beta-binomial posterior of the unseen count, losses, risks.
+"""The Zaslavsky-Horton model: beta-binomial posterior of the unseen count, losses, risks,
+and the trade-off curve that orders cells by them.
 
 Private: the public names are re-exported by :mod:`sdcrisk.analyses.decision` (and :mod:`sdcrisk`).
 Methods spec F.1-F.3.
@@ -11,7 +12,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from scipy import special
@@ -19,6 +20,9 @@ from scipy import special
 from ..core.base import ResultBase
 from ..data.sizes import check_number, short_repr
 from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BetaBinomialPrior",
@@ -33,6 +37,7 @@ __all__ = [
     "parse_loss",
     "DEFAULT_MAX_ENUMERATION",
     "DEFAULT_TAIL",
+    "TradeoffCurve",
 ]
 
 #: N - n above which the posterior of Y is enumerated only over its central range
@@ -515,3 +520,100 @@ def cut_off_text(max_enumeration, tail, truncated):
             "rule": f"exact enumeration of Y = y..y+N-n when N - n < {max_enumeration:,}; "
                     "beyond, the central range of Y (beta quantiles of the prevalence at "
                     f"{tail:g}/4 each side, widened by 10 binomial standard deviations)"}
+
+
+# --- shared by the decision table and its application to microdata --------------------------
+REFERENCE = ("Zaslavsky, A. M. & Horton, N. J. (1998). Balancing disclosure risk against the "
+              "loss of nonpublication. Journal of Official Statistics 14(4), 411-419.")
+
+
+def publication_order(r1, r0):
+    """Publication order: R1 = R0 = 0 first, then R1/R0 ascending (stable); R0 = 0 < R1 last."""
+    r1, r0 = np.asarray(r1, float), np.asarray(r0, float)
+    zero = (r1 == 0) & (r0 == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(r0 > 0, r1 / np.where(r0 > 0, r0, 1.0), np.inf)
+    key = np.where(zero, -np.inf, ratio)
+    return np.argsort(key, kind="stable"), np.where(zero, np.nan, ratio)
+
+
+# --- the trade-off curve (spec F.4) -------------------------------------------------------
+@dataclass(frozen=True, eq=False, repr=False)
+class TradeoffCurve(ResultBase):
+    """Disclosure-risk fraction against suppression-loss fraction at each cut-off.
+
+    Point 0 publishes nothing (loss fraction 1, risk fraction 0); point r publishes the first
+    r rows of the order. Both fractions are relative to full suppression / full publication
+    (ZH Fig. 1). Joining the points linearly corresponds to randomised rules (spec F.4, [C]).
+
+    Examples
+    --------
+    >>> from sdcrisk.analyses.decision import decision_table
+    >>> t = decision_table([(3, 8, 1), (5, 20, 3)], BetaBinomialPrior(1, 10), l1="exp:10")
+    >>> round(t.curve.loss_fraction_at(0.2), 4), round(t.curve.loss_fraction_at(0.2, "cutoff"), 4)
+    (0.7513, 0.8718)
+    """
+
+    loss_fraction: np.ndarray
+    risk_fraction: np.ndarray
+    label: str = "optimal"
+
+    def __post_init__(self) -> None:
+        for name in ("loss_fraction", "risk_fraction"):
+            object.__setattr__(self, name, np.array(getattr(self, name), float))
+        super().__post_init__()
+
+    def loss_fraction_at(self, risk_fraction: float,
+                         interpolation: Literal["linear", "cutoff"] = "linear") -> float:
+        """Suppression-loss fraction needed to bring the risk down to ``risk_fraction``.
+
+        ``linear``: between cut-offs (randomised rule); ``cutoff``: the last cut-off whose
+        risk fraction is at most ``risk_fraction`` (a deterministic rule).
+        """
+        if not 0 <= risk_fraction <= 1:
+            raise ParameterError(f"risk_fraction={risk_fraction} must lie in [0, 1]")
+        if interpolation not in ("linear", "cutoff"):
+            raise ParameterError(f"interpolation={interpolation!r}; use 'linear' or 'cutoff'")
+        x, yv = self.loss_fraction, self.risk_fraction
+        above = np.flatnonzero(yv > risk_fraction + 1e-15)
+        if above.size == 0:
+            return float(x[-1])
+        i = int(above[0])
+        if interpolation == "cutoff" or i == 0:
+            return float(x[max(i - 1, 0)])
+        share = (risk_fraction - yv[i - 1]) / (yv[i] - yv[i - 1])
+        return float(x[i - 1] + share * (x[i] - x[i - 1]))
+
+    def _payload(self) -> dict[str, Any]:
+        return {"label": self.label, "loss_fraction": self.loss_fraction,
+                "risk_fraction": self.risk_fraction}
+
+    def summary(self) -> pd.DataFrame:
+        """The points of the curve: loss and risk fraction at each cut-off."""
+        import pandas as pd
+
+        return pd.DataFrame({"loss_fraction": self.loss_fraction,
+                             "risk_fraction": self.risk_fraction}).rename_axis("cut_off")
+
+    def _repr_parts(self) -> list[str]:
+        return [f"label={self.label!r}", f"points={len(self.loss_fraction)}",
+                f"loss_fraction_at_0.2={self.loss_fraction_at(0.2):.4g}"]
+
+
+def tradeoff_curve(w, r1, r0, order, label="optimal"):
+    wr1, wr0 = (w * r1)[order], (w * r0)[order]
+    cum = np.cumsum(wr1)
+    total_loss = float(np.sum(w * r0))
+    remaining = np.maximum(total_loss - np.cumsum(wr0), 0.0)
+    remaining[-1] = 0.0
+    total_risk = float(cum[-1]) if len(cum) else 0.0
+    x = np.r_[1.0, remaining / total_loss] if total_loss > 0 else np.r_[1.0, np.zeros(len(cum))]
+    y = np.r_[0.0, cum / total_risk] if total_risk > 0 else np.r_[0.0, np.ones(len(cum))]
+    return cum, remaining, TradeoffCurve(x, y, label), total_risk, total_loss
+
+
+def check_cut_off(max_enumeration, tail):
+    if not (isinstance(max_enumeration, int | np.integer) and max_enumeration >= 1):
+        raise ParameterError(f"max_enumeration={max_enumeration!r} must be a positive integer")
+    if not 0 < tail < 1e-3:
+        raise ParameterError(f"tail={tail!r} must lie in (0, 1e-3)")

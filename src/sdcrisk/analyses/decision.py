@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ..exceptions import InputError, ParameterError
 from ._decision_model import (
     DEFAULT_MAX_ENUMERATION,
     DEFAULT_TAIL,
+    REFERENCE,
     BetaBinomialFit,
     BetaBinomialPrior,
     CallableLoss,
@@ -40,10 +41,14 @@ from ._decision_model import (
     Loss,
     MixtureLoss,
     SuppressionLoss,
+    TradeoffCurve,
+    check_cut_off,
     cut_off_text,
     fit_beta_binomial,
     parse_loss,
+    publication_order,
     risk_rows,
+    tradeoff_curve,
     whole_count,
 )
 
@@ -71,94 +76,6 @@ __all__ = [
     "DomainDecision",
     "decide",
 ]
-
-_REFERENCE = ("Zaslavsky, A. M. & Horton, N. J. (1998). Balancing disclosure risk against the "
-              "loss of nonpublication. Journal of Official Statistics 14(4), 411-419.")
-
-
-def _order(r1, r0):
-    """Publication order: R1 = R0 = 0 first, then R1/R0 ascending (stable); R0 = 0 < R1 last."""
-    r1, r0 = np.asarray(r1, float), np.asarray(r0, float)
-    zero = (r1 == 0) & (r0 == 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(r0 > 0, r1 / np.where(r0 > 0, r0, 1.0), np.inf)
-    key = np.where(zero, -np.inf, ratio)
-    return np.argsort(key, kind="stable"), np.where(zero, np.nan, ratio)
-
-
-# --- the trade-off curve (spec F.4) -------------------------------------------------------
-@dataclass(frozen=True, eq=False, repr=False)
-class TradeoffCurve(ResultBase):
-    """Disclosure-risk fraction against suppression-loss fraction at each cut-off.
-
-    Point 0 publishes nothing (loss fraction 1, risk fraction 0); point r publishes the first
-    r rows of the order. Both fractions are relative to full suppression / full publication
-    (ZH Fig. 1). Joining the points linearly corresponds to randomised rules (spec F.4, [C]).
-
-    Examples
-    --------
-    >>> t = decision_table([(3, 8, 1), (5, 20, 3)], BetaBinomialPrior(1, 10), l1="exp:10")
-    >>> round(t.curve.loss_fraction_at(0.2), 4), round(t.curve.loss_fraction_at(0.2, "cutoff"), 4)
-    (0.7513, 0.8718)
-    """
-
-    loss_fraction: np.ndarray
-    risk_fraction: np.ndarray
-    label: str = "optimal"
-
-    def __post_init__(self) -> None:
-        for name in ("loss_fraction", "risk_fraction"):
-            object.__setattr__(self, name, np.array(getattr(self, name), float))
-        super().__post_init__()
-
-    def loss_fraction_at(self, risk_fraction: float,
-                         interpolation: Literal["linear", "cutoff"] = "linear") -> float:
-        """Suppression-loss fraction needed to bring the risk down to ``risk_fraction``.
-
-        ``linear``: between cut-offs (randomised rule); ``cutoff``: the last cut-off whose
-        risk fraction is at most ``risk_fraction`` (a deterministic rule).
-        """
-        if not 0 <= risk_fraction <= 1:
-            raise ParameterError(f"risk_fraction={risk_fraction} must lie in [0, 1]")
-        if interpolation not in ("linear", "cutoff"):
-            raise ParameterError(f"interpolation={interpolation!r}; use 'linear' or 'cutoff'")
-        x, yv = self.loss_fraction, self.risk_fraction
-        above = np.flatnonzero(yv > risk_fraction + 1e-15)
-        if above.size == 0:
-            return float(x[-1])
-        i = int(above[0])
-        if interpolation == "cutoff" or i == 0:
-            return float(x[max(i - 1, 0)])
-        share = (risk_fraction - yv[i - 1]) / (yv[i] - yv[i - 1])
-        return float(x[i - 1] + share * (x[i] - x[i - 1]))
-
-    def _payload(self) -> dict[str, Any]:
-        return {"label": self.label, "loss_fraction": self.loss_fraction,
-                "risk_fraction": self.risk_fraction}
-
-    def summary(self) -> pd.DataFrame:
-        """The points of the curve: loss and risk fraction at each cut-off."""
-        import pandas as pd
-
-        return pd.DataFrame({"loss_fraction": self.loss_fraction,
-                             "risk_fraction": self.risk_fraction}).rename_axis("cut_off")
-
-    def _repr_parts(self) -> list[str]:
-        return [f"label={self.label!r}", f"points={len(self.loss_fraction)}",
-                f"loss_fraction_at_0.2={self.loss_fraction_at(0.2):.4g}"]
-
-
-def _curve(w, r1, r0, order, label="optimal"):
-    wr1, wr0 = (w * r1)[order], (w * r0)[order]
-    cum = np.cumsum(wr1)
-    total_loss = float(np.sum(w * r0))
-    remaining = np.maximum(total_loss - np.cumsum(wr0), 0.0)
-    remaining[-1] = 0.0
-    total_risk = float(cum[-1]) if len(cum) else 0.0
-    x = np.r_[1.0, remaining / total_loss] if total_loss > 0 else np.r_[1.0, np.zeros(len(cum))]
-    y = np.r_[0.0, cum / total_risk] if total_risk > 0 else np.r_[0.0, np.ones(len(cum))]
-    return cum, remaining, TradeoffCurve(x, y, label), total_risk, total_loss
-
 
 def _describe_losses(l1, l0, d1, d0):
     out = {"l1": l1.name, "l0": l0.name}
@@ -244,7 +161,7 @@ class DecisionTable(ResultBase):
             "total_loss": self.total_loss,
             "curve": self.curve.to_dict(),
             "cut_off": self.cut_off,
-            "reference": _REFERENCE,
+            "reference": REFERENCE,
         }
 
     def _repr_parts(self) -> list[str]:
@@ -354,7 +271,7 @@ def decision_table(
     l1_, l0_ = parse_loss(l1), parse_loss(l0, kind="l0")
     d1 = l1_ if decision_l1 is None else parse_loss(decision_l1)
     d0 = l0_ if decision_l0 is None else parse_loss(decision_l0, kind="l0")
-    _check_cut_off(max_enumeration, tail)
+    check_cut_off(max_enumeration, tail)
     cols: dict[str, list] = {"n": [], "N": [], "y": [], "share": [], "p_y": []}
     for n, big_n, share in types:
         py = prior.marginal(n)
@@ -367,10 +284,10 @@ def decision_table(
                                 tail)
     r1, r0 = r[:, 0], r[:, 1]
     dr1, dr0 = (r[:, 2], r[:, 3]) if len(losses) == 4 else (r1, r0)
-    order, dratio = _order(dr1, dr0)
+    order, dratio = publication_order(dr1, dr0)
     w = arr["share"] * arr["p_y"]
-    cum, remaining, curve, total_risk, total_loss = _curve(w, r1, r0, order)
-    _, ratio = _order(r1, r0)
+    cum, remaining, curve, total_risk, total_loss = tradeoff_curve(w, r1, r0, order)
+    _, ratio = publication_order(r1, r0)
     rows = {k: arr[k][order] for k in ("n", "N", "y", "share", "p_y")}
     rows.update(EY=ey[order], R1=r1[order], L0=r0[order], ratio=ratio[order],
                 w_R1=(w * r1)[order], w_L0=(w * r0)[order], cum_risk=cum,
@@ -380,13 +297,6 @@ def decision_table(
     return DecisionTable(rows=rows, prior=prior, losses=_describe_losses(l1_, l0_, d1, d0),
                          total_risk=total_risk, total_loss=total_loss, curve=curve,
                          cut_off=cut_off_text(max_enumeration, tail, omitted))
-
-
-def _check_cut_off(max_enumeration, tail):
-    if not (isinstance(max_enumeration, int | np.integer) and max_enumeration >= 1):
-        raise ParameterError(f"max_enumeration={max_enumeration!r} must be a positive integer")
-    if not 0 < tail < 1e-3:
-        raise ParameterError(f"tail={tail!r} must lie in (0, 1e-3)")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -702,7 +612,7 @@ class DomainDecision(ResultBase):
             "decisions": self.summary(internal=internal).to_dict(orient="records"),
             "curve": self.curve.to_dict(),
             "cut_off": self.cut_off,
-            "reference": _REFERENCE,
+            "reference": REFERENCE,
         }
 
     def to_csv(self, path, *, internal: bool = False) -> None:
@@ -784,7 +694,7 @@ def decide(
                                                          ratio_threshold) >= 0 and math.isfinite(
             ratio_threshold)):
         raise ParameterError(f"ratio_threshold={ratio_threshold} must be a non-negative number")
-    _check_cut_off(max_enumeration, tail)
+    check_cut_off(max_enumeration, tail)
     l1_, l0_ = parse_loss(l1), parse_loss(l0, kind="l0")
     fit = None
     if prior is None:
@@ -795,9 +705,9 @@ def decide(
     r, ey, omitted = risk_rows(table.y, table.n, table.N, prior, [l1_, l0_], max_enumeration,
                                 tail)
     r1, r0 = r[:, 0], r[:, 1]
-    order, ratio = _order(r1, r0)
+    order, ratio = publication_order(r1, r0)
     w = np.ones(len(r1))
-    cum, remaining, curve, total_risk, total_loss = _curve(w, r1, r0, order)
+    cum, remaining, curve, total_risk, total_loss = tradeoff_curve(w, r1, r0, order)
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(1, len(order) + 1)
     zero = (r1 == 0) & (r0 == 0)
