@@ -294,9 +294,8 @@ class Estimator(ABC):
             table = dataclasses.replace(table, population_size=big_n,
                                         population_size_source="given")
         check_memory_limit(memory_limit)
-        if workers is not None and (isinstance(workers, bool) or not isinstance(
-                workers, int | np.integer) or workers < 1):
-            raise ParameterError(f"workers={workers!r} must be an integer >= 1")
+        if workers is not None:
+            check_int("workers", workers, 1)
         check_memory(self.memory_estimate(table), limit=memory_limit,
                      what=f"method {self.name!r} on n={table.n:,} records, "
                      f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
