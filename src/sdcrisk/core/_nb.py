@@ -204,16 +204,34 @@ def _euler_series(f, r, p):
     a = f + 1.0 - r
     c = f + 1.0
     total = np.ones_like(f)
-    term = np.ones_like(f)
     active = np.flatnonzero(q > 0)
-    m = 0
-    while active.size and m < 50 * _MAX_TERMS:
-        qa = q[active]
-        term[active] *= qa * (a[active] + m) / (c[active] + m)
-        total[active] += term[active]
-        m += 1
-        bound = term[active] * qa / (1.0 - qa)
-        active = active[bound > _RTOL * total[active]]
+    # in blocks of steps, as _direct_series (sequential accumulation: the same bits as one
+    # step at a time); the terms are at most 1, so nothing is rescaled
+    qa, aa, ca = q[active], a[active], c[active]
+    term, sa = np.ones(active.size), total[active]
+    cap = 50 * _MAX_TERMS
+    m, b = 0, 4
+    while active.size and m < cap:
+        b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - m, max(1, _BLOCK_ENTRIES // active.size)))
+        steps = m + np.arange(b)
+        ratio = qa[:, None] * (aa[:, None] + steps) / (ca[:, None] + steps)
+        ratio[:, 0] *= term
+        terms = np.multiply.accumulate(ratio, axis=1)
+        add = terms.copy()
+        add[:, 0] += sa
+        totals = np.add.accumulate(add, axis=1)
+        bound = terms * qa[:, None] / (1.0 - qa[:, None])
+        event = ~(bound > _RTOL * totals)
+        first = np.argmax(event, axis=1)
+        rows = np.arange(active.size)
+        hit = event[rows, first]
+        total[active[hit]] = totals[hit, first[hit]]
+        keep = ~hit
+        active = active[keep]
+        qa, aa, ca = qa[keep], aa[keep], ca[keep]
+        term, sa = terms[keep, -1], totals[keep, -1]
+        m += b
+    total[active] = sa  # entries stopped by the step cap
     return p / f * total
 
 
@@ -275,42 +293,67 @@ def _direct_series(f, r, p, power: int):
     log_scale = r * np.log(p)  # log P(U=0); the terms are carried relative to it
     total = 1.0 / f**power
     active = np.flatnonzero(q > 0)
-    # the loop runs on compact copies of the entries still summing (qa, ra, fa, term, sa,
-    # la), written back as entries finish: the same operations on each entry in the same
-    # order as indexing the full arrays every step (bit for bit), without the dozen
-    # gathers and scatters a step (a few slow cells run thousands of steps; issue: recommend)
+    # Steps are taken in blocks: b steps of every entry still summing at once, the term's
+    # running product and the sum's running total by sequential accumulation along the
+    # block (np.multiply/add.accumulate: the same IEEE operations in the same order as one
+    # step at a time, so the same bits); each entry stops at its first step whose bound is
+    # met, as before. An entry whose terms pass 1e250 within a block (rescaled then) goes on
+    # alone in Python floats from the block's start, as do the last few entries. A NumPy
+    # step cost ~20 us whatever the number of entries, and slow cells (large r, q near 1)
+    # need thousands of steps (issue: recommend re-fits auto ~150 times).
     qa, ra, fa = q[active], r[active], f[active]
     term, sa, la = np.ones(active.size), total[active], log_scale[active]
-    rescale = 250.0 * np.log(10.0)
-    j = 0
-    with np.errstate(divide="ignore"):  # nxt = 1 gives an infinite bound: summing goes on
-        while active.size > _SCALAR_TAIL and j < 50 * _MAX_TERMS:
-            ratio = qa * (ra + j) / (j + 1.0)
-            term *= ratio
-            sa += term / (fa + j + 1.0) ** power
-            j += 1
-            big = term > 1e250
-            if big.any():
-                term[big] *= 1e-250
-                sa[big] *= 1e-250
-                la[big] += rescale
-            nxt = qa * (ra + j) / (j + 1.0)
-            bound = np.where(nxt < 1, term * nxt / (1.0 - nxt), np.inf)
-            keep = bound / (fa + j) ** power > _RTOL * sa
-            if not keep.all():
-                done = active[~keep]
-                total[done] = sa[~keep]
-                log_scale[done] = la[~keep]
-                active = active[keep]
-                qa, ra, fa, term, sa, la = (qa[keep], ra[keep], fa[keep], term[keep],
-                                            sa[keep], la[keep])
+    rescale = float(250.0 * np.log(10.0))
+    cap = 50 * _MAX_TERMS
+    j, b = 0, 4
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        # (nxt = 1 gives an infinite bound: summing goes on; past a stop or a 1e250 term a
+        # block's later steps may overflow, and are discarded)
+        while active.size > _SCALAR_TAIL and j < cap:
+            b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - j,
+                        max(1, _BLOCK_ENTRIES // active.size)))
+            steps = j + np.arange(b)
+            ratio = qa[:, None] * (ra[:, None] + steps) / (steps + 1.0)
+            ratio[:, 0] *= term
+            terms = np.multiply.accumulate(ratio, axis=1)
+            d = fa[:, None] + steps + 1.0
+            add = terms / (d if power == 1 else d * d)
+            add[:, 0] += sa
+            totals = np.add.accumulate(add, axis=1)
+            after = steps + 1
+            nxt = qa[:, None] * (ra[:, None] + after) / (after + 1.0)
+            bound = np.where(nxt < 1, terms * nxt / (1.0 - nxt), np.inf)
+            d = fa[:, None] + after
+            big = terms > 1e250
+            event = big | ~(bound / (d if power == 1 else d * d) > _RTOL * totals)
+            first = np.argmax(event, axis=1)
+            rows = np.arange(active.size)
+            hit = event[rows, first]
+            stop = hit & ~big[rows, first]
+            over = hit & big[rows, first]
+            done = active[stop]
+            total[done] = totals[stop, first[stop]]
+            log_scale[done] = la[stop]
+            for i in np.flatnonzero(over):
+                total[active[i]], log_scale[active[i]] = _direct_tail(
+                    float(qa[i]), float(ra[i]), float(fa[i]), float(term[i]), float(sa[i]),
+                    float(la[i]), j, power, rescale)
+            keep = ~hit
+            active = active[keep]
+            qa, ra, fa, la = qa[keep], ra[keep], fa[keep], la[keep]
+            term, sa = terms[keep, -1], totals[keep, -1]
+            j += b
     for i in range(active.size):  # the last few entries, or those stopped by the step cap
         total[active[i]], log_scale[active[i]] = _direct_tail(
             float(qa[i]), float(ra[i]), float(fa[i]), float(term[i]), float(sa[i]),
-            float(la[i]), j, power, float(rescale))
+            float(la[i]), j, power, rescale)
     return total * np.exp(log_scale)
 
 
+#: the direct series' blocks: at most this many steps, and about this many (entry, step)
+#: values per block array (a dozen such arrays: ~25 MB)
+_MAX_BLOCK_STEPS = 1024
+_BLOCK_ENTRIES = 1 << 18
 #: the direct series sums its last entries (at most this many) one at a time in Python floats:
 #: a NumPy step costs ~20 us whatever the number of entries, and a few slow cells (large r,
 #: q near 1) need thousands of steps after the others have finished
