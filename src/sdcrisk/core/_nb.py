@@ -334,7 +334,7 @@ def _direct_series(f, r, p, power: int):
             done = active[stop]
             total[done] = totals[stop, first[stop]]
             log_scale[done] = la[stop]
-            for i in np.flatnonzero(over):
+            for i in np.flatnonzero(over).tolist():
                 total[active[i]], log_scale[active[i]] = _direct_tail(
                     float(qa[i]), float(ra[i]), float(fa[i]), float(term[i]), float(sa[i]),
                     float(la[i]), j, power, rescale)
