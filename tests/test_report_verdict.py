@@ -153,3 +153,17 @@ def test_assess_html_page_checks_the_fail_above_limits_too(files, tmp_path, caps
     html = out.read_text(encoding="utf-8")
     assert code == 3 and 'data-verdict="fail"' in html
     assert "Fails the limit given (method nb)" in html and "fails global risk ≤ 2%" in html
+
+
+def test_limit_on_a_figure_the_headline_lacks_is_said_and_the_page_still_fails(
+        files, tmp_path, capsys):
+    # pitman-yor gives no p_pu estimate, nb's breaches the limit: the exit code is 3, and the
+    # page had no verdict at all when the headline could not check the limit
+    code, err, banners = report(capsys, tmp_path, files[0], "--methods", "pitman-yor,nb",
+                                "--fail-above", "p_pu=1e-9")
+    assert code == 3 and "p_pu" in err and "(method nb)" in err
+    [(state, head, body)] = banners
+    assert state == "fail"
+    assert head == "Fails the limit given (method pitman-yor not checked; other methods fail)"
+    assert "not checked: p pu ≤ 1.000e-09 (method pitman-yor gives no p_pu)" in body
+    assert "Other methods in this report that fail: nb" in body

@@ -109,6 +109,7 @@ def _verdict(data: dict) -> dict | None:
             others.append(lab)
     v["others_failing"] = others
     v["headline_passes"] = v["passes"]
+    v["headline_checked"] = any(c["passes"] is not None for c in v["checks"])
     v["passes"] = v["passes"] and not others
     return v
 

@@ -80,14 +80,20 @@ def verdict(res, limits) -> dict | None:
     Returns ``{"passes", "checks": [{"passes", "text"}], "method", "given", "what",
     "source"}`` or None when there is nothing to check. ``given`` says whether the limits
     were given (they set the CLI's exit code) or are the method's default max global risk
-    (they do not); ``what`` and ``source`` say so in words.
+    (they do not); ``what`` and ``source`` say so in words. A limit given on a figure the
+    result lacks is listed as not checked (``passes`` None; the other methods may have it).
     """
     limits = normalise_limits(limits)
     checked, given = checked_limits(res, limits)
     checks = []
     for name, bound, limit in checked:
         value = figure(res, name, bound)
-        if value is None:
+        if value is None:  # said, so that a page with limits given always has its verdict
+            if given:
+                what = name if bound == "estimate" else f"{bound} bound of {name}"
+                checks.append({"passes": None, "text": f"not checked: "
+                               f"{_limit_text(name, bound, limit)} (method {res.method} gives "
+                               f"no {what})"})
             continue
         ok = passes(value, limit)
         if not given:
@@ -111,7 +117,7 @@ def verdict(res, limits) -> dict | None:
         source = (f"limit checked: the default, the method's max global risk "
                   f"{fmt(float(target))} (--max-global-risk); no limit was given "
                   "(--fail-above), so this verdict does not set the exit code (0)")
-    return {"passes": all(c["passes"] for c in checks), "checks": checks,
+    return {"passes": all(c["passes"] is not False for c in checks), "checks": checks,
             "method": res.method, "given": given, "what": what, "source": source}
 
 
