@@ -115,27 +115,31 @@ def test_auto_assumptions_are_grouped_by_model(blend_table, auto_blend):
 
 
 # --- verdict ------------------------------------------------------------------------------------
-def test_verdict_line_against_the_thresholds_given(table):
+def test_verdict_line_against_the_limits_checked(table):
+    # no limit given: the stated default, the method's max global risk
     res = sdcrisk.NegativeBinomialRisk(max_global_risk=0.05).fit(table)
     gr = res.estimate("global_risk")
     tau2 = res.measures["tau2"]
     assert gr > 0.05  # this file fails its target
+    page = build_report(res, contributions=False, suda=False, uniqueness=False)
+    assert 'data-verdict="fail"' in page and "Fails the default limit (method nb)" in page
+    assert f"fails max global risk 0.05: global risk {gr:.4g}" in page
+    assert "so this verdict does not set the exit code (0)" in page
+    # limits given: they alone are checked (the default is not), and they set the exit code
     page = build_report(res, contributions=False, suda=False, uniqueness=False,
                         limits={"tau2.upper": tau2.upper * 1.01, "sample_uniques": 1})
-    assert 'data-verdict="fail"' in page
-    assert f"fails max global risk 0.05: global risk {gr:.4g}" in page
+    assert 'data-verdict="fail"' in page and "Fails the limits given (method nb)" in page
+    assert "max global risk 0.05:" not in page
     assert f"passes tau2 (upper bound) ≤ {tau2.upper * 1.01:.4g}: {tau2.upper:.4g}" in page
     assert (f"fails sample uniques ≤ 1: {table.sample_uniques:,}") in page
-    # a generous target and limit: passes
-    easy = sdcrisk.NegativeBinomialRisk(max_global_risk=0.9).fit(table)
-    page = build_report(easy, contributions=False, suda=False, uniqueness=False,
+    assert "which set the exit code (3 when this verdict fails)" in page
+    # a generous limit passes although the default target fails
+    page = build_report(res, contributions=False, suda=False, uniqueness=False,
                         limits={"global_risk": 0.95})
-    assert 'data-verdict="pass"' in page
-    assert "passes max global risk 0.9" in page and "passes global risk ≤ 95%" in page
-    # the same limit as the target is said once
-    page = build_report(easy, contributions=False, suda=False, uniqueness=False,
-                        limits={"global_risk": 0.9})
-    assert page.count("max global risk 0.9:") == 1 and "global risk ≤" not in page
+    assert 'data-verdict="pass"' in page and "passes global risk ≤ 95%" in page
+    easy = sdcrisk.NegativeBinomialRisk(max_global_risk=0.9).fit(table)
+    page = build_report(easy, contributions=False, suda=False, uniqueness=False)
+    assert 'data-verdict="pass"' in page and "passes max global risk 0.9" in page
     with pytest.raises(sdcrisk.ParameterError, match="bound 'middle'"):
         build_report(easy, limits={"tau2.middle": 1})
 
@@ -155,7 +159,8 @@ def test_cli_report_defaults_to_auto_and_prints_the_verdict(tmp_path, capsys):
     assert code == 3
     page = out.read_text(encoding="utf-8")
     assert "<h3>auto</h3>" in page and 'data-verdict="fail"' in page
-    assert "fails max global risk 0.01" in page and "fails global risk ≤ 0.1%" in page
+    assert "Fails the limit given (method auto)" in page and "fails global risk ≤ 0.1%" in page
+    assert "max global risk 0.01:" not in page  # the limit given replaces the default
 
 
 # --- histogram threshold lines ------------------------------------------------------------------

@@ -243,8 +243,8 @@ def test_report_with_protected_file_says_which_file_each_verdict_is_about(tmp_pa
     html = page.read_text(encoding="utf-8")
     top = html[html.index('<div class="verdict'):html.index('<div class="cards">')]
     assert re.search(r'data-verdict="pass">\s*<div class="head">Protected file p\.csv: passes '
-                     r'the thresholds given \(method nb\)</div>', top)
-    assert "Original file o.csv: fails the thresholds given (method nb)" in top
+                     r'the limit given \(method nb\)</div>', top)
+    assert "Original file o.csv: fails the limit given (method nb)" in top
     assert top.index("Protected file p.csv") < top.index("Original file o.csv")
 
 

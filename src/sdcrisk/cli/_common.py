@@ -238,13 +238,18 @@ TABLE_FIGURES = {
 }
 
 
-def add_fail_above(p: argparse.ArgumentParser) -> None:
-    """The repeatable ``--fail-above MEASURE=LIMIT`` option (exit code 3 when exceeded)."""
+def add_fail_above(p: argparse.ArgumentParser, *, verdict: bool = False) -> None:
+    """The repeatable ``--fail-above MEASURE=LIMIT`` option (exit code 3 when exceeded);
+    ``verdict``: the command's page has a verdict that checks the same limits."""
     p.add_argument("--fail-above", action="append", default=[], metavar="MEASURE=LIMIT",
                    help="exit with code 3 (after writing the output) when the estimate of "
                    "MEASURE exceeds LIMIT, e.g. global_risk=0.01 or tau2=5; MEASURE.upper "
                    "uses the interval's upper bound; also sample_uniques, k3_violations; "
-                   "repeatable")
+                   "repeatable" + ("; the page's verdict checks the same limits (every "
+                                   "method; with --protected, the protected file). Without "
+                                   "it the verdict checks the default max global risk "
+                                   "(--max-global-risk, 0.01) and the exit code is 0"
+                                   if verdict else ""))
 
 
 def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
@@ -300,7 +305,7 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
     ParameterError
         A measure that none of the results gives (naming those that exist).
     """
-    from ..report.verdict import figure
+    from ..report.verdict import figure, passes
 
     out = []
     for name, bound, limit in limits:
@@ -310,7 +315,7 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
             if value is None:
                 continue
             compared += 1
-            if value > limit:
+            if not passes(value, limit):  # the report's verdict makes the same check
                 what = name if bound == "estimate" else f"{name} ({bound} bound)"
                 out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label}"
                            + ("" if where is None else f", {where}") + ")")

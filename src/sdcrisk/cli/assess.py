@@ -230,15 +230,16 @@ def _assess(args) -> str | Outcome:
     else:  # MCMC chains, log-linear partitions on these workers / this cluster
         result = est.fit(table, executor=args.scheduler, workers=args.workers)
     breaches = tuple(limit_breaches({result.method: result}, limits))
-    return Outcome(_render(args, result, where), breaches)
+    return Outcome(_render(args, result, where, limits), breaches)
 
 
-def _render(args, result, where: str | None) -> str:
-    """The result in the output format asked for."""
+def _render(args, result, where: str | None, limits=()) -> str:
+    """The result in the output format asked for (the HTML page's verdict checks the
+    ``--fail-above`` limits, as the exit code does)."""
     if args.format == "html":
         from ..report.collect import build_report
 
-        return build_report(result)
+        return build_report(result, limits=list(limits))
     if args.format == "json":
         d = result.to_dict()
         d["provenance"]["seed"] = args.seed

@@ -5,8 +5,11 @@
 
 Fits every method on the same table (default ``auto``, as ``assess``) and writes
 :func:`sdcrisk.report.build_report`'s page (external by default). The first method is the
-headline: the verdict, the cards and every section use it. ``--fail-above`` limits and the
-method's max global risk make the verdict line. With ``--population`` the sample is coded with
+headline: the cards and every section use it. The verdict line and the exit code make one
+check (:func:`sdcrisk.report.verdict.checked_limits`): the ``--fail-above`` limits when given
+(on every method; exit code 3 when one fails), else the method's max global risk (the stated
+default, 0.01 unless ``--max-global-risk``), which the page checks but which does not set the
+exit code (the page says so). With ``--population`` the sample is coded with
 the population's levels, N is the population size and the report adds the true measures, ROC
 and calibration plots. With ``--protected`` the headline method is also fitted on the
 protected file (same keys and N) for a before/after section, and ``--fail-above`` gates the
@@ -64,7 +67,7 @@ def register(sub) -> None:
     r.add_argument("--no-uniqueness", action="store_true",
                    help="leave out the population-uniqueness estimators (ARX models)")
     add_input_arguments(r, formats=("html",))
-    add_fail_above(r)
+    add_fail_above(r, verdict=True)
     r.set_defaults(run=_report)
 
 

@@ -26,6 +26,7 @@ evaluations whatever the number of cells.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -203,16 +204,34 @@ def _euler_series(f, r, p):
     a = f + 1.0 - r
     c = f + 1.0
     total = np.ones_like(f)
-    term = np.ones_like(f)
     active = np.flatnonzero(q > 0)
-    m = 0
-    while active.size and m < 50 * _MAX_TERMS:
-        qa = q[active]
-        term[active] *= qa * (a[active] + m) / (c[active] + m)
-        total[active] += term[active]
-        m += 1
-        bound = term[active] * qa / (1.0 - qa)
-        active = active[bound > _RTOL * total[active]]
+    # in blocks of steps, as _direct_series (sequential accumulation: the same bits as one
+    # step at a time); the terms are at most 1, so nothing is rescaled
+    qa, aa, ca = q[active], a[active], c[active]
+    term, sa = np.ones(active.size), total[active]
+    cap = 50 * _MAX_TERMS
+    m, b = 0, 4
+    while active.size and m < cap:
+        b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - m, max(1, _BLOCK_ENTRIES // active.size)))
+        steps = m + np.arange(b)
+        ratio = qa[:, None] * (aa[:, None] + steps) / (ca[:, None] + steps)
+        ratio[:, 0] *= term
+        terms = np.multiply.accumulate(ratio, axis=1)
+        add = terms.copy()
+        add[:, 0] += sa
+        totals = np.add.accumulate(add, axis=1)
+        bound = terms * qa[:, None] / (1.0 - qa[:, None])
+        event = ~(bound > _RTOL * totals)
+        first = np.argmax(event, axis=1)
+        rows = np.arange(active.size)
+        hit = event[rows, first]
+        total[active[hit]] = totals[hit, first[hit]]
+        keep = ~hit
+        active = active[keep]
+        qa, aa, ca = qa[keep], aa[keep], ca[keep]
+        term, sa = terms[keep, -1], totals[keep, -1]
+        m += b
+    total[active] = sa  # entries stopped by the step cap
     return p / f * total
 
 
@@ -272,28 +291,94 @@ def _direct_series(f, r, p, power: int):
                                 np.ascontiguousarray(p, float), power)
     q = 1.0 - p
     log_scale = r * np.log(p)  # log P(U=0); the terms are carried relative to it
-    term = np.ones_like(f)
     total = 1.0 / f**power
     active = np.flatnonzero(q > 0)
-    j = 0
-    while active.size and j < 50 * _MAX_TERMS:
-        qa = q[active]
-        ratio = qa * (r[active] + j) / (j + 1.0)
-        term[active] *= ratio
-        total[active] += term[active] / (f[active] + j + 1.0) ** power
-        j += 1
-        big = term[active] > 1e250
-        if np.any(big):
-            idx = active[big]
-            term[idx] *= 1e-250
-            total[idx] *= 1e-250
-            log_scale[idx] += 250.0 * np.log(10.0)
-        nxt = qa * (r[active] + j) / (j + 1.0)
-        with np.errstate(divide="ignore"):
-            bound = np.where(nxt < 1, term[active] * nxt / (1.0 - nxt), np.inf)
-        keep = bound / (f[active] + j) ** power > _RTOL * total[active]
-        active = active[keep]
+    # Steps are taken in blocks: b steps of every entry still summing at once, the term's
+    # running product and the sum's running total by sequential accumulation along the
+    # block (np.multiply/add.accumulate: the same IEEE operations in the same order as one
+    # step at a time, so the same bits); each entry stops at its first step whose bound is
+    # met, as before. An entry whose terms pass 1e250 within a block (rescaled then) goes on
+    # alone in Python floats from the block's start, as do the last few entries. A NumPy
+    # step cost ~20 us whatever the number of entries, and slow cells (large r, q near 1)
+    # need thousands of steps (issue: recommend re-fits auto ~150 times).
+    qa, ra, fa = q[active], r[active], f[active]
+    term, sa, la = np.ones(active.size), total[active], log_scale[active]
+    rescale = float(250.0 * np.log(10.0))
+    cap = 50 * _MAX_TERMS
+    j, b = 0, 4
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        # (nxt = 1 gives an infinite bound: summing goes on; past a stop or a 1e250 term a
+        # block's later steps may overflow, and are discarded)
+        while active.size > _SCALAR_TAIL and j < cap:
+            b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - j,
+                        max(1, _BLOCK_ENTRIES // active.size)))
+            steps = j + np.arange(b)
+            ratio = qa[:, None] * (ra[:, None] + steps) / (steps + 1.0)
+            ratio[:, 0] *= term
+            terms = np.multiply.accumulate(ratio, axis=1)
+            d = fa[:, None] + steps + 1.0
+            add = terms / (d if power == 1 else d * d)
+            add[:, 0] += sa
+            totals = np.add.accumulate(add, axis=1)
+            after = steps + 1
+            nxt = qa[:, None] * (ra[:, None] + after) / (after + 1.0)
+            bound = np.where(nxt < 1, terms * nxt / (1.0 - nxt), np.inf)
+            d = fa[:, None] + after
+            big = terms > 1e250
+            event = big | ~(bound / (d if power == 1 else d * d) > _RTOL * totals)
+            first = np.argmax(event, axis=1)
+            rows = np.arange(active.size)
+            hit = event[rows, first]
+            stop = hit & ~big[rows, first]
+            over = hit & big[rows, first]
+            done = active[stop]
+            total[done] = totals[stop, first[stop]]
+            log_scale[done] = la[stop]
+            for i in np.flatnonzero(over).tolist():
+                total[active[i]], log_scale[active[i]] = _direct_tail(
+                    float(qa[i]), float(ra[i]), float(fa[i]), float(term[i]), float(sa[i]),
+                    float(la[i]), j, power, rescale)
+            keep = ~hit
+            active = active[keep]
+            qa, ra, fa, la = qa[keep], ra[keep], fa[keep], la[keep]
+            term, sa = terms[keep, -1], totals[keep, -1]
+            j += b
+    for i in range(active.size):  # the last few entries, or those stopped by the step cap
+        total[active[i]], log_scale[active[i]] = _direct_tail(
+            float(qa[i]), float(ra[i]), float(fa[i]), float(term[i]), float(sa[i]),
+            float(la[i]), j, power, rescale)
     return total * np.exp(log_scale)
+
+
+#: the direct series' blocks: at most this many steps, and about this many (entry, step)
+#: values per block array (a dozen such arrays: ~25 MB)
+_MAX_BLOCK_STEPS = 1024
+_BLOCK_ENTRIES = 1 << 18
+#: the direct series sums its last entries (at most this many) one at a time in Python floats:
+#: a NumPy step costs ~20 us whatever the number of entries, and a few slow cells (large r,
+#: q near 1) need thousands of steps after the others have finished
+_SCALAR_TAIL = 8
+
+
+def _direct_tail(q: float, r: float, f: float, term: float, total: float, log_scale: float,
+                 j: int, power: int, rescale: float) -> tuple[float, float]:
+    """One entry of :func:`_direct_series` from step ``j`` on: the same IEEE operations in
+    the same order as the array loop (``x ** 2`` is ``x * x`` in NumPy), so the same bits."""
+    while j < 50 * _MAX_TERMS:
+        term *= q * (r + j) / (j + 1.0)
+        d = f + j + 1.0
+        total += term / (d if power == 1 else d * d)
+        j += 1
+        if term > 1e250:
+            term *= 1e-250
+            total *= 1e-250
+            log_scale += rescale
+        nxt = q * (r + j) / (j + 1.0)
+        bound = term * nxt / (1.0 - nxt) if nxt < 1 else math.inf
+        d = f + j
+        if not bound / (d if power == 1 else d * d) > _RTOL * total:
+            break
+    return total, log_scale
 
 
 def _log_pgf_at(s: float, r: float, p: float) -> float:

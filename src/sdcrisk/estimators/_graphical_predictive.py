@@ -227,6 +227,20 @@ class _Family:
     cum: np.ndarray  # cumulative counts in that order
     offset: np.ndarray  # per parent cell: counts of the family cells of earlier parents
     code_col: int  # column of v in the family margin's codes
+    #: the family cell of every record rank 0..n-1 in that order (``order[searchsorted(cum,
+    #: rank, side="right")]`` by indexing); None above ``RANKS_MAX`` records
+    by_rank: np.ndarray | None = None
+
+    def cells_at(self, ranks: np.ndarray) -> np.ndarray:
+        """The family cell holding each record rank (0 <= rank < n)."""
+        if self.by_rank is not None:
+            return self.by_rank[ranks]
+        return self.order[np.searchsorted(self.cum, ranks, side="right")]
+
+
+#: records up to which a family keeps the cell of every record rank (8 bytes each) instead
+#: of a binary search per drawn cell (the importance sampling draws ~200,000 cells per fit)
+RANKS_MAX = 1 << 22
 
 
 def _family(margins: Margins, a_mask: int, b_mask: int, v: int) -> _Family:
@@ -237,16 +251,32 @@ def _family(margins: Margins, a_mask: int, b_mask: int, v: int) -> _Family:
     cum = np.cumsum(fam.counts[order])
     parent_totals = np.bincount(parent, weights=fam.counts, minlength=len(par.counts))
     offset = np.concatenate([[0], np.cumsum(parent_totals)[:-1]]).astype(np.int64)
-    return _Family(order, cum, offset, fam.variables.index(v))
+    by_rank = (np.repeat(order, fam.counts[order]) if len(cum) and cum[-1] <= RANKS_MAX
+               else None)
+    return _Family(order, cum, offset, fam.variables.index(v), by_rank)
+
+
+def _lookup(margins: Margins, mask: int, codes: np.ndarray, memo: dict | None) -> np.ndarray:
+    """Margin cell of each row of ``codes`` on the margin ``mask`` (-1 if empty); ``memo``
+    keeps them by mask for the same draws (the parents looked up while drawing are looked up
+    again for the moments, and a family margin is often another factor's parent)."""
+    got = None if memo is None else memo.get(mask)
+    if got is None:
+        m = margins(mask)
+        got = m.lookup(codes[:, list(m.variables)])
+        if memo is not None:
+            memo[mask] = got
+    return got
 
 
 def sample_cells(graph: DecomposableGraph, margins: Margins, prior_weight: float, size: int,
-                 rng: np.random.Generator) -> np.ndarray:
+                 rng: np.random.Generator, *, memo: dict | None = None) -> np.ndarray:
     """Draws of cells (codes, shape (size, J)) from q(i) = E[pi_i | m, f].
 
     Ancestral sampling along the perfect numbering: v given its parents i_B is drawn from
     ``(a_A + f_A(., i_B)) / (a_B + f_B(i_B))``, the mixture of the empirical conditional
     (weight f_B / (a_B + f_B)) and the uniform law on the d_v levels (weight a_B / (a_B + f_B)).
+    ``memo`` (a dict) receives the parents' lookups, for :func:`cell_moments` on these draws.
     """
     params = factor_params(graph, margins, prior_weight)
     codes = np.zeros((size, margins.n_vertices), np.int64)
@@ -254,8 +284,8 @@ def sample_cells(graph: DecomposableGraph, margins: Margins, prior_weight: float
         par = margins(b_mask)
         if b_mask == 0:
             pidx = np.zeros(size, np.int64)
-        else:
-            pidx = par.lookup(codes[:, list(par.variables)])
+        else:  # the parents come earlier in the numbering: their codes are final
+            pidx = _lookup(margins, b_mask, codes, memo)
         f_b = np.where(pidx >= 0, par.counts[np.maximum(pidx, 0)], 0).astype(float)
         empirical = rng.random(size) * (a_b + f_b) < f_b
         out = rng.integers(0, margins.n_levels[v], size)
@@ -263,23 +293,22 @@ def sample_cells(graph: DecomposableGraph, margins: Margins, prior_weight: float
         if idx.size:
             fam = _family(margins, a_mask, b_mask, v)
             r = np.floor(rng.random(idx.size) * f_b[idx]).astype(np.int64)
-            target = fam.offset[pidx[idx]] + r
-            pos = np.searchsorted(fam.cum, target, side="right")
-            cell = fam.order[pos]
+            cell = fam.cells_at(fam.offset[pidx[idx]] + r)
             out[idx] = margins(a_mask).codes[cell, fam.code_col]
         codes[:, v] = out
     return codes
 
 
 def cell_moments(graph: DecomposableGraph, margins: Margins, prior_weight: float,
-                 codes: np.ndarray) -> CellMoments:
-    """FW eq (19) moments of arbitrary cells given by their codes (empty margins count 0)."""
+                 codes: np.ndarray, *, memo: dict | None = None) -> CellMoments:
+    """FW eq (19) moments of arbitrary cells given by their codes (empty margins count 0);
+    ``memo``: the lookups already made on these codes, by margin mask (added to)."""
     params = factor_params(graph, margins, prior_weight)
     fams, pars = [], []
     for a_mask, b_mask, _, _ in params:
         for mask, out in ((a_mask, fams), (b_mask, pars)):
             m = margins(mask)
-            idx = m.lookup(codes[:, list(m.variables)])
+            idx = _lookup(margins, mask, codes, memo)
             out.append(np.where(idx >= 0, m.counts[np.maximum(idx, 0)], 0))
     return moments_from_counts(params, fams, pars)
 
@@ -299,9 +328,10 @@ def unobserved_importance(graph: DecomposableGraph, margins: Margins, prior_weig
     chunk = 1 << 16
     for start in range(0, draws, chunk):
         size = min(chunk, draws - start)
-        codes = sample_cells(graph, margins, prior_weight, size, rng)
-        mom = cell_moments(graph, margins, prior_weight, codes)
-        unseen = margins(full).lookup(codes) < 0
+        memo: dict = {}  # margin lookups of this chunk's draws, made once each
+        codes = sample_cells(graph, margins, prior_weight, size, rng, memo=memo)
+        mom = cell_moments(graph, margins, prior_weight, codes, memo=memo)
+        unseen = _lookup(margins, full, codes, memo) < 0
         w = np.exp(log_prob_one(mom, u) - mom.log_mean)
         values[start:start + size] = np.where(unseen, w, 0.0)
     est = float(values.mean())

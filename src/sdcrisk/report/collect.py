@@ -655,10 +655,13 @@ def build_report(
     date : str, optional
         Date printed in the header (default today, ISO format).
     limits : dict, optional
-        Thresholds of the verdict line besides the method's ``max_global_risk``:
+        The limits the verdict line checks:
         ``{"global_risk": 0.01, "tau2.upper": 5, "k3_violations": 0}`` (MEASURE[.BOUND] ->
-        largest acceptable value; the CLI's ``--fail-above``). The verdict says "passes" or
-        "fails" for each, for the headline method.
+        largest acceptable value; the CLI's ``--fail-above``, whose exit code makes the same
+        check). The verdict says "passes" or "fails" for each, for the headline method, and
+        fails when another method fails. Without limits it checks the stated default, the
+        method's ``max_global_risk`` on the global risk, and says that this does not set the
+        CLI's exit code (:func:`sdcrisk.report.verdict.checked_limits`).
     protected : RiskResult, optional
         The same method fitted on the protected version of the file (same keys and N): adds
         a before/after section (measures, sample uniques, k-anonymity violations, missing

@@ -75,7 +75,9 @@ def _cards(data: dict) -> list[dict]:
 def _verdicts(data: dict, scrub) -> list[dict]:
     """The verdict banners: the headline method's on the file, and with a protected file
     first the protected file's (the one to release, and the one ``--fail-above`` gates),
-    each naming its file."""
+    each naming its file. Each checks the limits of :func:`.verdict.checked_limits` (those
+    given, else the method's default max global risk) and says whether it sets the exit
+    code."""
     v = _verdict(data)
     prot = data.get("protected")
     if v is None or prot is None:
@@ -84,12 +86,16 @@ def _verdicts(data: dict, scrub) -> list[dict]:
     v["file"] = f"Original file {scrub(data['table'].source)}: "
     if p is None:
         return [v]
-    p.update(others_failing=[], source=v["source"],
-             file=f"Protected file {scrub(prot['source'])}: ")
+    if v["given"]:  # the exit code follows the protected file only
+        v["source"] = ("limits checked: those given (--fail-above); the exit code follows the "
+                       "protected file's verdict above, not this one")
+    p.update(others_failing=[], file=f"Protected file {scrub(prot['source'])}: ")
     return [p, v]
 
 
 def _verdict(data: dict) -> dict | None:
+    """The headline method's verdict; it fails too when another method of the report fails
+    (``--fail-above`` checks every method, so the exit code does)."""
     head = data["results"][data["primary"]]
     v = verdict(head, data["limits"])
     if v is None:
@@ -102,8 +108,9 @@ def _verdict(data: dict) -> dict | None:
         if o is not None and not o["passes"]:
             others.append(lab)
     v["others_failing"] = others
-    v["source"] = ("thresholds: the method's max global risk"
-                   + (" and the limits given (--fail-above)" if data["limits"] else ""))
+    v["headline_passes"] = v["passes"]
+    v["headline_checked"] = any(c["passes"] is not None for c in v["checks"])
+    v["passes"] = v["passes"] and not others
     return v
 
 

@@ -1,7 +1,10 @@
-"""The verdict line of the report: does a result pass its thresholds?
+"""The verdict line of the report: does a result pass the limits this run checks?
 
-The thresholds are the ones given: the method's ``max_global_risk`` and the limits of
-``build_report(limits=...)`` (the CLI's ``--fail-above MEASURE=LIMIT``).
+One rule, shared by the report page and the CLI's exit code (:func:`checked_limits`): the
+limits given (``build_report(limits=...)``, the CLI's ``--fail-above MEASURE=LIMIT``) when
+there are any; otherwise the stated default, the method's ``max_global_risk`` on the global
+risk estimate. Only given limits set the exit code (3 when the verdict fails); a verdict on the
+default says that it does not.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 from ..exceptions import ParameterError
 from .formats import fmt, pct
 
-__all__ = ["verdict", "normalise_limits", "figure"]
+__all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes"]
 
 
 _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records violating "
@@ -32,6 +35,27 @@ def figure(res, name: str, bound: str = "estimate") -> float | None:
     return None if m is None else getattr(m, bound)
 
 
+def passes(value: float, limit: float) -> bool:
+    """Whether a figure passes its limit: at or below it (a NaN figure fails). The one
+    comparison of the report's verdict and the CLI's ``--fail-above``."""
+    return bool(value <= limit)
+
+
+def checked_limits(res, limits: Sequence[tuple[str, str, float]]
+                   ) -> tuple[list[tuple[str, str, float]], bool]:
+    """The limits a run checks on ``res``, and whether they were given.
+
+    The limits given (normalised, see :func:`normalise_limits`) when there are any; else the
+    stated default: ``("global_risk", "estimate", max_global_risk)`` with the method's
+    ``max_global_risk`` (none when the result has no such threshold). The report's verdict
+    checks these; the CLI's exit code follows the same check for given limits only.
+    """
+    if limits:
+        return list(limits), True
+    target = res.thresholds.get("max_global_risk")
+    return ([] if target is None else [("global_risk", "estimate", float(target))]), False
+
+
 def _limit_text(name: str, bound: str, limit: float) -> str:
     what = _TABLE_FIGURES.get(name, name.replace("_", " "))
     if bound != "estimate":
@@ -40,40 +64,61 @@ def _limit_text(name: str, bound: str, limit: float) -> str:
     return f"{what} ≤ {shown}"
 
 
-def verdict(res, limits) -> dict | None:
-    """Pass/fail of one result against its max global risk and the limits given.
+def _default_text(res, ok: bool, limit: float) -> str:
+    gr = res.measures["global_risk"]
+    text = (f"{'passes' if ok else 'fails'} max global risk {fmt(limit)}: global "
+            f"risk {fmt(gr.estimate)} ({pct(gr.estimate)} of the records expected to be "
+            "re-identified)")
+    if gr.upper is not None:
+        text += f", upper {gr.level:.0%} bound {pct(gr.upper)}"
+    return text
 
-    Returns ``{"passes": bool, "checks": [{"passes", "text"}], "method"}`` or None when
-    there is nothing to check.
+
+def verdict(res, limits) -> dict | None:
+    """Pass/fail of one result against the limits this run checks (:func:`checked_limits`).
+
+    Returns ``{"passes", "checks": [{"passes", "text"}], "method", "given", "what",
+    "source"}`` or None when there is nothing to check. ``given`` says whether the limits
+    were given (they set the CLI's exit code) or are the method's default max global risk
+    (they do not); ``what`` and ``source`` say so in words. A limit given on a figure the
+    result lacks is listed as not checked (``passes`` None; the other methods may have it).
     """
+    limits = normalise_limits(limits)
+    checked, given = checked_limits(res, limits)
     checks = []
-    target = res.thresholds.get("max_global_risk")
-    gr = res.measures.get("global_risk")
-    if target is not None and gr is not None and gr.estimate is not None:
-        ok = gr.estimate <= target
-        text = (f"{'passes' if ok else 'fails'} max global risk {fmt(float(target))}: global "
-                f"risk {fmt(gr.estimate)} ({pct(gr.estimate)} of the records expected to be "
-                "re-identified)")
-        if gr.upper is not None:
-            text += f", upper {gr.level:.0%} bound {pct(gr.upper)}"
-        checks.append({"passes": ok, "text": text})
-    for name, bound, limit in limits:
-        if (name, bound) == ("global_risk", "estimate") and target is not None \
-                and limit == target:
-            continue  # the same check as the method's max global risk
+    for name, bound, limit in checked:
         value = figure(res, name, bound)
-        if value is None:
+        if value is None:  # said, so that a page with limits given always has its verdict
+            if given:
+                what = name if bound == "estimate" else f"{bound} bound of {name}"
+                checks.append({"passes": None, "text": f"not checked: "
+                               f"{_limit_text(name, bound, limit)} (method {res.method} gives "
+                               f"no {what})"})
             continue
-        ok = value <= limit
-        shown = pct(value) if name == "global_risk" else fmt(value)
-        checks.append({"passes": ok, "text": f"{'passes' if ok else 'fails'} "
-                       f"{_limit_text(name, bound, limit)}: {shown}"})
+        ok = passes(value, limit)
+        if not given:
+            text = _default_text(res, ok, limit)
+        else:
+            shown = pct(value) if name == "global_risk" else fmt(value)
+            text = f"{'passes' if ok else 'fails'} {_limit_text(name, bound, limit)}: {shown}"
+        checks.append({"passes": ok, "text": text})
     if not checks:
         return None
-    return {"passes": all(c["passes"] for c in checks), "checks": checks,
-            "method": res.method}
-
-
+    target = res.thresholds.get("max_global_risk")
+    if given:
+        what = "the limit given" if len(checked) == 1 else "the limits given"
+        source = ("limits checked: those given (--fail-above), which set the exit code (3 "
+                  "when this verdict fails)")
+        if target is not None:
+            source += (f"; the default max global risk {fmt(float(target))} is checked only "
+                       "when no limit is given")
+    else:
+        what = "the default limit"
+        source = (f"limit checked: the default, the method's max global risk "
+                  f"{fmt(float(target))} (--max-global-risk); no limit was given "
+                  "(--fail-above), so this verdict does not set the exit code (0)")
+    return {"passes": all(c["passes"] is not False for c in checks), "checks": checks,
+            "method": res.method, "given": given, "what": what, "source": source}
 
 
 def normalise_limits(limits: Any) -> list[tuple[str, str, float]]:
