@@ -17,6 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..data.sizes import short_repr
 from ..exceptions import ParameterError
 from . import _nb
 from .predictive import CellPredictive
@@ -322,13 +323,66 @@ def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
-    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class."""
-    scores = np.asarray(scores, float)
-    labels = np.asarray(labels, bool)
-    if scores.ndim != 1 or scores.shape != labels.shape:
+    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class.
+
+    Parameters
+    ----------
+    scores : array of float
+        One risk score per record (or cell); larger means more at risk. Infinite scores rank
+        first or last.
+    labels : array of 0/1 or bool
+        Whether each record is a positive (e.g. population unique), one per score.
+
+    Returns
+    -------
+    float or None
+        P(score of a random positive > score of a random negative) + 1/2 P(tie); None when
+        every label is the same (the AUC is then undefined).
+
+    Raises
+    ------
+    ParameterError
+        Scores and labels of different lengths or not 1-d; a score that is NaN or not a
+        number (the message says how many and where the first is: a missing score is refused
+        rather than dropped, because dropping records changes the AUC of the rest and hides
+        an upstream fault); a label other than 0/1 or True/False.
+
+    Notes
+    -----
+    AUC = (R_+ - n_+ (n_+ + 1) / 2) / (n_+ n_-), where R_+ is the sum over positives of the
+    mid-ranks of their scores among all scores (Mann-Whitney U / (n_+ n_-)).
+
+    Examples
+    --------
+    >>> roc_auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])  # 3 of the 4 pairs ordered
+    0.75
+    """
+    try:
+        scores = np.asarray(scores, float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"roc_auc: scores={short_repr(scores)} must be numbers, one "
+                             "per record") from None
+    raw = np.asarray(labels)
+    if scores.ndim != 1 or scores.shape != raw.shape:
         raise ParameterError(f"roc_auc: scores (shape {scores.shape}) and labels (shape "
-                             f"{labels.shape}) must be 1-d and of the same length, one per "
+                             f"{raw.shape}) must be 1-d and of the same length, one per "
                              "record")
+    if raw.dtype != bool:
+        try:
+            is_binary = raw.dtype.kind in "iuf" and bool(np.all((raw == 0) | (raw == 1)))
+        except TypeError:  # pragma: no cover - numpy comparison of odd objects
+            is_binary = False
+        if not is_binary:
+            bad = next((v for v in raw.tolist() if v not in (0, 1)), raw.tolist()[:1])
+            raise ParameterError(f"roc_auc: labels must be 0/1 or True/False (1 = positive), "
+                                 f"one per record; got {short_repr(bad)}")
+    labels = raw.astype(bool)
+    missing = np.isnan(scores)
+    if missing.any():
+        raise ParameterError(
+            f"roc_auc: {int(missing.sum())} of the {scores.size} scores are NaN (the first at "
+            f"position {int(np.flatnonzero(missing)[0])}); the AUC ranks every score: drop "
+            "those records from both scores and labels, or fix what produced the NaN")
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
     if n_pos == 0 or n_neg == 0:

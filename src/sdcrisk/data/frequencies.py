@@ -137,9 +137,14 @@ class FrequencyTable:
         return int(self.cells.sum())
 
     @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Levels of each key (missing values are a category of their own here)."""
+        return tuple(len(lv) for lv in self.levels)
+
+    @property
     def cell_space(self) -> int:
         """K = product of the numbers of levels (exact Python int)."""
-        return math.prod(len(lv) for lv in self.levels)
+        return math.prod(self.n_categories)
 
     @property
     def sample_uniques(self) -> int:

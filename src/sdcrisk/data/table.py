@@ -28,7 +28,7 @@ from .sizes import (
 )
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
-           "check_keys"]
+           "check_keys", "key_categories"]
 
 MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
@@ -90,9 +90,16 @@ class Microdata:
         return tuple(len(lv) for lv in self.levels)
 
     @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Categories of each key: its levels, less the missing level under
+        ``missing="wildcard"`` (see :func:`key_categories`)."""
+        return key_categories(self.levels, self.missing == "wildcard")
+
+    @property
     def cell_space(self) -> int:
-        """K: the number of cells of the full cross-classification (an exact Python int)."""
-        return math.prod(self.n_levels)
+        """K: the number of cells of the full cross-classification (an exact Python int);
+        under ``missing="wildcard"`` a missing value is not a category of its own."""
+        return math.prod(self.n_categories)
 
     @property
     def sampling_fraction(self) -> float:
@@ -110,7 +117,7 @@ class Microdata:
         import html
 
         rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
-                       for k, m in zip(self.keys, self.n_levels, strict=True))
+                       for k, m in zip(self.keys, self.n_categories, strict=True))
         return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
@@ -257,6 +264,24 @@ class Microdata:
                             "population_size_source": how})
 
 
+
+
+def key_categories(levels: Sequence[Sequence], wildcard: bool) -> tuple[int, ...]:
+    """The number of categories of each key, whose product is the key space K.
+
+    Under ``missing="category"`` every level counts, the missing level (``None``) too. Under
+    ``missing="wildcard"`` a missing value matches every category (sdcMicro's ``freqCalc``)
+    and is not a category itself, so ``None`` is not counted; a key whose every value is
+    missing then counts as one category (it separates no one).
+
+    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=True)
+    (2, 2)
+    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=False)
+    (3, 3)
+    """
+    if not wildcard:
+        return tuple(len(lv) for lv in levels)
+    return tuple(max(1, len(lv) - (None in lv)) for lv in levels)
 
 
 def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
@@ -564,9 +589,16 @@ class CellTable:
         return int(self.counts.shape[0])
 
     @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Categories of each key: its levels, less the missing level when the table holds
+        wildcard counts (see :func:`key_categories`)."""
+        return key_categories(self.levels, self.wildcard is not None)
+
+    @property
     def cell_space(self) -> int:
-        """K = product of the numbers of levels (exact Python int)."""
-        return math.prod(len(lv) for lv in self.levels)
+        """K = product of the numbers of categories (exact Python int); with wildcard counts
+        (``missing="wildcard"``) a missing value is not a category of its own."""
+        return math.prod(self.n_categories)
 
     @property
     def sample_uniques(self) -> int:
@@ -589,8 +621,8 @@ class CellTable:
         key values: they can disclose)."""
         import html
 
-        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{len(lv)}</td></tr>"
-                       for k, lv in zip(self.keys, self.levels, strict=True))
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
+                       for k, m in zip(self.keys, self.n_categories, strict=True))
         return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
@@ -611,10 +643,55 @@ class CellTable:
             got = _FINGERPRINTS[self] = h.hexdigest()[:16]
         return got
 
-    def cell_labels(self, cells: np.ndarray | None = None) -> list[tuple]:
-        """Category labels of (some) observed cells, as tuples in key order."""
-        codes = self.cell_codes if cells is None else self.cell_codes[np.asarray(cells)]
+    def cell_labels(self, cells: Sequence[int] | np.ndarray | None = None) -> list[tuple]:
+        """Category labels of (some) observed cells, as tuples in key order.
+
+        Parameters
+        ----------
+        cells : sequence of int or array, optional
+            Cell indices in ``[0, n_cells)`` (as in ``table.counts``), or a boolean mask of
+            length ``n_cells``; default every observed cell.
+
+        Raises
+        ------
+        ParameterError
+            An index that is not an integer, is negative or is ``n_cells`` or more, or a
+            mask of another length; the message names the value and the valid range.
+        """
+        codes = self.cell_codes if cells is None else self.cell_codes[self._cell_index(cells)]
         return [tuple(self.levels[j][c] for j, c in enumerate(row)) for row in codes.tolist()]
+
+    def _cell_index(self, cells) -> np.ndarray:
+        """``cells`` as an integer index array into the observed cells (see cell_labels)."""
+        k = int(self.n_cells)
+        where = f"cells must be indices of observed cells, integers in [0, {k - 1}] " \
+                f"(the table has n_cells={k})"
+        if isinstance(cells, Iterable) and not isinstance(cells, str | bytes | Mapping
+                                                             | np.ndarray):
+            cells = list(cells)
+        try:
+            arr = np.asarray(cells)
+        except (TypeError, ValueError):  # ragged
+            arr = np.zeros((0, 0))
+        if isinstance(cells, str | bytes | Mapping) or arr.ndim != 1:
+            raise ParameterError(f"cells={short_repr(cells)}: {where}; give a list or a "
+                                 "1-d array of them")
+        if arr.dtype == bool:
+            if arr.size != k:
+                raise ParameterError(f"cells is a boolean mask of length {arr.size}; a mask "
+                                     f"must have one entry per observed cell ({k})")
+            return np.flatnonzero(arr)
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.intp)
+        if arr.dtype.kind not in "iu":
+            bad = next((v for v in arr.ravel().tolist()
+                        if isinstance(v, bool) or not isinstance(v, int)), arr.ravel()[0])
+            raise ParameterError(f"cells contains {short_repr(bad)}: {where}")
+        out_of_range = (arr < 0) | (arr >= k)
+        if out_of_range.any():
+            bad = arr[out_of_range][0]
+            raise ParameterError(f"cells contains {int(bad)}: {where}")
+        return arr.astype(np.intp, copy=False)
 
     def dense_counts(self, *, dtype=np.float64, limit: int | None = None) -> np.ndarray:
         """f over the whole key space as an array of shape ``n_levels`` (for log-linear IPF).

@@ -110,7 +110,7 @@ def _verdict(data: dict) -> dict | None:
 # --- sections ---------------------------------------------------------------------------------
 def _file_section(data: dict) -> dict:
     t = data["table"]
-    keys = ", ".join(f"{k} ({len(lv)})" for k, lv in zip(t.keys, t.levels, strict=True))
+    keys = ", ".join(f"{k} ({m})" for k, m in zip(t.keys, t.n_categories, strict=True))
     items = [("source", t.source), ("records n", fmt(t.n)),
              ("population N", f"{fmt(float(t.population_size))} "
                               f"({population_source(t.population_size_source)})"),
