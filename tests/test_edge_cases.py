@@ -135,3 +135,121 @@ def test_key_space_under_wildcard_through_the_cli(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0
     assert "cell space K = 4;" in out
+
+
+# --- every option of every registered estimator ----------------------------------------------
+
+def _option_cases():
+    import dataclasses
+
+    from sdcrisk.estimators import MODELS
+
+    return [(name, f.name) for name in MODELS for f in dataclasses.fields(MODELS[name])]
+
+
+#: (method, option, value) a constructor accepts: yes/no options take True; options that take
+#: text (a formula, a file, a spec) check the text against the table in fit (tested below)
+ACCEPTED = {
+    ("hdp", "compat_bnpdr", True), ("mixed-membership", "compat_bnpdr", True),
+    ("hdp", "progress", True), ("mixed-membership", "progress", True),
+    ("hdp", "block_moves", True),
+    ("loglinear", "terms", "x"), ("loglinear", "partition", "x"),
+    ("loglinear", "structural_zeros", "x"), ("hdp", "structural_zeros", "x"),
+    ("mixed-membership", "structural_zeros", "x"),
+}
+
+
+class _Thing:
+    def __repr__(self):
+        return "<thing>"
+
+
+@pytest.mark.parametrize(("name", "option"), _option_cases(), ids="-".join)
+def test_every_option_refuses_wrong_values_by_name(name, option):
+    """Each option of each registered estimator, given a value of a wrong kind, a NaN, a
+    negative number, text or a bool: ParameterError naming the option (never TypeError from a
+    comparison, never a bool read as 1, never accepted silently) unless listed in ACCEPTED."""
+    from sdcrisk.estimators import MODELS
+
+    for value in (_Thing(), float("nan"), -1, "x", True):
+        if (name, option, value) in ACCEPTED:
+            MODELS[name](**{option: value})
+            continue
+        with pytest.raises(ParameterError) as info:
+            MODELS[name](**{option: value})
+        assert f"{option}=" in str(info.value), (option, value, str(info.value))
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    # each was accepted: read by its truth value
+    (lambda: sdcrisk.LogLinearRisk(terms="all-2-way", weighted=0), "weighted=0 must be True"),
+    (lambda: sdcrisk.LogLinearRisk(terms="all-2-way", weighted="no"),
+     "weighted='no' must be True or False"),
+    (lambda: sdcrisk.HdpRisk(compat_bnpdr="yes"), "compat_bnpdr='yes' must be True or False"),
+    (lambda: sdcrisk.MixedMembershipRisk(progress=1), "progress=1 must be True, False or None"),
+    (lambda: sdcrisk.GraphicalRisk(prior_weight=True), "prior_weight=True must be a positive"),
+    (lambda: sdcrisk.GraphicalRisk(window=True), "window=True must be a ratio"),
+    (lambda: sdcrisk.GraphicalRisk(max_enumerated_cells=False), "max_enumerated_cells=False"),
+    # TypeError 'cannot unpack non-iterable int object' / 'int object is not iterable' /
+    # ValueError 'not enough values to unpack' in fit
+    (lambda: sdcrisk.LogLinearRisk(partition=3), "partition=3 must be a string VAR:BANDS"),
+    (lambda: sdcrisk.LogLinearRisk(partition=True), "partition=True"),
+    (lambda: sdcrisk.LogLinearRisk(partition=("a",)), "partition=('a',)"),
+    (lambda: sdcrisk.LogLinearRisk(partition=("a", 3)), "partition=('a', 3)"),
+    (lambda: sdcrisk.LogLinearRisk(partition=("a", [1])), "partition=('a', [1])"),
+    (lambda: sdcrisk.LogLinearRisk(partition=("a", [[[0]]])), "(variable, [[levels of band"),
+    (lambda: sdcrisk.LogLinearRisk(partition={"a": 2}), "partition={'a': 2}"),
+    # a slip of the exponent: MemoryError (14.6 TiB) / EM starts that never end
+    (lambda: sdcrisk.PitmanYorRisk(draws=10**12), "draws=1000000000000 is too many"),
+    (lambda: sdcrisk.LatentClassRisk(starts=10**12), "starts=1000000000000 is too many"),
+])
+def test_options_refused_that_were_accepted(make, words):
+    with pytest.raises(ParameterError) as info:
+        make()
+    assert words in str(info.value)
+
+
+def test_option_bounds_are_inclusive():
+    sdcrisk.PitmanYorRisk(draws=1_000_000)
+    sdcrisk.PitmanYorRisk(draws=0)  # the predictive interval only
+    sdcrisk.LatentClassRisk(starts=1_000)
+    sdcrisk.GraphicalRisk(prior_weight=np.float64(2.0), window=np.int64(5),
+                          max_enumerated_cells=np.int64(0))
+    sdcrisk.LogLinearRisk(terms="all-2-way", weighted=np.bool_(True),
+                          partition=["a", [["x"], ["y"]]])
+
+
+@pytest.fixture(scope="module")
+def key_table():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(0, 3, 60), "b": rng.integers(0, 4, 60),
+                          "c": rng.integers(0, 2, 60)})
+    return tabulate(Microdata.from_source(frame, keys=["a", "b", "c"], population_size=3000))
+
+
+@pytest.mark.parametrize(("make", "error", "words"), [
+    (lambda: sdcrisk.LogLinearRisk(partition="x"), ParameterError, "partition='x'; use VAR"),
+    (lambda: sdcrisk.LogLinearRisk(partition=("zz", [[0]])), ParameterError, "'zz' is not a key"),
+    (lambda: sdcrisk.LogLinearRisk(terms="x"), ParameterError, "cannot read model term 'x'"),
+    (lambda: sdcrisk.LogLinearRisk(structural_zeros="x"), sdcrisk.InputError,
+     "structural-zeros file not found: 'x'"),
+    # TypeError: 'int' object is not iterable / unhashable type: 'dict'
+    (lambda: sdcrisk.LogLinearRisk(terms="all-2-way", structural_zeros=[1]), sdcrisk.InputError,
+     "structural-zero condition 1 is 1: give a mapping"),
+    (lambda: sdcrisk.LogLinearRisk(terms="all-2-way", structural_zeros=["ab"]),
+     sdcrisk.InputError, "structural-zero condition 1 is 'ab'"),
+    (lambda: sdcrisk.LogLinearRisk(terms="all-2-way", structural_zeros=[{"a": {}}]),
+     sdcrisk.InputError, "{} for 'a' is not a level label"),
+])
+def test_text_options_are_checked_against_the_table(key_table, make, error, words):
+    with pytest.raises(error) as info:
+        make().fit(key_table)
+    assert words in str(info.value)
+
+
+def test_pitman_yor_zero_draws_gives_the_predictive_interval(key_table):
+    """draws=0 leaves out the parameter band: the same estimate, an interval no wider."""
+    zero = sdcrisk.PitmanYorRisk(draws=0).fit(key_table).measures["tau1"]
+    some = sdcrisk.PitmanYorRisk(draws=400).fit(key_table).measures["tau1"]
+    assert zero.estimate == some.estimate
+    assert zero.lower >= some.lower - 1e-12 and zero.upper <= some.upper + 1e-12

@@ -25,13 +25,15 @@ from ..data.sizes import (
     check_memory_limit,
     check_population_size,
     memory_limit_scope,
+    short_repr,
 )
 from ..data.table import CellTable
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
 __all__ = ["Estimator", "CountGroups", "count_groups", "grouped_memory",
-           "reidentification_measures", "MAX_BOOTSTRAP", "check_bootstrap"]
+           "reidentification_measures", "MAX_BOOTSTRAP", "check_bootstrap", "check_bool",
+           "check_int", "check_seed"]
 
 #: float64 arrays of length n_cells a fit holds at its peak by default: f, the predictive
 #: law's parameters, E[1/F], E[1/F^2], P(U=0), mean, variance, the measures' intermediates
@@ -164,6 +166,16 @@ def check_int(name: str, value: Any, low: int) -> None:
     """An integer option (not a bool, a float or text) of at least ``low`` (ParameterError)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
+
+
+def check_bool(name: str, value: Any, *, optional: bool = False) -> None:
+    """A yes/no option is True or False (None too when ``optional``), not 0, 1 or text that
+    would be read by its truth value (ParameterError naming ``name``)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, bool | np.bool_):
+        allowed = "True, False or None" if optional else "True or False"
+        raise ParameterError(f"{name}={short_repr(value)} must be {allowed}")
 
 
 def check_seed(seed: Any, name: str = "random_state") -> None:

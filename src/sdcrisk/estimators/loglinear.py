@@ -14,6 +14,7 @@ import itertools
 import math
 import time
 import warnings
+from collections.abc import Hashable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
-from ..data.sizes import check_number
+from ..data.sizes import check_number, short_repr
 from ..data.structural_zeros import (
     structural_zeros_of_table,
     structural_zeros_option,
@@ -31,7 +32,7 @@ from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _factored, _ipf
-from ._base import Estimator, check_bootstrap, check_int
+from ._base import Estimator, check_bool, check_bootstrap, check_int
 from ._minerror import dense_sums, h1, h2, minimum_error, minimum_error_observed
 from ._modrisk import modrisk_measures
 
@@ -294,6 +295,8 @@ class LogLinearRisk(Estimator):
         check_bootstrap(self.bootstrap)
         if self.max_added_terms is not None:
             check_int("max_added_terms", self.max_added_terms, 0)
+        check_bool("weighted", self.weighted)
+        check_partition_syntax(self.partition)
         if self.terms == "search" and self.weighted:
             raise ParameterError("the search (the default terms) needs Z, which is not defined "
                                  "for weighted fits: give a fixed model with weighted=True, "
@@ -587,6 +590,29 @@ def cramers_v(table: CellTable, i: int, j: int) -> float:
     expected = np.outer(obs.sum(1), obs.sum(0)) / n
     chi2 = float(np.sum((obs - expected) ** 2 / expected))
     return float(np.sqrt(chi2 / (n * (min(r, c) - 1))))
+
+
+PARTITION_FORMS = ("a string VAR:BANDS or auto:BANDS (e.g. 'age:4'), or a pair (variable, "
+                   "[[levels of band 1], [levels of band 2], ...])")
+
+
+def check_partition_syntax(spec) -> None:
+    """``partition`` is None, a string, or a pair (variable name, list of lists of levels);
+    the names and levels are checked against the table by :func:`resolve_partition`.
+
+    Raises
+    ------
+    ParameterError
+        Naming the value and the forms taken.
+    """
+    if spec is None or isinstance(spec, str):
+        return
+    ok = (isinstance(spec, tuple | list) and len(spec) == 2 and isinstance(spec[0], str)
+          and isinstance(spec[1], list | tuple)
+          and all(isinstance(g, list | tuple) and all(isinstance(v, Hashable) for v in g)
+                  for g in spec[1]))
+    if not ok:
+        raise ParameterError(f"partition={short_repr(spec)} must be {PARTITION_FORMS}")
 
 
 def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str]:

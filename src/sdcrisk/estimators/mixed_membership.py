@@ -31,7 +31,7 @@ from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime import diagnostics as dg
 from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
-from ._base import Estimator, check_int
+from ._base import Estimator, check_bool, check_int
 from ._mm_model import HDP, HdpParams, MMData
 from ._mm_tau import PosteriorMixturePredictive
 
@@ -107,6 +107,8 @@ class _MixedMembershipBase(Estimator):
         check_int("max_iterations", self.max_iterations, 1)
         check_int("mc_draws", self.mc_draws, 1)
         check_int("random_state", self.random_state, 0)
+        check_bool("compat_bnpdr", self.compat_bnpdr)
+        check_bool("progress", self.progress, optional=True)
         if self.n_jobs is not None:
             check_int("n_jobs", self.n_jobs, 1)
         first = self.block if self.iterations is None else self.iterations
