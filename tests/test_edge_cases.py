@@ -4,6 +4,8 @@ own errors, and degenerate tables give the numbers that can be worked out by han
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -253,3 +255,152 @@ def test_pitman_yor_zero_draws_gives_the_predictive_interval(key_table):
     some = sdcrisk.PitmanYorRisk(draws=400).fit(key_table).measures["tau1"]
     assert zero.estimate == some.estimate
     assert zero.lower >= some.lower - 1e-12 and zero.upper <= some.upper + 1e-12
+
+
+# --- degenerate tables through every registered estimator --------------------------------------
+
+MCMC = dict(chains=2, iterations=20, burn_in=10, thin=1, mc_draws=20)
+
+
+def _estimator(name):
+    from sdcrisk.estimators import MODELS
+
+    if name in ("hdp", "mixed-membership"):  # one tiny run each: invariants, not accuracy
+        return MODELS[name](**MCMC)
+    if name == "latent-class":
+        return MODELS[name](bootstrap=4)
+    return MODELS[name]()
+
+
+def _fit(name, table):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sdcrisk.SdcRiskWarning)
+        return _estimator(name).fit(table)
+
+
+def _model_names():
+    from sdcrisk.estimators import MODELS
+
+    return [m for m in MODELS if m != "skinner-elliot"]  # theta only: tested on its own
+
+
+def _rng_frame(n=80, seed=1):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n),
+                         "c": rng.integers(0, 5, n)})
+
+
+def _tab(frame, **size):
+    return tabulate(Microdata.from_source(frame, keys=list(frame.columns), **size))
+
+
+DEGENERATE = {
+    "one record": (pd.DataFrame({"a": [1], "b": [2]}), dict(population_size=1000)),
+    "one record, census": (pd.DataFrame({"a": [1], "b": [2]}), dict(population_size=1)),
+    "all in one cell": (pd.DataFrame({"a": [1] * 30, "b": [2] * 30}),
+                        dict(population_size=3000)),
+    "every record unique": (pd.DataFrame({"a": np.arange(12) % 4, "b": np.arange(12) // 4}),
+                            dict(population_size=1200)),
+    "a single-level key": (_rng_frame().assign(d=7), dict(population_size=4000)),
+    "census": (_rng_frame(), dict(population_size=80)),
+    "census, N not given": (_rng_frame(), dict()),
+    "sampling fraction 0.999": (_rng_frame(), dict(sampling_fraction=0.999)),
+}
+
+
+def assert_invariants(res, table):
+    """Finite measures; 0 <= tau1 <= tau2 <= SU; lower <= estimate <= upper; record risks
+    in [0, 1]."""
+    su = table.sample_uniques
+    for m in res.measures.values():
+        for v in (m.estimate, m.lower, m.upper):
+            assert v is None or np.isfinite(v), (m.name, v)
+        if m.lower is not None and m.upper is not None:
+            assert m.lower - 1e-9 <= m.estimate <= m.upper + 1e-9, m
+    t1, t2 = res.measures["tau1"].estimate, res.measures["tau2"].estimate
+    assert -1e-12 <= t1 <= t2 + 1e-9 and t2 <= su + 1e-9, (t1, t2, su)
+    risk = res.record_risk()
+    assert risk.shape == (table.n,)
+    assert np.all(np.isfinite(risk)) and risk.min() >= 0 and risk.max() <= 1 + 1e-12
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+@pytest.mark.parametrize("name", _model_names())
+def test_degenerate_tables(name, case):
+    frame, size = DEGENERATE[case]
+    table = _tab(frame, **size)
+    su, big_n = table.sample_uniques, table.population_size
+    if name == "pitman-yor" and table.n_cells < 2:
+        # the EPPF has no information on (theta, alpha) from one cell: a named refusal
+        with pytest.raises(sdcrisk.SdcRiskError, match="at least two sample cells"):
+            _fit(name, table)
+        return
+    res = _fit(name, table)
+    assert_invariants(res, table)
+    t1, t2 = res.measures["tau1"].estimate, res.measures["tau2"].estimate
+    if big_n == table.n:  # a census: every sample unique is population unique, F = f
+        assert t1 == pytest.approx(su, abs=1e-9)
+        assert t2 == pytest.approx(su, abs=1e-9)
+    if case == "all in one cell":  # no sample unique
+        assert t1 == 0 and t2 == 0
+    if case == "sampling fraction 0.999":
+        # N - n = 0.08 unseen people can spoil at most that many sample uniques on average
+        assert su - (big_n - table.n) - 1e-9 <= t1 <= su
+    if case == "one record" and name == "nb":
+        # NB(f = 1, p = n/N): P(U = 0) = p, E[1/F] = p log(1/p) / (1 - p)
+        assert t1 == pytest.approx(1e-3, rel=1e-9)
+        assert t2 == pytest.approx(1e-3 * np.log(1e3) / 0.999, rel=1e-9)
+    if case == "one record" and name not in ("nb", "poisson-gamma"):
+        # the models that know the key space (K = 1) put the whole population in the cell
+        assert t1 == pytest.approx(0, abs=1e-12)
+        assert t2 == pytest.approx(1e-3, rel=2e-3)
+
+
+DETERMINISTIC = ["nb", "poisson-gamma", "loglinear", "graphical", "pitman-yor", "latent-class",
+                 "copula"]
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_a_single_level_key_changes_nothing(name):
+    """A key every record shares multiplies K by 1 and splits no cell: the same tau1, tau2.
+    The log-linear search took a term with it (a no-op: its margins are the lower ones) as
+    its step and ended on another model (tau2 0.328 against 0.341)."""
+    frame = _rng_frame()
+    plain = _fit(name, _tab(frame, population_size=4000))
+    for extra in (frame.assign(d=7), frame.assign(d=7)[["d", "a", "b", "c"]]):
+        more = _fit(name, _tab(extra, population_size=4000))
+        # the copula's lattice gains a dimension: quasi-Monte-Carlo error only
+        rel = 1e-2 if name == "copula" else 1e-9
+        for m in ("tau1", "tau2"):
+            assert more.measures[m].estimate == pytest.approx(plain.measures[m].estimate,
+                                                              rel=rel, abs=1e-12), m
+
+
+def test_loglinear_search_skips_terms_of_a_constant_key():
+    frame = _rng_frame()
+    res = _fit("loglinear", _tab(frame.assign(d=7), population_size=4000))
+    assert res.fitted["model"] == "b + d + a:c"  # as without d: b + a:c
+    steps = [row for row in res.diagnostics["search_path"] if row["step"] != "all-2-way"]
+    assert len(steps) > 2 and not any(":d" in row["model"] for row in steps)
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+def test_skinner_elliot_on_degenerate_tables(case):
+    frame, size = DEGENERATE[case]
+    table = _tab(frame, **size)
+    res = _fit("skinner-elliot", table)
+    for m in res.measures.values():
+        assert m.estimate is None or np.isfinite(m.estimate), m
+
+
+def test_cli_empty_structural_zeros_name(capsys, tmp_path):
+    """Was "structural-zeros file '' is a directory" (the empty path is the current folder)."""
+    from sdcrisk.cli import main
+
+    path = tmp_path / "d.csv"
+    _rng_frame().to_csv(path, index=False)
+    code = main(["assess", str(path), "--keys", "a,b,c", "--population-size", "3000",
+                 "--method", "loglinear", "--structural-zeros", ""])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "the structural-zeros file name is empty" in err and "Traceback" not in err

@@ -245,6 +245,9 @@ class StructuralZeros:
         if coding not in ("labels", "bnpdr"):
             raise ParameterError(f"coding={coding!r}; use 'labels' or 'bnpdr'")
         p = Path(path)
+        if not str(path).strip():
+            raise InputError("the structural-zeros file name is empty; give a CSV file with "
+                             "one column per key variable")
         if not p.exists():
             raise InputError(f"structural-zeros file not found: {str(path)!r}")
         if p.is_dir():

@@ -713,6 +713,7 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
     independence and add 2-way terms, if Z >= 1.96 start from all-2-way and add 3-way terms.
     Each step fits every candidate term and keeps the one with the smallest Z >= 0 (or, when
     all are negative, the largest Z and stops); stop when 0 <= Z < 1.96 or at ``max_added``.
+    Terms with a key that is constant in the sample are no candidates (they change nothing).
 
     ``fit(generators, parent)``: how a model is fitted (``parent``: the current model, of
     which the candidate is a super-model, or None); default :func:`fit_loglinear` on the dense
@@ -741,10 +742,14 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
         current, order = indep, 2
     else:
         current, order = two, 3
-    if order > j:
+    # a key with one observed level is constant in the sample: a term with it adds no
+    # constraint beyond the term without it (its margins equal the lower margins), so it is
+    # no step of the search (it was chosen as a no-op that ended the search early)
+    varying = [v for v in range(j) if np.unique(table.cell_codes[:, v]).size > 1]
+    if order > len(varying):
         path[-1]["chosen"] = True
         return current, path
-    candidates = [c for c in itertools.combinations(range(j), order)]
+    candidates = [c for c in itertools.combinations(varying, order)]
     added = 0
     while candidates and (max_added is None or added < max_added):
         best, best_z, best_term = None, None, None
