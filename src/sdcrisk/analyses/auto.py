@@ -463,11 +463,11 @@ class AutoRisk(Estimator):
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
                           + summary + "): the combination extrapolates and "
                           "its interval's coverage is not measured there", ApproximationWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         for label, w in caught:
             if label in labels and not issubclass(w.category, DeprecationWarning):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
-                              stacklevel=3)
+                              stacklevel=user_stacklevel())
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
                                        failed, params, outside, summary)
 

@@ -28,7 +28,7 @@ from ..core.predictive import CellPredictive
 from ..core.result import RiskResult
 from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ._base import Estimator, count_groups, grouped_memory
 
 __all__ = [
@@ -416,12 +416,12 @@ class PitmanYorRisk(Estimator):
             warnings.warn(f"Pitman-Yor: the maximum-likelihood alpha ran to {alpha:.4f} (-> 1): "
                           "nearly every sample record is unique and tau1 is unreliable "
                           "(it grows without bound); use another method", ConvergenceWarning,
-                          stacklevel=4)
+                          stacklevel=user_stacklevel())
         elif fit["theta_at_bound"]:
             warnings.warn(f"Pitman-Yor: the maximum-likelihood theta ran to {theta:.3g} "
                           "(-> infinity): the sample has (almost) no repeated cell, so the "
                           "partition carries no information on the population; use another "
-                          "method", ConvergenceWarning, stacklevel=4)
+                          "method", ConvergenceWarning, stacklevel=user_stacklevel())
         assumptions = (
             "records are exchangeable draws from a Pitman-Yor process over the key's cells; "
             "(theta, alpha) by maximum likelihood of the sample's EPPF (empirical Bayes)",
