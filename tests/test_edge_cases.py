@@ -469,3 +469,19 @@ def test_invariants_on_random_small_tables(frame_size, name):
         assert res.measures["tau2"].estimate == pytest.approx(su, abs=1e-9)
     if unseen == 0 or unseen >= 1:  # (fewer than one unseen person is no whole person)
         assert t1 >= su - unseen - 1e-9
+
+
+# --- the file-path entry points given something that is not a path ------------------------------
+
+@pytest.mark.parametrize("function", ["tabulate_file", "tabulate_frequencies", "tabulate_path",
+                                      "tabulate_parts"])
+@pytest.mark.parametrize("source", [pd.DataFrame({"a": [1, 2]}), None, 3, b"x.csv"],
+                         ids=["DataFrame", "None", "int", "bytes"])
+def test_path_entry_points_refuse_what_is_not_a_path(function, source):
+    """Was TypeError from pathlib ("expected str, bytes or os.PathLike object, not
+    DataFrame"); tabulate_parts read a DataFrame's column names as file names."""
+    with pytest.raises(ParameterError) as info:
+        getattr(sdcrisk, function)(source, ["a"])
+    text = str(info.value)
+    assert f"{function}() takes a file path" in text and "tabulate_source" in text
+    assert "\n" not in text

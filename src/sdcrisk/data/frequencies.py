@@ -241,7 +241,8 @@ def tabulate_frequencies(
     ([1, 2], [2, 1], 4, 6)
     """
     keys = check_keys(keys)
-    path = check_stream_options(path, keys, levels, missing, engine, batch_rows)
+    path = check_stream_options(path, keys, levels, missing, engine, batch_rows,
+                                "tabulate_frequencies")
     parquet = path.is_dir() or detect_format(path)[0] == "parquet"
     got = None
     if engine != "pyarrow" and parquet:
