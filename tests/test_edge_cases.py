@@ -485,3 +485,41 @@ def test_path_entry_points_refuse_what_is_not_a_path(function, source):
     text = str(info.value)
     assert f"{function}() takes a file path" in text and "tabulate_source" in text
     assert "\n" not in text
+
+
+# --- every per-method flag of the CLI with a bad number ------------------------------------------
+
+def _flag_cases():
+    from sdcrisk.analyses.methods import ESTIMATORS
+    from sdcrisk.cli._common import METHOD_FLAGS
+    from sdcrisk.estimators import options_of
+
+    text = {"--terms", "--structural-zeros"}  # file names and formulas: tested above
+    return [(flag, m) for flag, (_, names) in METHOD_FLAGS.items() if flag not in text
+            for m in ESTIMATORS if m != "auto"
+            and any(n in options_of(ESTIMATORS[m]) for n in names)]
+
+
+@pytest.fixture(scope="module")
+def flag_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("flags") / "d.csv"
+    _rng_frame(60, seed=0).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(("flag", "method"), _flag_cases(),
+                         ids=[" ".join(c) for c in _flag_cases()])
+def test_cli_bad_number_for_every_method_flag(capsys, flag_file, flag, method):
+    """-1 and nan for each flag with each method that takes it: exit 2 and a one-line error
+    naming the flag (probed with 0, -1, nan, inf, 1e300, text, '', 1.5, true, 10**14)."""
+    from sdcrisk.cli import main
+
+    for value in ("-1", "nan"):
+        try:
+            code = main(["assess", str(flag_file), "--keys", "a,b,c", "--population-size",
+                         "3000", "--method", method, "--format", "json", flag, value])
+        except SystemExit as exc:  # argparse: not a number / not a choice
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2, (flag, value, err)
+        assert flag in err and "Traceback" not in err, (flag, value, err)
