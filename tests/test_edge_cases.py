@@ -206,6 +206,11 @@ def test_every_option_refuses_wrong_values_by_name(name, option):
     # a slip of the exponent: MemoryError (14.6 TiB) / EM starts that never end
     (lambda: sdcrisk.PitmanYorRisk(draws=10**12), "draws=1000000000000 is too many"),
     (lambda: sdcrisk.LatentClassRisk(starts=10**12), "starts=1000000000000 is too many"),
+    # MCMC run lengths: ran (for years) without a word
+    (lambda: sdcrisk.HdpRisk(iterations=10**12), "iterations=1000000000000 is too many"),
+    (lambda: sdcrisk.HdpRisk(burn_in=10**8), "burn_in=100000000 is too many"),
+    (lambda: sdcrisk.MixedMembershipRisk(max_iterations=10**8),
+     "max_iterations=100000000 is too many"),
 ])
 def test_options_refused_that_were_accepted(make, words):
     with pytest.raises(ParameterError) as info:
@@ -217,6 +222,7 @@ def test_option_bounds_are_inclusive():
     sdcrisk.PitmanYorRisk(draws=1_000_000)
     sdcrisk.PitmanYorRisk(draws=0)  # the predictive interval only
     sdcrisk.LatentClassRisk(starts=1_000)
+    sdcrisk.HdpRisk(iterations=10_000_000, burn_in=10_000_000, max_iterations=10_000_000)
     sdcrisk.GraphicalRisk(prior_weight=np.float64(2.0), window=np.int64(5),
                           max_enumerated_cells=np.int64(0))
     sdcrisk.LogLinearRisk(terms="all-2-way", weighted=np.bool_(True),

@@ -71,6 +71,11 @@ def _check_prior(name: str, value) -> None:
         raise ParameterError(f"{name}={value!r} must be a pair (shape, rate) of positive numbers")
 
 
+#: most MCMC iterations per chain (``iterations``, ``burn_in``, ``max_iterations``): more is
+#: a slip that would run for months
+MAX_ITERATIONS = 10_000_000
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _MixedMembershipBase(Estimator):
     """Settings shared by the mixed-membership estimators (MCMC run, tau, structural zeros)."""
@@ -105,6 +110,13 @@ class _MixedMembershipBase(Estimator):
         check_int("thin", self.thin, 1)
         check_int("block", self.block, 1)
         check_int("max_iterations", self.max_iterations, 1)
+        for name in ("iterations", "burn_in", "max_iterations"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_ITERATIONS:
+                raise ParameterError(
+                    f"{name}={value} is too many: at most {MAX_ITERATIONS:,} iterations per "
+                    "chain (a slip of the exponent would run for months; these models mix "
+                    "in thousands); give e.g. 20,000")
         check_int("mc_draws", self.mc_draws, 1)
         check_int("random_state", self.random_state, 0)
         check_bool("compat_bnpdr", self.compat_bnpdr)
@@ -272,7 +284,8 @@ class HdpRisk(_MixedMembershipBase):
         Iterations discarded at the start of each chain (default 1000); every ``thin``-th
         later iteration (default 10) is saved and used for tau.
     block, max_iterations : int
-        Block length and cap of the adaptive run (defaults 500 and 10,000).
+        Block length and cap of the adaptive run (defaults 500 and 10,000). ``iterations``,
+        ``burn_in`` and ``max_iterations`` are at most 10,000,000.
     tau_mode : {"mc", "sampling"}
         tau by BR's Monte Carlo formula (App. B, default) or by generating the non-sampled
         population at each saved draw (slow: N - n records per draw).
