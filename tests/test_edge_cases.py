@@ -529,3 +529,34 @@ def test_cli_bad_number_for_every_method_flag(capsys, flag_file, flag, method):
         err = capsys.readouterr().err
         assert code == 2, (flag, value, err)
         assert flag in err and "Traceback" not in err, (flag, value, err)
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda: sdcrisk.GraphicalRisk(monte_carlo=10**12), "monte_carlo=1000000000000"),
+    (lambda: sdcrisk.LatentClassRisk(classes=10**9), "classes=1000000000"),
+    (lambda: sdcrisk.HdpRisk(chains=10**9), "chains=1000000000"),
+    (lambda: sdcrisk.MixedMembershipRisk(profiles=10**9), "profiles=1000000000"),
+])
+def test_memory_refusal_names_the_option_that_asks_for_it(key_table, make, words):
+    """The memory refusal named only the table and said to partition the file or use fewer
+    keys, when an option (a slip of the exponent) asked for the memory."""
+    with pytest.raises(sdcrisk.MemoryLimitError) as info:
+        make().fit(key_table)
+    text = str(info.value)
+    assert f"with {words} on n=60" in text and f"lower {words}, or partition" in text
+
+
+def test_memory_refusal_with_default_options_names_none(key_table):
+    with pytest.raises(sdcrisk.MemoryLimitError) as info:
+        sdcrisk.LogLinearRisk(terms="all-2-way").fit(key_table, memory_limit=1_000)
+    assert "method 'loglinear' on n=60" in str(info.value)
+    assert "lower" not in str(info.value)
+
+
+def test_cli_memory_refusal_names_the_flag(capsys, flag_file):
+    from sdcrisk.cli import main
+
+    code = main(["assess", str(flag_file), "--keys", "a,b,c", "--population-size", "3000",
+                 "--method", "graphical", "--monte-carlo", "99999999999999"])
+    err = capsys.readouterr().err
+    assert code == 2 and "lower --monte-carlo 99999999999999, or" in err

@@ -207,6 +207,9 @@ class Estimator(ABC):
     """
 
     name: ClassVar[str] = "estimator"
+    #: options the memory estimate grows with: a memory refusal names those set away from
+    #: their defaults, with "lower ..." as the first remedy
+    memory_options: ClassVar[tuple[str, ...]] = ()
     ci_level: float = 0.95
     max_global_risk: float = 0.01
 
@@ -308,10 +311,15 @@ class Estimator(ABC):
         check_memory_limit(memory_limit)
         if workers is not None:
             check_int("workers", workers, 1)
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        settings = ", ".join(f"{o}={getattr(self, o)!r}" for o in self.memory_options
+                             if getattr(self, o) not in (None, defaults[o]))
         check_memory(self.memory_estimate(table), limit=memory_limit,
-                     what=f"method {self.name!r} on n={table.n:,} records, "
-                     f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
-                     remedies=MEMORY_REMEDIES)
+                     what=f"method {self.name!r}" + (f" with {settings}" if settings else "")
+                     + f" on n={table.n:,} records, {table.n_cells:,} observed cells, "
+                     f"K={table.cell_space:,}",
+                     remedies=(f"lower {settings}, or " + MEMORY_REMEDIES.removeprefix(
+                         "remedies: ")) if settings else MEMORY_REMEDIES)
         start = time.perf_counter()
         with use_executor(executor, workers=workers), memory_limit_scope(memory_limit):
             result = self._fit(table)

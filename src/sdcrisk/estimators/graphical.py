@@ -136,6 +136,7 @@ class GraphicalRisk(Estimator):
     """
 
     name: ClassVar[str] = "graphical"
+    memory_options: ClassVar[tuple[str, ...]] = ("monte_carlo", "unobserved_draws")
     prior_weight: float = 1.0
     window: float = 20.0
     monte_carlo: int | None = None

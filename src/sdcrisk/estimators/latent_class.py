@@ -280,6 +280,7 @@ class LatentClassRisk(Estimator):
     """
 
     name: ClassVar[str] = "latent-class"
+    memory_options: ClassVar[tuple[str, ...]] = ("classes", "max_classes", "bootstrap")
     classes: int | str = "heldout"
     max_classes: int = 8
     smoothing: float = 0.5

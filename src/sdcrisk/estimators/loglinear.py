@@ -262,6 +262,7 @@ class LogLinearRisk(Estimator):
     """
 
     name: ClassVar[str] = "loglinear"
+    memory_options: ClassVar[tuple[str, ...]] = ("bootstrap",)
     terms: Any = "search"
     target: Literal["tau1", "tau2"] = "tau2"
     max_added_terms: int | None = None

@@ -518,6 +518,7 @@ class HdpRisk(_MixedMembershipBase):
     """
 
     name: ClassVar[str] = "hdp"
+    memory_options: ClassVar[tuple[str, ...]] = ("chains", "mc_draws", "k_init")
     concentration: Literal["multiple", "single"] = "multiple"
     prior_alpha0: tuple[float, float] = (2.0, 1.0)
     prior_alpha: tuple[float, float] = (2.0, 1.0)
@@ -625,6 +626,7 @@ class MixedMembershipRisk(_MixedMembershipBase):
     """
 
     name: ClassVar[str] = "mixed-membership"
+    memory_options: ClassVar[tuple[str, ...]] = ("chains", "mc_draws", "profiles")
     profiles: int = 10
     prior_alpha0: tuple[float, float] = (2.0, 1.0)
     mh_step: float | None = None
