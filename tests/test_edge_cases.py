@@ -560,3 +560,24 @@ def test_cli_memory_refusal_names_the_flag(capsys, flag_file):
                  "--method", "graphical", "--monte-carlo", "99999999999999"])
     err = capsys.readouterr().err
     assert code == 2 and "lower --monte-carlo 99999999999999, or" in err
+
+
+@pytest.mark.parametrize("option", ["replicates", "fraction", "min_records", "max_fraction",
+                                    "time_budget", "combine", "candidates"])
+def test_auto_options_refuse_wrong_values_by_name(option):
+    """auto is no MODELS entry, so the sweep above missed it: fraction='x' and the like were
+    TypeError ("'<' not supported between instances of 'int' and 'str'"), candidates=3
+    TypeError ("object of type 'int' has no len()"), min_records=True and fraction=True read
+    as 1."""
+    for value in (_Thing(), "x", True, [], -1):
+        if (option, value) in (("candidates", -1), ("combine", True)):
+            continue
+        with pytest.raises(ParameterError) as info:
+            sdcrisk.AutoRisk(**{option: value})
+        assert f"{option}=" in str(info.value), (option, value, str(info.value))
+
+
+def test_auto_replicates_bound():
+    sdcrisk.AutoRisk(replicates=1_000, candidates=["nb"])
+    with pytest.raises(ParameterError, match="replicates=1001 is too many: at most 1,000"):
+        sdcrisk.AutoRisk(replicates=1_001, candidates=["nb"])

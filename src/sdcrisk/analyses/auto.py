@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,8 +20,9 @@ from ..core.measures import (
     Measure,
 )
 from ..core.result import RiskResult
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable
-from ..estimators._base import Estimator, reidentification_measures
+from ..estimators._base import Estimator, check_int, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
@@ -97,6 +98,10 @@ def widen_interval(m: Measure, errors: np.ndarray, *, cap: float, level: float) 
         interval=(f"{m.interval or 'no model interval'}, widened by the validated error "
                   f"(RMS log error {s:.3g} over {e.size} sub-samples, t quantile {t:.3g}; "
                   "log-scale half-widths added in quadrature)"))
+
+
+#: most validation replicates of auto (``replicates=``): each refits every candidate
+MAX_REPLICATES = 1_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -230,25 +235,28 @@ class AutoRisk(Estimator):
                                  f"({', '.join(CALIBRATED_CANDIDATES)}); drop candidates or "
                                  "use rule='validated'")
 
-        if isinstance(self.replicates, bool) or not isinstance(self.replicates, int) \
-                or self.replicates < 1:
-            raise ParameterError(f"replicates={self.replicates!r} must be an integer >= 1 "
-                                 "(5 is the default; 3 or more to consider weighted pairs)")
-        if self.fraction is not None and not 0 < self.fraction <= 1:
+        check_int("replicates", self.replicates, 1)
+        if self.replicates > MAX_REPLICATES:
+            raise ParameterError(f"replicates={self.replicates} is too many: at most "
+                                 f"{MAX_REPLICATES:,} (each refits every candidate); the "
+                                 "default 5 is what auto was calibrated with")
+        if self.fraction is not None and not 0 < check_number("fraction", self.fraction) <= 1:
             raise ParameterError(f"fraction={self.fraction} must lie in (0, 1] or be None "
                                  "(the file's own sampling fraction)")
-        if not 0 < self.max_fraction <= 1:
+        if not 0 < check_number("max_fraction", self.max_fraction) <= 1:
             raise ParameterError(f"max_fraction={self.max_fraction} must lie in (0, 1]")
-        if not isinstance(self.min_records, int) or self.min_records < 0:
-            raise ParameterError(f"min_records={self.min_records!r} must be an integer >= 0")
-        if self.time_budget is not None and not self.time_budget > 0:
+        check_int("min_records", self.min_records, 0)
+        if self.time_budget is not None and not check_number("time_budget",
+                                                             self.time_budget) > 0:
             raise ParameterError(f"time_budget={self.time_budget} must be > 0 seconds or None")
-        if not isinstance(self.combine, bool):
+        if not isinstance(self.combine, bool | np.bool_):
             raise ParameterError(f"combine={self.combine!r} must be True or False")
         if self.candidates is not None:
-            if isinstance(self.candidates, str) or not len(self.candidates):
-                raise ParameterError("candidates must be a non-empty list of method names or "
-                                     "(name, options) pairs, e.g. ['graphical', 'nb']")
+            if isinstance(self.candidates, str | Mapping) or not isinstance(
+                    self.candidates, Sequence) or not len(self.candidates):
+                raise ParameterError(f"candidates={short_repr(self.candidates)} must be a "
+                                     "non-empty list of method names or (name, options) "
+                                     "pairs, e.g. ['graphical', 'nb']")
             labels = [Candidate.parse(c).label for c in self.candidates]
             if len(set(labels)) != len(labels):
                 raise ParameterError(f"candidates repeat: {labels}")
