@@ -581,3 +581,73 @@ def test_auto_replicates_bound():
     sdcrisk.AutoRisk(replicates=1_000, candidates=["nb"])
     with pytest.raises(ParameterError, match="replicates=1001 is too many: at most 1,000"):
         sdcrisk.AutoRisk(replicates=1_001, candidates=["nb"])
+
+
+# --- the public functions of the measures ---------------------------------------------------------
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    # IndexError: boolean index did not match / ZeroDivisionError / silently 0 or NaN
+    (lambda: sdcrisk.truth_measures([1, 2], [3], population_size=10, population_uniques=0),
+     ParameterError, "must be 1-d and aligned over the same cells"),
+    (lambda: sdcrisk.truth_measures([1], [0], population_size=10, population_uniques=0),
+     ParameterError, "cell 0: big_f=0 < f=1"),
+    (lambda: sdcrisk.truth_measures([3], [1], population_size=10, population_uniques=0),
+     ParameterError, "cell 0: big_f=1 < f=3"),
+    (lambda: sdcrisk.truth_measures([1], [NAN], population_size=10, population_uniques=0),
+     ParameterError, "big_f holds nan"),
+    (lambda: sdcrisk.truth_measures(["a"], [1], population_size=10, population_uniques=0),
+     ParameterError, "f=['a'] and big_f=[1] must be counts"),
+    # ValueError: shapes not aligned / NaN and risks above 1 gave a threshold of 0
+    (lambda: sdcrisk.global_risk_threshold([0.2, 0.5], 0.01, counts=[1]), ParameterError,
+     "counts (shape (1,)) must be >= 0, one per risk value (shape (2,))"),
+    (lambda: sdcrisk.global_risk_threshold([NAN, 0.5], 0.01), ParameterError,
+     "record risks must lie in [0, 1]; got values from nan"),
+    (lambda: sdcrisk.global_risk_threshold([2.0, 0.5], 0.01), ParameterError,
+     "from 0.5 to 2"),
+    # ValueError / TypeError / UFuncTypeError from np.bincount
+    (lambda: sdcrisk.household_risk([0.1, 0.2], [0]), ParameterError,
+     "record_risk (shape (2,)) and household (shape (1,))"),
+    (lambda: sdcrisk.household_risk([0.1, 0.2], [-1, 0]), ParameterError, "got -1"),
+    (lambda: sdcrisk.household_risk([0.1, 0.2], [0.5, 1]), ParameterError,
+     "got float64 values"),
+    (lambda: sdcrisk.household_risk([0.1, 0.2], ["a", "b"]), ParameterError,
+     "integers >= 0"),
+    # ValueError (not the project's) / broadcast ValueError
+    (lambda: sdcrisk.bf_risk([0], [0.5]), ParameterError, "f=0: sample counts must be >= 1"),
+    (lambda: sdcrisk.bf_risk([NAN], [0.5]), ParameterError, "f=nan"),
+    (lambda: sdcrisk.bf_risk([1], [0.0]), ParameterError, "p=0: p = f / F_hat must be > 0"),
+    (lambda: sdcrisk.bf_risk([1, 2], [0.5, 0.5, 0.5]), ParameterError,
+     "f=[1, 2] and p=[0.5, 0.5, 0.5] must be numbers, p of f's shape"),
+    # ValueError: negative dimensions / int('x') / a hang on 10**6 keys
+    (lambda: sdcrisk.suda_weights(-1), ParameterError, "n_keys=-1 must be an integer >= 0"),
+    (lambda: sdcrisk.suda_weights("x"), ParameterError, "n_keys='x'"),
+    (lambda: sdcrisk.suda_weights(10**6), ParameterError, "at most 62 keys"),
+    (lambda: sdcrisk.suda_weights(3, max_size=0), ParameterError, "max_size=0"),
+    # ValueError: invalid literal for int(); 1.5 was cut to 1
+    (lambda: sdcrisk.FrequencyProfile.from_counts(["a"], 10), sdcrisk.InputError,
+     "counts=['a']: cell counts must be whole numbers >= 1"),
+    (lambda: sdcrisk.FrequencyProfile.from_counts([1.5, 2], 10), sdcrisk.InputError,
+     "counts=[1.5, 2]"),
+])
+def test_measure_functions_refuse_bad_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_measure_functions_still_give_their_numbers():
+    # two sample uniques, one population unique: tau1 = 1, tau2 = 1 + 1/4
+    got = sdcrisk.truth_measures([1, 1, 3], [1, 4, 5], population_size=10, population_uniques=2)
+    assert got["tau1"] == 1 and got["tau2"] == 1.25 and got["p_pu"] == 0.2
+    assert got["theta"] == 2 / 5
+    # household of two with risks 0.5 and 0.2: 1 - 0.5 * 0.8 = 0.6
+    np.testing.assert_allclose(sdcrisk.household_risk([0.5, 0.2, 0.1], [0, 0, 1]),
+                               [0.6, 0.6, 0.1])
+    # p >= 1 gives 1/f; NB(1, 0.5): E[1/F] = p log(1/p) / (1 - p) = log 2
+    np.testing.assert_allclose(sdcrisk.bf_risk([2, 1], [1.5, 0.5]), [0.5, np.log(2)])
+    assert sdcrisk.suda_weights(0).tolist() == []
+    assert sdcrisk.suda_weights(3).tolist() == [2.0, 1.0, 1.0]
+    assert sdcrisk.global_risk_threshold([0.0, 0.0], 0.01) is None

@@ -21,7 +21,7 @@ from ..core.measures import DESCRIPTIONS, Measure
 from ..core.predictive import NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.frequencies import FrequencyTable
-from ..data.sizes import check_number
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ._base import CountGroups, Estimator, check_int, count_groups, grouped_memory
@@ -65,10 +65,22 @@ def bf_risk(f: np.ndarray, p: np.ndarray, mode: BFMode = "exact") -> np.ndarray:
         ``muargus``: closed forms for f <= 3 and the series truncated after m = 7 (mu-Argus 4.1
         manual, as implemented in SDCNway).
     """
-    f = np.asarray(f, float)
-    p = np.broadcast_to(np.asarray(p, float), f.shape).copy()
     if mode not in _BF_MODES:
         raise ParameterError(f"mode={mode!r}; use one of {_BF_MODES}")
+    try:
+        f_in, p_in = f, p
+        f = np.asarray(f, float)
+        p = np.broadcast_to(np.asarray(p, float), f.shape).copy()
+    except (TypeError, ValueError):
+        raise ParameterError(f"bf_risk: f={short_repr(f_in)} and p={short_repr(p_in)} must "
+                             "be numbers, p of f's shape or one value for every cell") from None
+    bad = ~np.isfinite(f) | (f < 1)
+    if bad.any():
+        raise ParameterError(f"bf_risk: f={f[bad].flat[0]:g}: sample counts must be >= 1")
+    bad = ~np.isfinite(p) | (p <= 0)
+    if bad.any():
+        raise ParameterError(f"bf_risk: p={p[bad].flat[0]:g}: p = f / F_hat must be > 0 "
+                             "(p >= 1 gives 1/f)")
     full = p >= 1
     if mode == "sdcmicro_legacy":
         p = np.where(full, p, p - 1e-4)
