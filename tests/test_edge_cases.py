@@ -651,3 +651,24 @@ def test_measure_functions_still_give_their_numbers():
     assert sdcrisk.suda_weights(0).tolist() == []
     assert sdcrisk.suda_weights(3).tolist() == [2.0, 1.0, 1.0]
     assert sdcrisk.global_risk_threshold([0.0, 0.0], 0.01) is None
+
+
+@pytest.mark.parametrize("name", _model_names())
+def test_census_by_weights_summing_to_n(name):
+    """Weights summing to n make N = n: nothing is unseen, so tau1 = tau2 = n1 whatever the
+    single weights. nb took p_k = f_k / (sum of weights) cell by cell: a sample unique of
+    weight 1.5 got P(PU) = 2/3, and tau1 was 25 of 29."""
+    frame = _rng_frame(80, seed=3)
+    weights = np.r_[np.full(40, 0.5), np.full(40, 1.5)]
+    table = tabulate(Microdata.from_source(frame.assign(w=weights), keys=["a", "b", "c"],
+                                           weights="w"))
+    assert table.population_size == table.n == 80
+    estimator = (sdcrisk.LogLinearRisk(terms="all-2-way", weighted=True) if name == "loglinear"
+                 else _estimator(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sdcrisk.SdcRiskWarning)
+        res = estimator.fit(table)
+    su = table.sample_uniques
+    assert res.measures["tau1"].estimate == pytest.approx(su, abs=1e-9)
+    assert res.measures["tau2"].estimate == pytest.approx(su, abs=1e-9)
+    assert_invariants(res, table)

@@ -191,8 +191,14 @@ class NegativeBinomialRisk(Estimator):
             how = f"p_k = n / N = {table.n / table.population_size:.6g} for every cell"
         p = f / f_hat
         risk = bf_risk(f, p, self.mode)
+        census = table.population_size <= table.n
+        if census and table.weight_sums is not None:
+            # N = n: nothing is unseen, F_k = f_k, whatever weights (summing to n) say of
+            # single cells (a unique of weight 1.5 made p = 2/3 and tau1 < n1)
+            how += "; N = n: the population is the sample, so F_k = f_k (p_k = 1)"
         pred = NegativeBinomialPredictive(
-            f, size=f, prob=np.minimum(p, 1.0), unobserved_prob_one=0.0,
+            f, size=f, prob=np.ones_like(f) if census else np.minimum(p, 1.0),
+            unobserved_prob_one=0.0,
             law_name="NegBin(size=f_k, prob=p_k) [Benedetti-Franconi]",
         )
         assumptions = (
