@@ -110,6 +110,11 @@ def test_key_space_without_the_missing_level_under_wildcard():
     assert table.n_categories == (2, 2)
     res = sdcrisk.NegativeBinomialRisk(mode="sdcmicro").fit(table)
     assert res.to_dict()["cell_space"] == 4
+    # 5 observed patterns: (x,1), (x,2), (y,1) are cells of the key space; (None,2) and
+    # (y,None) are not (each matches two cells): observed cells 3 <= K, not 5 > K
+    assert table.n_cells == 5 and table.key_cells == 3
+    assert res.to_dict()["observed_cells"] == 3
+    assert res.to_dict()["patterns_with_missing_values"] == 2
     assert "K=4" in repr(table)
     # the wildcard counts: (x,1) alone; (x,2) with (None,2); (y,1) with (y,None);
     # (None,2) matches (x,2) and (y,None); (y,None) matches (y,1) and (None,2)
@@ -117,6 +122,9 @@ def test_key_space_without_the_missing_level_under_wildcard():
     assert res.sample_uniques == 1
     cat = Microdata.from_source(WILDCARD_FRAME, keys=["a", "b"], population_size=50)
     assert cat.cell_space == tabulate(cat).cell_space == 9
+    assert tabulate(cat).key_cells == 5
+    assert "patterns_with_missing_values" not in sdcrisk.NegativeBinomialRisk().fit(
+        tabulate(cat)).to_dict()
     assert tabulate(cat).n_categories == (3, 3)
 
 
@@ -138,7 +146,7 @@ def test_key_space_under_wildcard_through_the_cli(capsys, tmp_path):
                  "nb", "--mode", "sdcmicro", "--population-size", "50", "--format", "table"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "cell space K = 4;" in out
+    assert "cell space K = 4; observed cells 3 (and 2 patterns with missing values);" in out
 
 
 # --- every option of every registered estimator ----------------------------------------------

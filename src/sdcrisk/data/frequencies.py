@@ -137,6 +137,11 @@ class FrequencyTable:
         return int(self.cells.sum())
 
     @property
+    def key_cells(self) -> int:
+        """Observed cells of the key space: ``n_cells`` (no wildcards here)."""
+        return self.n_cells
+
+    @property
     def n_categories(self) -> tuple[int, ...]:
         """Levels of each key (missing values are a category of their own here)."""
         return tuple(len(lv) for lv in self.levels)

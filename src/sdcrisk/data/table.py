@@ -585,8 +585,19 @@ class CellTable:
 
     @property
     def n_cells(self) -> int:
-        """Number of observed (non-empty) cells."""
+        """Number of observed (non-empty) cells: the rows of ``counts``. With wildcard counts
+        a row may be a pattern with missing values, which is no cell of the key space (see
+        :attr:`key_cells`)."""
         return int(self.counts.shape[0])
+
+    @property
+    def key_cells(self) -> int:
+        """Observed cells of the key space (of K): ``n_cells`` less, under
+        ``missing="wildcard"``, the patterns with a missing value (a missing value is not a
+        category: such a pattern matches several cells)."""
+        if self.wildcard is None:
+            return self.n_cells
+        return self.n_cells - int(self.wildcard.n_missing_cells)
 
     @property
     def n_categories(self) -> tuple[int, ...]:
