@@ -1,6 +1,13 @@
 """Edge cases, second pass (after tests/test_bad_inputs.py, test_api_bad_inputs.py and
-test_properties*.py): bad arguments to the smaller public entry points end in the project's
-own errors, and degenerate tables give the numbers that can be worked out by hand."""
+test_properties*.py): no bad input ends in a traceback, and degenerate inputs give the numbers
+that can be worked out by hand.
+
+Sections: CellTable.cell_labels; roc_auc (hand-worked AUCs; NaN scores refused); the key space
+K under missing="wildcard"; every option of every registered estimator (and auto) with wrong
+values, through the API and the CLI; degenerate tables (one record, one cell, all unique, a
+single-level key, a census given or by weights, sampling fraction 0.999) through every
+estimator (MCMC ones one tiny run); hypothesis invariants on random small tables; the public
+measure functions; the file-path entry points; warnings pointing at the caller's line."""
 
 from __future__ import annotations
 
