@@ -687,3 +687,40 @@ def test_census_by_weights_summing_to_n(name):
     assert res.measures["tau1"].estimate == pytest.approx(su, abs=1e-9)
     assert res.measures["tau2"].estimate == pytest.approx(su, abs=1e-9)
     assert_invariants(res, table)
+
+
+# --- auto (the CLI's default method) near and at a census -----------------------------------------
+
+@pytest.mark.parametrize(("size", "floor"), [
+    (dict(population_size=80), 19), (dict(population_size=81), 18),
+    (dict(sampling_fraction=0.999), 18), (dict(population_size=83), 16)])
+def test_auto_within_what_any_population_allows(size, floor):
+    """auto's calibrated regression extrapolated to sampling fractions near 1: on a census it
+    gave tau1 = 17.1 of n1 = 19, and with one unseen person 16.8 (one person can spoil at most
+    one sample unique). A census is now answered exactly, and the calibrated tau1, tau2 and
+    their intervals are held within [n1 - ceil(N - n), n1]."""
+    table = _tab(_rng_frame(), **size)
+    assert table.sample_uniques == 19
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sdcrisk.SdcRiskWarning)
+        res = sdcrisk.AutoRisk().fit(table)
+    for m in ("tau1", "tau2"):
+        got = res.measures[m]
+        assert floor - 1e-9 <= got.lower <= got.estimate <= got.upper <= 19 + 1e-9, got
+    if table.population_size == table.n:
+        assert res.measures["tau1"].estimate == res.measures["tau2"].estimate == 19
+        assert "N = n: the file is the whole population" in res.fitted["reason"]
+
+
+def test_cli_default_method_on_a_census(capsys, tmp_path):
+    import json
+
+    from sdcrisk.cli import main
+
+    path = tmp_path / "c.csv"
+    _rng_frame().to_csv(path, index=False)
+    assert main(["assess", str(path), "--keys", "a,b,c", "--whole-population",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "auto" and out["sample_uniques"] == 19
+    assert out["measures"]["tau1"]["estimate"] == out["measures"]["tau2"]["estimate"] == 19

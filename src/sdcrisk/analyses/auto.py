@@ -49,6 +49,18 @@ MIN_VALIDATION_RECORDS = 10
 SEARCH_DEFAULT_MAX_CELLS = 600_000
 
 
+def _within_bounds(calibrated: tuple[float, float, float, float], table: CellTable
+                   ) -> tuple[float, float, float, float]:
+    """A calibrated (estimate, lower, upper, half-width) held within what any population
+    allows: N - n unseen people can make at most ceil(N - n) sample uniques non-unique, so
+    tau1 and tau2 (>= tau1) lie in [n1 - ceil(N - n), n1]. The regression extrapolates past
+    its corpus (sampling fractions near 1: tau1 = 16.8 of n1 = 19 with one unseen person)."""
+    su = float(table.sample_uniques)
+    floor = max(0.0, su - math.ceil(table.population_size - table.n - 1e-9))
+    est, lo, hi, half = calibrated
+    return (min(max(est, floor), su), min(max(lo, floor), su), min(max(hi, floor), su), half)
+
+
 def default_candidates(table: CellTable) -> tuple[str, ...]:
     """The candidates ``auto`` validates when none are given, for this table.
 
@@ -319,6 +331,10 @@ class AutoRisk(Estimator):
         if table.sample_uniques == 0:
             why = ("the file has no sample uniques, so tau1 = tau2 = 0 under every model and "
                    "there is nothing to validate")
+        elif table.population_size <= table.n:
+            why = ("N = n: the file is the whole population and nothing is unseen, so tau1 = "
+                   "tau2 = the number of sample uniques under every model and there is "
+                   "nothing to combine or validate")
         elif self.effective_rule == "calibrated":  # no sub-samples: only a tiny file
             if table.n >= MIN_VALIDATION_RECORDS:
                 return None
@@ -461,7 +477,8 @@ class AutoRisk(Estimator):
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
-                calibrated[m] = predict(model, feats, su, self.ci_level)
+                calibrated[m] = _within_bounds(predict(model, feats, su, self.ci_level),
+                                               table)
                 for name, (label, fact) in outside_range(model, feats).items():
                     outside.append(f"{m}: {label} = {fact}")
                     # the tau1 and tau2 models share features
