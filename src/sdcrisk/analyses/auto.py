@@ -61,6 +61,22 @@ def _within_bounds(calibrated: tuple[float, float, float, float], table: CellTab
     return (min(max(est, floor), su), min(max(lo, floor), su), min(max(hi, floor), su), half)
 
 
+def _ordered(tau1: tuple[float, float, float, float], tau2: tuple[float, float, float, float]
+             ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float]]:
+    """tau1 <= tau2 (P(F = 1) <= E[1/F] in every cell). The two regressions are separate, so
+    their estimates can cross on a file far from the corpus (tau1 = 1.0 > tau2 = 0.98 on a
+    12-record file); crossed estimates meet at their mean (the least-squares point with
+    tau1 <= tau2), each interval widened to hold it."""
+    if tau1[0] <= tau2[0]:
+        return tau1, tau2
+    mid = (tau1[0] + tau2[0]) / 2
+
+    def at(c):
+        return (mid, min(c[1], mid), max(c[2], mid), c[3])
+
+    return at(tau1), at(tau2)
+
+
 def default_candidates(table: CellTable) -> tuple[str, ...]:
     """The candidates ``auto`` validates when none are given, for this table.
 
@@ -483,6 +499,8 @@ class AutoRisk(Estimator):
                     outside.append(f"{m}: {label} = {fact}")
                     # the tau1 and tau2 models share features
                     named.setdefault(name, (label, fact))
+            calibrated["tau1"], calibrated["tau2"] = _ordered(calibrated["tau1"],
+                                                              calibrated["tau2"])
         summary = _outside_summary(named)
         if outside:
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
