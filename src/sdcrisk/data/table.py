@@ -28,7 +28,7 @@ from .sizes import (
 )
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
-           "check_keys", "key_categories"]
+           "check_keys"]
 
 MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
@@ -92,8 +92,8 @@ class Microdata:
     @property
     def n_categories(self) -> tuple[int, ...]:
         """Categories of each key: its levels, less the missing level under
-        ``missing="wildcard"`` (see :func:`key_categories`)."""
-        return key_categories(self.levels, self.missing == "wildcard")
+        ``missing="wildcard"`` (see :func:`~sdcrisk.data.wildcard.key_categories`)."""
+        return wildcard.key_categories(self.levels, self.missing == "wildcard")
 
     @property
     def cell_space(self) -> int:
@@ -264,24 +264,6 @@ class Microdata:
                             "population_size_source": how})
 
 
-
-
-def key_categories(levels: Sequence[Sequence], wildcard: bool) -> tuple[int, ...]:
-    """The number of categories of each key, whose product is the key space K.
-
-    Under ``missing="category"`` every level counts, the missing level (``None``) too. Under
-    ``missing="wildcard"`` a missing value matches every category (sdcMicro's ``freqCalc``)
-    and is not a category itself, so ``None`` is not counted; a key whose every value is
-    missing then counts as one category (it separates no one).
-
-    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=True)
-    (2, 2)
-    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=False)
-    (3, 3)
-    """
-    if not wildcard:
-        return tuple(len(lv) for lv in levels)
-    return tuple(max(1, len(lv) - (None in lv)) for lv in levels)
 
 
 def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
@@ -602,8 +584,8 @@ class CellTable:
     @property
     def n_categories(self) -> tuple[int, ...]:
         """Categories of each key: its levels, less the missing level when the table holds
-        wildcard counts (see :func:`key_categories`)."""
-        return key_categories(self.levels, self.wildcard is not None)
+        wildcard counts (see :func:`~sdcrisk.data.wildcard.key_categories`)."""
+        return wildcard.key_categories(self.levels, self.wildcard is not None)
 
     @property
     def cell_space(self) -> int:
@@ -669,40 +651,9 @@ class CellTable:
             An index that is not an integer, is negative or is ``n_cells`` or more, or a
             mask of another length; the message names the value and the valid range.
         """
-        codes = self.cell_codes if cells is None else self.cell_codes[self._cell_index(cells)]
+        codes = (self.cell_codes if cells is None
+                 else self.cell_codes[_cells.cell_index(cells, self.n_cells)])
         return [tuple(self.levels[j][c] for j, c in enumerate(row)) for row in codes.tolist()]
-
-    def _cell_index(self, cells) -> np.ndarray:
-        """``cells`` as an integer index array into the observed cells (see cell_labels)."""
-        k = int(self.n_cells)
-        where = f"cells must be indices of observed cells, integers in [0, {k - 1}] " \
-                f"(the table has n_cells={k})"
-        if isinstance(cells, Iterable) and not isinstance(cells, str | bytes | Mapping
-                                                             | np.ndarray):
-            cells = list(cells)
-        try:
-            arr = np.asarray(cells)
-        except (TypeError, ValueError):  # ragged
-            arr = np.zeros((0, 0))
-        if isinstance(cells, str | bytes | Mapping) or arr.ndim != 1:
-            raise ParameterError(f"cells={short_repr(cells)}: {where}; give a list or a "
-                                 "1-d array of them")
-        if arr.dtype == bool:
-            if arr.size != k:
-                raise ParameterError(f"cells is a boolean mask of length {arr.size}; a mask "
-                                     f"must have one entry per observed cell ({k})")
-            return np.flatnonzero(arr)
-        if arr.size == 0:
-            return np.zeros(0, dtype=np.intp)
-        if arr.dtype.kind not in "iu":
-            bad = next((v for v in arr.ravel().tolist()
-                        if isinstance(v, bool) or not isinstance(v, int)), arr.ravel()[0])
-            raise ParameterError(f"cells contains {short_repr(bad)}: {where}")
-        out_of_range = (arr < 0) | (arr >= k)
-        if out_of_range.any():
-            bad = arr[out_of_range][0]
-            raise ParameterError(f"cells contains {int(bad)}: {where}")
-        return arr.astype(np.intp, copy=False)
 
     def dense_counts(self, *, dtype=np.float64, limit: int | None = None) -> np.ndarray:
         """f over the whole key space as an array of shape ``n_levels`` (for log-linear IPF).
