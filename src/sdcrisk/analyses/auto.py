@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,8 +20,9 @@ from ..core.measures import (
     Measure,
 )
 from ..core.result import RiskResult
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable
-from ..estimators._base import Estimator, reidentification_measures
+from ..estimators._base import Estimator, check_int, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
@@ -46,6 +47,34 @@ DENSE_DEFAULT_MAX_CELLS = 2_000_000
 MIN_VALIDATION_RECORDS = 10
 #: the log-linear forward search fits 10-100 models per fit: validated by default only up to
 SEARCH_DEFAULT_MAX_CELLS = 600_000
+
+
+def _within_bounds(calibrated: tuple[float, float, float, float], table: CellTable
+                   ) -> tuple[float, float, float, float]:
+    """A calibrated (estimate, lower, upper, half-width) held within what any population
+    allows: N - n unseen people can make at most ceil(N - n) sample uniques non-unique, so
+    tau1 and tau2 (>= tau1) lie in [n1 - ceil(N - n), n1]. The regression extrapolates past
+    its corpus (sampling fractions near 1: tau1 = 16.8 of n1 = 19 with one unseen person)."""
+    su = float(table.sample_uniques)
+    floor = max(0.0, su - math.ceil(table.population_size - table.n - 1e-9))
+    est, lo, hi, half = calibrated
+    return (min(max(est, floor), su), min(max(lo, floor), su), min(max(hi, floor), su), half)
+
+
+def _ordered(tau1: tuple[float, float, float, float], tau2: tuple[float, float, float, float]
+             ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float]]:
+    """tau1 <= tau2 (P(F = 1) <= E[1/F] in every cell). The two regressions are separate, so
+    their estimates can cross on a file far from the corpus (tau1 = 1.0 > tau2 = 0.98 on a
+    12-record file); crossed estimates meet at their mean (the least-squares point with
+    tau1 <= tau2), each interval widened to hold it."""
+    if tau1[0] <= tau2[0]:
+        return tau1, tau2
+    mid = (tau1[0] + tau2[0]) / 2
+
+    def at(c):
+        return (mid, min(c[1], mid), max(c[2], mid), c[3])
+
+    return at(tau1), at(tau2)
 
 
 def default_candidates(table: CellTable) -> tuple[str, ...]:
@@ -97,6 +126,10 @@ def widen_interval(m: Measure, errors: np.ndarray, *, cap: float, level: float) 
         interval=(f"{m.interval or 'no model interval'}, widened by the validated error "
                   f"(RMS log error {s:.3g} over {e.size} sub-samples, t quantile {t:.3g}; "
                   "log-scale half-widths added in quadrature)"))
+
+
+#: most validation replicates of auto (``replicates=``): each refits every candidate
+MAX_REPLICATES = 1_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -230,25 +263,28 @@ class AutoRisk(Estimator):
                                  f"({', '.join(CALIBRATED_CANDIDATES)}); drop candidates or "
                                  "use rule='validated'")
 
-        if isinstance(self.replicates, bool) or not isinstance(self.replicates, int) \
-                or self.replicates < 1:
-            raise ParameterError(f"replicates={self.replicates!r} must be an integer >= 1 "
-                                 "(5 is the default; 3 or more to consider weighted pairs)")
-        if self.fraction is not None and not 0 < self.fraction <= 1:
+        check_int("replicates", self.replicates, 1)
+        if self.replicates > MAX_REPLICATES:
+            raise ParameterError(f"replicates={self.replicates} is too many: at most "
+                                 f"{MAX_REPLICATES:,} (each refits every candidate); the "
+                                 "default 5 is what auto was calibrated with")
+        if self.fraction is not None and not 0 < check_number("fraction", self.fraction) <= 1:
             raise ParameterError(f"fraction={self.fraction} must lie in (0, 1] or be None "
                                  "(the file's own sampling fraction)")
-        if not 0 < self.max_fraction <= 1:
+        if not 0 < check_number("max_fraction", self.max_fraction) <= 1:
             raise ParameterError(f"max_fraction={self.max_fraction} must lie in (0, 1]")
-        if not isinstance(self.min_records, int) or self.min_records < 0:
-            raise ParameterError(f"min_records={self.min_records!r} must be an integer >= 0")
-        if self.time_budget is not None and not self.time_budget > 0:
+        check_int("min_records", self.min_records, 0)
+        if self.time_budget is not None and not check_number("time_budget",
+                                                             self.time_budget) > 0:
             raise ParameterError(f"time_budget={self.time_budget} must be > 0 seconds or None")
-        if not isinstance(self.combine, bool):
+        if not isinstance(self.combine, bool | np.bool_):
             raise ParameterError(f"combine={self.combine!r} must be True or False")
         if self.candidates is not None:
-            if isinstance(self.candidates, str) or not len(self.candidates):
-                raise ParameterError("candidates must be a non-empty list of method names or "
-                                     "(name, options) pairs, e.g. ['graphical', 'nb']")
+            if isinstance(self.candidates, str | Mapping) or not isinstance(
+                    self.candidates, Sequence) or not len(self.candidates):
+                raise ParameterError(f"candidates={short_repr(self.candidates)} must be a "
+                                     "non-empty list of method names or (name, options) "
+                                     "pairs, e.g. ['graphical', 'nb']")
             labels = [Candidate.parse(c).label for c in self.candidates]
             if len(set(labels)) != len(labels):
                 raise ParameterError(f"candidates repeat: {labels}")
@@ -311,6 +347,10 @@ class AutoRisk(Estimator):
         if table.sample_uniques == 0:
             why = ("the file has no sample uniques, so tau1 = tau2 = 0 under every model and "
                    "there is nothing to validate")
+        elif table.population_size <= table.n:
+            why = ("N = n: the file is the whole population and nothing is unseen, so tau1 = "
+                   "tau2 = the number of sample uniques under every model and there is "
+                   "nothing to combine or validate")
         elif self.effective_rule == "calibrated":  # no sub-samples: only a tiny file
             if table.n >= MIN_VALIDATION_RECORDS:
                 return None
@@ -453,21 +493,24 @@ class AutoRisk(Estimator):
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
-                calibrated[m] = predict(model, feats, su, self.ci_level)
+                calibrated[m] = _within_bounds(predict(model, feats, su, self.ci_level),
+                                               table)
                 for name, (label, fact) in outside_range(model, feats).items():
                     outside.append(f"{m}: {label} = {fact}")
                     # the tau1 and tau2 models share features
                     named.setdefault(name, (label, fact))
+            calibrated["tau1"], calibrated["tau2"] = _ordered(calibrated["tau1"],
+                                                              calibrated["tau2"])
         summary = _outside_summary(named)
         if outside:
             warnings.warn("auto (calibrated): this file lies outside the calibration corpus ("
                           + summary + "): the combination extrapolates and "
                           "its interval's coverage is not measured there", ApproximationWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         for label, w in caught:
             if label in labels and not issubclass(w.category, DeprecationWarning):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
-                              stacklevel=3)
+                              stacklevel=user_stacklevel())
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
                                        failed, params, outside, summary)
 

@@ -79,6 +79,13 @@ def suda_weights(n_keys: int, *, max_size: int | None = None,
     >>> suda_weights(7).tolist()[:3]
     [720.0, 120.0, 24.0]
     """
+    for name, value, low in (("n_keys", n_keys, 0), ("max_size", max_size, 1)):
+        if value is None and name == "max_size":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
+    if n_keys > _MAX_KEYS:
+        raise ParameterError(f"n_keys={n_keys}: SUDA handles at most {_MAX_KEYS} keys")
     m_keys = int(n_keys)
     top = m_keys if max_size is None else int(max_size)
     out = np.empty(m_keys)

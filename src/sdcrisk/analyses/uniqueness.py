@@ -31,6 +31,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..core.base import ResultBase
+from ..data.sizes import short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..exceptions import InputError, ParameterError
 
@@ -95,9 +96,15 @@ class FrequencyProfile:
     @classmethod
     def from_counts(cls, counts, population_size: float) -> FrequencyProfile:
         """From the sample count f_k of every observed cell."""
-        counts = np.asarray(counts, dtype=np.int64)
-        if counts.size == 0 or np.any(counts < 1):
-            raise InputError("cell counts must be >= 1 and at least one cell is needed")
+        try:
+            values = np.asarray(counts, dtype=float)
+        except (TypeError, ValueError):
+            values = np.array([np.nan])
+        if values.ndim != 1 or values.size == 0 or not np.all(
+                (values >= 1) & (values == np.round(values))):
+            raise InputError(f"counts={short_repr(counts)}: cell counts must be whole numbers "
+                             ">= 1 and at least one cell is needed")
+        counts = values.astype(np.int64)
         sizes, classes = np.unique(counts, return_counts=True)
         return cls(sizes, classes, population_size)
 

@@ -264,7 +264,10 @@ def _result_table(result) -> str:
         f"({population_source(t.population_size_source)}); sampling fraction "
         f"{t.n / t.population_size:.4g}",
         f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
-        f"{t.n_cells:,}; sample uniques {result.sample_uniques:,}",
+        f"{t.key_cells:,}"
+        + (f" (and {t.wildcard.n_missing_cells:,} patterns with missing values)"
+           if t.wildcard is not None and t.wildcard.n_missing_cells else "")
+        + f"; sample uniques {result.sample_uniques:,}",
         "k-anonymity violations (records in cells with f < k): " + ", ".join(
             f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),
         "",

@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import ApproximationWarning, user_stacklevel
+from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
 
 __all__ = [
     "expected_inverse",
@@ -166,12 +166,20 @@ def _factorize_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _check(f, r, p):
-    if np.any(f < 1) or np.any(~np.isfinite(f)):
-        raise ValueError("f must be >= 1")
-    if np.any(r <= 0) or np.any(~np.isfinite(r)):
-        raise ValueError("size r must be > 0")
-    if np.any(p <= 0) or np.any(p > 1) or np.any(~np.isfinite(p)):
-        raise ValueError("prob p must lie in (0, 1]")
+    bad = (f < 1) | ~np.isfinite(f)
+    if np.any(bad):
+        raise ParameterError(f"f={_first(f, bad)}: sample counts f must be finite and >= 1")
+    bad = (r <= 0) | ~np.isfinite(r)
+    if np.any(bad):
+        raise ParameterError(f"r={_first(r, bad)}: the size r must be finite and > 0")
+    bad = (p <= 0) | (p > 1) | ~np.isfinite(p)
+    if np.any(bad):
+        raise ParameterError(f"p={_first(p, bad)}: the probability p must lie in (0, 1]")
+
+
+def _first(values, bad) -> str:
+    """The first offending value of ``values`` (where ``bad``), for a message."""
+    return f"{np.broadcast_to(values, bad.shape)[bad].flat[0]:g}"
 
 
 def _terms_needed(q: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..data.sizes import short_repr
 from ..exceptions import ParameterError
 from . import _nb
 from .predictive import CellPredictive
@@ -83,6 +84,10 @@ DESCRIPTIONS = {
 }
 
 
+#: how far outside [0, 1] a risk may lie from rounding before it is refused
+RISK_SLACK = 1e-9
+
+
 def k_anonymity_violations(f: np.ndarray, ks=(2, 3, 5)) -> dict[int, int]:
     """Number of records in cells with count below k, for each k (A.4)."""
     f = np.asarray(f)
@@ -96,8 +101,11 @@ def truth_measures(f: np.ndarray, big_f: np.ndarray, *, population_size: float,
     ``f`` and ``big_f`` are aligned over the sample's observed cells; ``population_uniques``
     is the number of population cells with F = 1 (all of them, observed in the sample or not).
     """
-    f = np.asarray(f)
-    big_f = np.asarray(big_f)
+    f, big_f = _aligned_counts(f, big_f)
+    if population_uniques < 0 or population_size < f.sum():
+        raise ParameterError(f"population_uniques={population_uniques!r} must be >= 0 and "
+                             f"population_size={population_size!r} at least the sample's "
+                             f"n={int(f.sum())}")
     su = f == 1
     n1 = int(su.sum())
     tau1 = int(np.count_nonzero(su & (big_f == 1)))
@@ -111,6 +119,30 @@ def truth_measures(f: np.ndarray, big_f: np.ndarray, *, population_size: float,
         "theta": n1 / sum_f_su if n1 else float("nan"),
         "sample_uniques": float(n1),
     }
+
+
+def _aligned_counts(f, big_f) -> tuple[np.ndarray, np.ndarray]:
+    """Sample and population counts over the same cells: 1-d, equal lengths, whole numbers
+    with f >= 0 and F >= f (a cell seen in the sample has F >= 1)."""
+    try:
+        f = np.asarray(f, float)
+        big_f = np.asarray(big_f, float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"f={short_repr(f)} and big_f={short_repr(big_f)} must be "
+                             "counts") from None
+    if f.ndim != 1 or f.shape != big_f.shape:
+        raise ParameterError(f"f (shape {f.shape}) and big_f (shape {big_f.shape}) must be 1-d "
+                             "and aligned over the same cells")
+    for name, x in (("f", f), ("big_f", big_f)):
+        bad = ~np.isfinite(x) | (x < 0) | (x != np.round(x))
+        if bad.any():
+            raise ParameterError(f"{name} holds {x[bad][0]:g}: counts are whole numbers >= 0")
+    bad = big_f < np.maximum(f, 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ParameterError(f"cell {i}: big_f={big_f[i]:g} < f={f[i]:g}; a population count "
+                             "is at least the sample count and at least 1 in a sample cell")
+    return f, big_f
 
 
 def theta_expectation(n1: int, mean_sum: float, var_sum: float) -> float:
@@ -224,6 +256,13 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
     w = None if counts is None else np.asarray(counts).ravel()  # converted block by block
     if values.size == 0:
         return None
+    lo, hi = values.min(), values.max()  # NaN propagates: no n-long temporary
+    if not (-RISK_SLACK <= lo and hi <= 1 + RISK_SLACK):  # slack: rounding of sums
+        raise ParameterError(f"record risks must lie in [0, 1]; got values from {lo:g} to "
+                             f"{hi:g}")
+    if w is not None and (w.shape != values.shape or not w.min() >= 0):
+        raise ParameterError(f"counts (shape {w.shape}) must be >= 0, one per risk value "
+                             f"(shape {values.shape})")
     n = float(values.size) if w is None else float(w.sum())
     target = max_global_risk * n
     total = _block_sum(values, w)
@@ -315,6 +354,16 @@ def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray
     """Household risk 1 - prod over members (1 - r_i), assigned to every member."""
     r = np.asarray(record_risk, float)
     hh = np.asarray(household)
+    if r.ndim != 1 or hh.shape != r.shape:
+        raise ParameterError(f"household_risk: record_risk (shape {r.shape}) and household "
+                             f"(shape {hh.shape}) must be 1-d, one entry per record")
+    if hh.size and (hh.dtype.kind not in "iu" or hh.min() < 0):
+        got = f"{hh.min()}" if hh.dtype.kind in "iu" else f"{hh.dtype} values"
+        raise ParameterError("household_risk: household must hold household codes, integers "
+                             f">= 0 (as Microdata.household); got {got}")
+    if r.size and not (-RISK_SLACK <= r.min() and r.max() <= 1 + RISK_SLACK):
+        raise ParameterError(f"household_risk: record risks must lie in [0, 1]; got values "
+                             f"from {r.min():g} to {r.max():g}")
     with np.errstate(divide="ignore"):
         log_safe = np.log1p(-np.minimum(r, 1.0))
     sums = np.bincount(hh, weights=log_safe, minlength=int(hh.max()) + 1 if hh.size else 0)
@@ -322,13 +371,66 @@ def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float | None:
-    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class."""
-    scores = np.asarray(scores, float)
-    labels = np.asarray(labels, bool)
-    if scores.ndim != 1 or scores.shape != labels.shape:
+    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class.
+
+    Parameters
+    ----------
+    scores : array of float
+        One risk score per record (or cell); larger means more at risk. Infinite scores rank
+        first or last.
+    labels : array of 0/1 or bool
+        Whether each record is a positive (e.g. population unique), one per score.
+
+    Returns
+    -------
+    float or None
+        P(score of a random positive > score of a random negative) + 1/2 P(tie); None when
+        every label is the same (the AUC is then undefined).
+
+    Raises
+    ------
+    ParameterError
+        Scores and labels of different lengths or not 1-d; a score that is NaN or not a
+        number (the message says how many and where the first is: a missing score is refused
+        rather than dropped, because dropping records changes the AUC of the rest and hides
+        an upstream fault); a label other than 0/1 or True/False.
+
+    Notes
+    -----
+    AUC = (R_+ - n_+ (n_+ + 1) / 2) / (n_+ n_-), where R_+ is the sum over positives of the
+    mid-ranks of their scores among all scores (Mann-Whitney U / (n_+ n_-)).
+
+    Examples
+    --------
+    >>> roc_auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])  # 3 of the 4 pairs ordered
+    0.75
+    """
+    try:
+        scores = np.asarray(scores, float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"roc_auc: scores={short_repr(scores)} must be numbers, one "
+                             "per record") from None
+    raw = np.asarray(labels)
+    if scores.ndim != 1 or scores.shape != raw.shape:
         raise ParameterError(f"roc_auc: scores (shape {scores.shape}) and labels (shape "
-                             f"{labels.shape}) must be 1-d and of the same length, one per "
+                             f"{raw.shape}) must be 1-d and of the same length, one per "
                              "record")
+    if raw.dtype != bool:
+        try:
+            is_binary = raw.dtype.kind in "iuf" and bool(np.all((raw == 0) | (raw == 1)))
+        except TypeError:  # pragma: no cover - numpy comparison of odd objects
+            is_binary = False
+        if not is_binary:
+            bad = next((v for v in raw.tolist() if v not in (0, 1)), raw.tolist()[:1])
+            raise ParameterError(f"roc_auc: labels must be 0/1 or True/False (1 = positive), "
+                                 f"one per record; got {short_repr(bad)}")
+    labels = raw.astype(bool)
+    missing = np.isnan(scores)
+    if missing.any():
+        raise ParameterError(
+            f"roc_auc: {int(missing.sum())} of the {scores.size} scores are NaN (the first at "
+            f"position {int(np.flatnonzero(missing)[0])}); the AUC ranks every score: drop "
+            "those records from both scores and labels, or fix what produced the NaN")
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
     if n_pos == 0 or n_neg == 0:

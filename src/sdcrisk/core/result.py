@@ -193,7 +193,9 @@ class RiskResult(ResultBase):
             "sampling_fraction": self.n / self.population_size,
             "keys": list(self.table.keys),
             "cell_space": self.table.cell_space,
-            "observed_cells": self.table.n_cells,
+            "observed_cells": self.table.key_cells,
+            **({"patterns_with_missing_values": int(self.table.wildcard.n_missing_cells)}
+               if self.table.wildcard is not None else {}),
             "sample_uniques": self.sample_uniques,
             "k_anonymity_violations": {
                 str(k): v for k, v in self.table.k_anonymity_violations().items()},

@@ -7,11 +7,12 @@ Kept apart from :mod:`sdcrisk.data.table` so that the hot paths (measured in
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import InputError
+from ..exceptions import InputError, ParameterError
+from .sizes import short_repr
 
 MISSING_LABEL = None  # the level that stands for a missing value under missing="category"
 
@@ -362,3 +363,44 @@ def cell_counts(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
         return cells.astype(np.int64), counts[cells]
     cells, counts = np.unique(ids, return_counts=True)
     return cells.astype(np.int64), counts
+
+
+def cell_index(cells, n_cells: int) -> np.ndarray:
+    """``cells`` as an integer index array into a table's ``n_cells`` observed cells: indices
+    in [0, n_cells) or a boolean mask of length n_cells (see ``CellTable.cell_labels``).
+
+    Raises
+    ------
+    ParameterError
+        An index that is not an integer or out of range (negative ones too: they are not
+        read from the end), a 2-d or ragged list, text, or a mask of another length; the
+        message names the value and the valid range.
+    """
+    k = int(n_cells)
+    where = f"cells must be indices of observed cells, integers in [0, {k - 1}] " \
+            f"(the table has n_cells={k})"
+    if isinstance(cells, Iterable) and not isinstance(cells, str | bytes | Mapping
+                                                         | np.ndarray):
+        cells = list(cells)
+    try:
+        arr = np.asarray(cells)
+    except (TypeError, ValueError):  # ragged
+        arr = np.zeros((0, 0))
+    if isinstance(cells, str | bytes | Mapping) or arr.ndim != 1:
+        raise ParameterError(f"cells={short_repr(cells)}: {where}; give a list or a 1-d "
+                             "array of them")
+    if arr.dtype == bool:
+        if arr.size != k:
+            raise ParameterError(f"cells is a boolean mask of length {arr.size}; a mask must "
+                                 f"have one entry per observed cell ({k})")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if arr.dtype.kind not in "iu":
+        bad = next((v for v in arr.ravel().tolist()
+                    if isinstance(v, bool) or not isinstance(v, int)), arr.ravel()[0])
+        raise ParameterError(f"cells contains {short_repr(bad)}: {where}")
+    out_of_range = (arr < 0) | (arr >= k)
+    if out_of_range.any():
+        raise ParameterError(f"cells contains {int(arr[out_of_range][0])}: {where}")
+    return arr.astype(np.intp, copy=False)

@@ -137,9 +137,19 @@ class FrequencyTable:
         return int(self.cells.sum())
 
     @property
+    def key_cells(self) -> int:
+        """Observed cells of the key space: ``n_cells`` (no wildcards here)."""
+        return self.n_cells
+
+    @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Levels of each key (missing values are a category of their own here)."""
+        return tuple(len(lv) for lv in self.levels)
+
+    @property
     def cell_space(self) -> int:
         """K = product of the numbers of levels (exact Python int)."""
-        return math.prod(len(lv) for lv in self.levels)
+        return math.prod(self.n_categories)
 
     @property
     def sample_uniques(self) -> int:
@@ -236,7 +246,8 @@ def tabulate_frequencies(
     ([1, 2], [2, 1], 4, 6)
     """
     keys = check_keys(keys)
-    path = check_stream_options(path, keys, levels, missing, engine, batch_rows)
+    path = check_stream_options(path, keys, levels, missing, engine, batch_rows,
+                                "tabulate_frequencies")
     parquet = path.is_dir() or detect_format(path)[0] == "parquet"
     got = None
     if engine != "pyarrow" and parquet:

@@ -46,10 +46,10 @@ import numpy as np
 from ..exceptions import InputError, ParameterError
 from . import _cells
 from .io import arrow_column, check_present, detect_format, printable
-from .sizes import resolve_population_size
+from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
-__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options",
+__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options", "check_path",
            "PartCounts", "CellPlan", "count_part", "plan_cells", "part_record_cells",
            "parquet_parts"]
 
@@ -167,7 +167,22 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
     return values
 
 
-def check_stream_options(path, keys, levels, missing, engine, batch_rows) -> Path:
+def check_path(path, function: str) -> Path:
+    """``path`` as a Path; ParameterError naming ``function`` unless it is a str or
+    os.PathLike (a DataFrame, None, a number, bytes)."""
+    if isinstance(path, bytes | bytearray) or not isinstance(path, str | os.PathLike):
+        shown = short_repr(path)
+        shown = type(path).__name__ + ("" if "\n" in shown else f" {shown}")
+        raise ParameterError(
+            f"{function}() takes a file path (str or os.PathLike), not {shown}; for data in "
+            "memory (a DataFrame, an "
+            "Arrow table) use sdcrisk.tabulate_source(data, keys, ...) or "
+            "sdcrisk.Microdata.from_source")
+    return Path(path)
+
+
+def check_stream_options(path, keys, levels, missing, engine, batch_rows,
+                         function: str = "tabulate_file") -> Path:
     """The options every streaming pass shares, checked once (``keys`` already checked):
     the path as a Path that exists."""
     if missing not in ("category", "error"):
@@ -182,7 +197,7 @@ def check_stream_options(path, keys, levels, missing, engine, batch_rows) -> Pat
             raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
                                  f"levels for the keys {', '.join(keys)} only (--levels on the "
                                  "command line)")
-    path = Path(path)
+    path = check_path(path, function)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")
     return path

@@ -145,6 +145,7 @@ def tabulate_path(path: str | os.PathLike, keys: Sequence[str] | str, *,
     """
     from .table import tabulate_source
 
+    outofcore.check_path(path, "tabulate_path")
     names = [k.strip() for k in keys.split(",") if k.strip()] if isinstance(keys, str) \
         else list(keys)
     if out_of_core is None:

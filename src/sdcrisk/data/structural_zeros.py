@@ -18,7 +18,7 @@ import csv
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -200,6 +200,10 @@ class StructuralZeros:
                                      f"not a key variable (keys: {', '.join(keys)})")
                 values = [cond.get(k) for k in keys]
             else:
+                if isinstance(cond, str | bytes) or not isinstance(cond, Iterable):
+                    raise InputError(f"structural-zero condition {number} is {cond!r}: give a "
+                                     "mapping {key: value} or a sequence of one value per key "
+                                     f"({', '.join(keys)})")
                 values = list(cond)
                 if len(values) != len(keys):
                     raise InputError(f"structural-zero condition {number} has {len(values)} "
@@ -241,6 +245,9 @@ class StructuralZeros:
         if coding not in ("labels", "bnpdr"):
             raise ParameterError(f"coding={coding!r}; use 'labels' or 'bnpdr'")
         p = Path(path)
+        if not str(path).strip():
+            raise InputError("the structural-zeros file name is empty; give a CSV file with "
+                             "one column per key variable")
         if not p.exists():
             raise InputError(f"structural-zeros file not found: {str(path)!r}")
         if p.is_dir():
@@ -520,6 +527,9 @@ def _radix(codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def _code_of(key: str, value: Any, lookup: dict, number: int) -> int:
+    if not isinstance(value, Hashable):
+        raise InputError(f"structural-zero condition {number}: {value!r} for {key!r} is not a "
+                         "level label; give a label, a list of labels, or None / '*' (free)")
     if value in lookup:
         return lookup[value]
     text = str(value).strip()

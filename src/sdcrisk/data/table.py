@@ -90,9 +90,16 @@ class Microdata:
         return tuple(len(lv) for lv in self.levels)
 
     @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Categories of each key: its levels, less the missing level under
+        ``missing="wildcard"`` (see :func:`~sdcrisk.data.wildcard.key_categories`)."""
+        return wildcard.key_categories(self.levels, self.missing == "wildcard")
+
+    @property
     def cell_space(self) -> int:
-        """K: the number of cells of the full cross-classification (an exact Python int)."""
-        return math.prod(self.n_levels)
+        """K: the number of cells of the full cross-classification (an exact Python int);
+        under ``missing="wildcard"`` a missing value is not a category of its own."""
+        return math.prod(self.n_categories)
 
     @property
     def sampling_fraction(self) -> float:
@@ -110,7 +117,7 @@ class Microdata:
         import html
 
         rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
-                       for k, m in zip(self.keys, self.n_levels, strict=True))
+                       for k, m in zip(self.keys, self.n_categories, strict=True))
         return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
@@ -560,13 +567,31 @@ class CellTable:
 
     @property
     def n_cells(self) -> int:
-        """Number of observed (non-empty) cells."""
+        """Number of observed (non-empty) cells: the rows of ``counts``. With wildcard counts
+        a row may be a pattern with missing values, which is no cell of the key space (see
+        :attr:`key_cells`)."""
         return int(self.counts.shape[0])
 
     @property
+    def key_cells(self) -> int:
+        """Observed cells of the key space (of K): ``n_cells`` less, under
+        ``missing="wildcard"``, the patterns with a missing value (a missing value is not a
+        category: such a pattern matches several cells)."""
+        if self.wildcard is None:
+            return self.n_cells
+        return self.n_cells - int(self.wildcard.n_missing_cells)
+
+    @property
+    def n_categories(self) -> tuple[int, ...]:
+        """Categories of each key: its levels, less the missing level when the table holds
+        wildcard counts (see :func:`~sdcrisk.data.wildcard.key_categories`)."""
+        return wildcard.key_categories(self.levels, self.wildcard is not None)
+
+    @property
     def cell_space(self) -> int:
-        """K = product of the numbers of levels (exact Python int)."""
-        return math.prod(len(lv) for lv in self.levels)
+        """K = product of the numbers of categories (exact Python int); with wildcard counts
+        (``missing="wildcard"``) a missing value is not a category of its own."""
+        return math.prod(self.n_categories)
 
     @property
     def sample_uniques(self) -> int:
@@ -589,8 +614,8 @@ class CellTable:
         key values: they can disclose)."""
         import html
 
-        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{len(lv)}</td></tr>"
-                       for k, lv in zip(self.keys, self.levels, strict=True))
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{m}</td></tr>"
+                       for k, m in zip(self.keys, self.n_categories, strict=True))
         return (f'<div class="sdcrisk-data"><p><code>{html.escape(repr(self))}</code></p>'
                 f"<table><tr><th>key</th><th>levels</th></tr>{rows}</table></div>")
 
@@ -611,9 +636,23 @@ class CellTable:
             got = _FINGERPRINTS[self] = h.hexdigest()[:16]
         return got
 
-    def cell_labels(self, cells: np.ndarray | None = None) -> list[tuple]:
-        """Category labels of (some) observed cells, as tuples in key order."""
-        codes = self.cell_codes if cells is None else self.cell_codes[np.asarray(cells)]
+    def cell_labels(self, cells: Sequence[int] | np.ndarray | None = None) -> list[tuple]:
+        """Category labels of (some) observed cells, as tuples in key order.
+
+        Parameters
+        ----------
+        cells : sequence of int or array, optional
+            Cell indices in ``[0, n_cells)`` (as in ``table.counts``), or a boolean mask of
+            length ``n_cells``; default every observed cell.
+
+        Raises
+        ------
+        ParameterError
+            An index that is not an integer, is negative or is ``n_cells`` or more, or a
+            mask of another length; the message names the value and the valid range.
+        """
+        codes = (self.cell_codes if cells is None
+                 else self.cell_codes[_cells.cell_index(cells, self.n_cells)])
         return [tuple(self.levels[j][c] for j, c in enumerate(row)) for row in codes.tolist()]
 
     def dense_counts(self, *, dtype=np.float64, limit: int | None = None) -> np.ndarray:

@@ -24,6 +24,7 @@ observed in both, by tabulating Q's cells on those keys. Cost O(patterns^2 x cel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ from ..exceptions import ParameterError
 from . import _cells
 
 __all__ = ["WildcardCounts", "wildcard_cell_counts", "wildcard_record_counts",
-           "missing_codes", "check_alpha"]
+           "missing_codes", "check_alpha", "key_categories"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -73,6 +74,24 @@ def check_alpha(alpha: float) -> float:
         raise ParameterError(f"wildcard_alpha={alpha!r} must lie in [0, 1] (sdcMicro's alpha: "
                              "1 counts a wildcard match fully, 0 ignores it)")
     return a
+
+
+def key_categories(levels: Sequence[Sequence], wildcard: bool) -> tuple[int, ...]:
+    """The number of categories of each key, whose product is the key space K.
+
+    Under ``missing="category"`` every level counts, the missing level (``None``) too. Under
+    ``missing="wildcard"`` a missing value matches every category (sdcMicro's ``freqCalc``)
+    and is not a category itself, so ``None`` is not counted; a key whose every value is
+    missing then counts as one category (it separates no one).
+
+    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=True)
+    (2, 2)
+    >>> key_categories((("x", "y", None), (1, 2, None)), wildcard=False)
+    (3, 3)
+    """
+    if not wildcard:
+        return tuple(len(lv) for lv in levels)
+    return tuple(max(1, len(lv) - (None in lv)) for lv in levels)
 
 
 def missing_codes(levels) -> list[int]:

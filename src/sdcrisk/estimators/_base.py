@@ -25,13 +25,15 @@ from ..data.sizes import (
     check_memory_limit,
     check_population_size,
     memory_limit_scope,
+    short_repr,
 )
 from ..data.table import CellTable
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import use_executor
 
 __all__ = ["Estimator", "CountGroups", "count_groups", "grouped_memory",
-           "reidentification_measures", "MAX_BOOTSTRAP", "check_bootstrap"]
+           "reidentification_measures", "MAX_BOOTSTRAP", "check_bootstrap", "check_bool",
+           "check_int", "check_seed"]
 
 #: float64 arrays of length n_cells a fit holds at its peak by default: f, the predictive
 #: law's parameters, E[1/F], E[1/F^2], P(U=0), mean, variance, the measures' intermediates
@@ -166,6 +168,16 @@ def check_int(name: str, value: Any, low: int) -> None:
         raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
 
 
+def check_bool(name: str, value: Any, *, optional: bool = False) -> None:
+    """A yes/no option is True or False (None too when ``optional``), not 0, 1 or text that
+    would be read by its truth value (ParameterError naming ``name``)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, bool | np.bool_):
+        allowed = "True, False or None" if optional else "True or False"
+        raise ParameterError(f"{name}={short_repr(value)} must be {allowed}")
+
+
 def check_seed(seed: Any, name: str = "random_state") -> None:
     """A seed is None, an integer >= 0, a SeedSequence or a Generator.
 
@@ -195,6 +207,9 @@ class Estimator(ABC):
     """
 
     name: ClassVar[str] = "estimator"
+    #: options the memory estimate grows with: a memory refusal names those set away from
+    #: their defaults, with "lower ..." as the first remedy
+    memory_options: ClassVar[tuple[str, ...]] = ()
     ci_level: float = 0.95
     max_global_risk: float = 0.01
 
@@ -296,10 +311,15 @@ class Estimator(ABC):
         check_memory_limit(memory_limit)
         if workers is not None:
             check_int("workers", workers, 1)
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        settings = ", ".join(f"{o}={getattr(self, o)!r}" for o in self.memory_options
+                             if getattr(self, o) not in (None, defaults[o]))
         check_memory(self.memory_estimate(table), limit=memory_limit,
-                     what=f"method {self.name!r} on n={table.n:,} records, "
-                     f"{table.n_cells:,} observed cells, K={table.cell_space:,}",
-                     remedies=MEMORY_REMEDIES)
+                     what=f"method {self.name!r}" + (f" with {settings}" if settings else "")
+                     + f" on n={table.n:,} records, {table.n_cells:,} observed cells, "
+                     f"K={table.cell_space:,}",
+                     remedies=(f"lower {settings}, or " + MEMORY_REMEDIES.removeprefix(
+                         "remedies: ")) if settings else MEMORY_REMEDIES)
         start = time.perf_counter()
         with use_executor(executor, workers=workers), memory_limit_scope(memory_limit):
             result = self._fit(table)

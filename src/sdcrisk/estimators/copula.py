@@ -28,7 +28,7 @@ from scipy.special import ndtri
 from ..core.predictive import CellPredictive
 from ..core.result import RiskResult
 from ..data.table import CellTable
-from ..exceptions import ApproximationWarning, ParameterError
+from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
 from . import _copula_kernels as kern
 from ._base import CELL_ARRAYS, RECORD_ARRAYS, Estimator, normal_intervals
 
@@ -604,7 +604,7 @@ class GaussianCopulaRisk(Estimator):
             warnings.warn(f"copula: {fit['pairs_at_bound']} pair(s) of keys are more dependent "
                           f"than the model can express with these marginals (|rho| = "
                           f"{RHO_MAX}); their dependence is understated", ApproximationWarning,
-                          stacklevel=4)
+                          stacklevel=user_stacklevel())
         assumptions = (
             "records are independent draws from a Gaussian copula with the sample's (smoothed) "
             "marginals and one correlation per pair of keys (Rocher, Hendrickx & de Montjoye "

@@ -21,7 +21,7 @@ from ..core.measures import DESCRIPTIONS, Measure
 from ..core.predictive import NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.frequencies import FrequencyTable
-from ..data.sizes import check_number
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ._base import CountGroups, Estimator, check_int, count_groups, grouped_memory
@@ -65,10 +65,22 @@ def bf_risk(f: np.ndarray, p: np.ndarray, mode: BFMode = "exact") -> np.ndarray:
         ``muargus``: closed forms for f <= 3 and the series truncated after m = 7 (mu-Argus 4.1
         manual, as implemented in SDCNway).
     """
-    f = np.asarray(f, float)
-    p = np.broadcast_to(np.asarray(p, float), f.shape).copy()
     if mode not in _BF_MODES:
         raise ParameterError(f"mode={mode!r}; use one of {_BF_MODES}")
+    try:
+        f_in, p_in = f, p
+        f = np.asarray(f, float)
+        p = np.broadcast_to(np.asarray(p, float), f.shape).copy()
+    except (TypeError, ValueError):
+        raise ParameterError(f"bf_risk: f={short_repr(f_in)} and p={short_repr(p_in)} must "
+                             "be numbers, p of f's shape or one value for every cell") from None
+    bad = ~np.isfinite(f) | (f < 1)
+    if bad.any():
+        raise ParameterError(f"bf_risk: f={f[bad].flat[0]:g}: sample counts must be >= 1")
+    bad = ~np.isfinite(p) | (p <= 0)
+    if bad.any():
+        raise ParameterError(f"bf_risk: p={p[bad].flat[0]:g}: p = f / F_hat must be > 0 "
+                             "(p >= 1 gives 1/f)")
     full = p >= 1
     if mode == "sdcmicro_legacy":
         p = np.where(full, p, p - 1e-4)
@@ -179,8 +191,14 @@ class NegativeBinomialRisk(Estimator):
             how = f"p_k = n / N = {table.n / table.population_size:.6g} for every cell"
         p = f / f_hat
         risk = bf_risk(f, p, self.mode)
+        census = table.population_size <= table.n
+        if census and table.weight_sums is not None:
+            # N = n: nothing is unseen, F_k = f_k, whatever weights (summing to n) say of
+            # single cells (a unique of weight 1.5 made p = 2/3 and tau1 < n1)
+            how += "; N = n: the population is the sample, so F_k = f_k (p_k = 1)"
         pred = NegativeBinomialPredictive(
-            f, size=f, prob=np.minimum(p, 1.0), unobserved_prob_one=0.0,
+            f, size=f, prob=np.ones_like(f) if census else np.minimum(p, 1.0),
+            unobserved_prob_one=0.0,
             law_name="NegBin(size=f_k, prob=p_k) [Benedetti-Franconi]",
         )
         assumptions = (

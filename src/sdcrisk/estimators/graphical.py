@@ -62,6 +62,12 @@ class _Cached(NegativeBinomialPredictive):
         return a if cells is None else a[cells]
 
 
+def _is_number(value) -> bool:
+    """A real number, not a bool (True would be read as 1)."""
+    return not isinstance(value, bool | np.bool_) and isinstance(
+        value, int | float | np.integer | np.floating)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GraphicalRisk(Estimator):
     """Forster-Webb disclosure risk: model averaging over decomposable graphical models.
@@ -130,6 +136,7 @@ class GraphicalRisk(Estimator):
     """
 
     name: ClassVar[str] = "graphical"
+    memory_options: ClassVar[tuple[str, ...]] = ("monte_carlo", "unobserved_draws")
     prior_weight: float = 1.0
     window: float = 20.0
     monte_carlo: int | None = None
@@ -141,11 +148,11 @@ class GraphicalRisk(Estimator):
 
     def _validate(self) -> None:
         p = self.prior_weight
-        if not (isinstance(p, int | float) and math.isfinite(p) and p > 0):
+        if not (_is_number(p) and math.isfinite(p) and p > 0):
             raise ParameterError(f"prior_weight={p!r} must be a positive number (FW use 1; "
                                  "1/50 and 50 for sensitivity)")
         w = self.window
-        if not (isinstance(w, int | float) and w >= 1):
+        if not (_is_number(w) and w >= 1):
             raise ParameterError(f"window={w!r} must be a ratio >= 1 (20 keeps models within "
                                  "1/20 of the best posterior probability)")
         mc = self.monte_carlo
@@ -161,10 +168,12 @@ class GraphicalRisk(Estimator):
             raise ParameterError(f"max_visited={self.max_visited!r} must be an integer >= 1 "
                                  "(the number of models the search may score; default "
                                  "500,000)")
-        if not isinstance(self.max_enumerated_cells, int) or self.max_enumerated_cells < 0:
+        if isinstance(self.max_enumerated_cells, bool) or not isinstance(
+                self.max_enumerated_cells, int | np.integer) or self.max_enumerated_cells < 0:
             raise ParameterError(f"max_enumerated_cells={self.max_enumerated_cells!r} must be "
                                  "an integer >= 0")
-        if not isinstance(self.unobserved_draws, int) or self.unobserved_draws < 2:
+        if isinstance(self.unobserved_draws, bool) or not isinstance(
+                self.unobserved_draws, int | np.integer) or self.unobserved_draws < 2:
             raise ParameterError(f"unobserved_draws={self.unobserved_draws!r} must be an "
                                  "integer >= 2")
 

@@ -196,6 +196,10 @@ def cell_probabilities(fit: LatentClassFit, codes: np.ndarray | None = None,
     return np.exp(lse)
 
 
+#: most random EM starts per number of classes (``starts=``): a larger number is a slip
+MAX_STARTS = 1_000
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LatentClassRisk(Estimator):
     """Latent-class (finite mixture of product-multinomials) model of the key cross-table.
@@ -219,7 +223,8 @@ class LatentClassRisk(Estimator):
         L_j smoothing), the posterior mode under a Dirichlet(1 + smoothing) prior. Levels the
         table declares but the sample lacks keep a small probability.
     starts : int
-        Random starts per K (default 4); each runs 15 EM steps and the best goes on.
+        Random starts per K (default 4, at most 1,000); each runs 15 EM steps and the best
+        goes on.
     max_iter : int
         EM iterations per K at most (default 300).
     tol : float
@@ -275,6 +280,7 @@ class LatentClassRisk(Estimator):
     """
 
     name: ClassVar[str] = "latent-class"
+    memory_options: ClassVar[tuple[str, ...]] = ("classes", "max_classes", "bootstrap")
     classes: int | str = "heldout"
     max_classes: int = 8
     smoothing: float = 0.5
@@ -300,6 +306,10 @@ class LatentClassRisk(Estimator):
             count(self.classes, "classes", 1, "the number of latent classes, e.g. 4")
         count(self.max_classes, "max_classes", 1, "the largest number of classes tried, e.g. 8")
         count(self.starts, "starts", 1, "random starts of EM per number of classes, e.g. 4")
+        if self.starts > MAX_STARTS:
+            raise ParameterError(f"starts={self.starts} is too many: at most {MAX_STARTS:,} "
+                                 "(each runs EM for every number of classes tried; a few "
+                                 "starts find the best optimum); give e.g. 10")
         count(self.max_iter, "max_iter", 1, "EM iterations, e.g. 300")
         check_bootstrap(self.bootstrap)
         for name in ("smoothing", "tol"):

@@ -14,6 +14,7 @@ import itertools
 import math
 import time
 import warnings
+from collections.abc import Hashable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
-from ..data.sizes import check_number
+from ..data.sizes import check_number, short_repr
 from ..data.structural_zeros import (
     structural_zeros_of_table,
     structural_zeros_option,
@@ -31,7 +32,7 @@ from ..data.table import CellTable
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime.executors import current_executor, map_units
 from . import _factored, _ipf
-from ._base import Estimator, check_bootstrap, check_int
+from ._base import Estimator, check_bool, check_bootstrap, check_int
 from ._minerror import dense_sums, h1, h2, minimum_error, minimum_error_observed
 from ._modrisk import modrisk_measures
 
@@ -261,6 +262,7 @@ class LogLinearRisk(Estimator):
     """
 
     name: ClassVar[str] = "loglinear"
+    memory_options: ClassVar[tuple[str, ...]] = ("bootstrap",)
     terms: Any = "search"
     target: Literal["tau1", "tau2"] = "tau2"
     max_added_terms: int | None = None
@@ -294,6 +296,8 @@ class LogLinearRisk(Estimator):
         check_bootstrap(self.bootstrap)
         if self.max_added_terms is not None:
             check_int("max_added_terms", self.max_added_terms, 0)
+        check_bool("weighted", self.weighted)
+        check_partition_syntax(self.partition)
         if self.terms == "search" and self.weighted:
             raise ParameterError("the search (the default terms) needs Z, which is not defined "
                                  "for weighted fits: give a fixed model with weighted=True, "
@@ -589,6 +593,29 @@ def cramers_v(table: CellTable, i: int, j: int) -> float:
     return float(np.sqrt(chi2 / (n * (min(r, c) - 1))))
 
 
+PARTITION_FORMS = ("a string VAR:BANDS or auto:BANDS (e.g. 'age:4'), or a pair (variable, "
+                   "[[levels of band 1], [levels of band 2], ...])")
+
+
+def check_partition_syntax(spec) -> None:
+    """``partition`` is None, a string, or a pair (variable name, list of lists of levels);
+    the names and levels are checked against the table by :func:`resolve_partition`.
+
+    Raises
+    ------
+    ParameterError
+        Naming the value and the forms taken.
+    """
+    if spec is None or isinstance(spec, str):
+        return
+    ok = (isinstance(spec, tuple | list) and len(spec) == 2 and isinstance(spec[0], str)
+          and isinstance(spec[1], list | tuple)
+          and all(isinstance(g, list | tuple) and all(isinstance(v, Hashable) for v in g)
+                  for g in spec[1]))
+    if not ok:
+        raise ParameterError(f"partition={short_repr(spec)} must be {PARTITION_FORMS}")
+
+
 def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str]:
     """(key index, groups of level codes, how it was chosen) from a partition spec."""
     keys = list(table.keys)
@@ -687,6 +714,7 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
     independence and add 2-way terms, if Z >= 1.96 start from all-2-way and add 3-way terms.
     Each step fits every candidate term and keeps the one with the smallest Z >= 0 (or, when
     all are negative, the largest Z and stops); stop when 0 <= Z < 1.96 or at ``max_added``.
+    Terms with a key that is constant in the sample are no candidates (they change nothing).
 
     ``fit(generators, parent)``: how a model is fitted (``parent``: the current model, of
     which the candidate is a super-model, or None); default :func:`fit_loglinear` on the dense
@@ -715,10 +743,14 @@ def search(table: CellTable, *, target: str = "tau2", max_added: int | None = No
         current, order = indep, 2
     else:
         current, order = two, 3
-    if order > j:
+    # a key with one observed level is constant in the sample: a term with it adds no
+    # constraint beyond the term without it (its margins equal the lower margins), so it is
+    # no step of the search (it was chosen as a no-op that ended the search early)
+    varying = [v for v in range(j) if np.unique(table.cell_codes[:, v]).size > 1]
+    if order > len(varying):
         path[-1]["chosen"] = True
         return current, path
-    candidates = [c for c in itertools.combinations(range(j), order)]
+    candidates = [c for c in itertools.combinations(varying, order)]
     added = 0
     while candidates and (max_added is None or added < max_added):
         best, best_z, best_term = None, None, None

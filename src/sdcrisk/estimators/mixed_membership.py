@@ -31,7 +31,7 @@ from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ..runtime import diagnostics as dg
 from ..runtime.mcmc import MCMCRun, Thresholds, sample
 from . import _mvr
-from ._base import Estimator, check_int
+from ._base import Estimator, check_bool, check_int
 from ._mm_model import HDP, HdpParams, MMData
 from ._mm_tau import PosteriorMixturePredictive
 
@@ -71,6 +71,11 @@ def _check_prior(name: str, value) -> None:
         raise ParameterError(f"{name}={value!r} must be a pair (shape, rate) of positive numbers")
 
 
+#: most MCMC iterations per chain (``iterations``, ``burn_in``, ``max_iterations``): more is
+#: a slip that would run for months
+MAX_ITERATIONS = 10_000_000
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _MixedMembershipBase(Estimator):
     """Settings shared by the mixed-membership estimators (MCMC run, tau, structural zeros)."""
@@ -105,8 +110,17 @@ class _MixedMembershipBase(Estimator):
         check_int("thin", self.thin, 1)
         check_int("block", self.block, 1)
         check_int("max_iterations", self.max_iterations, 1)
+        for name in ("iterations", "burn_in", "max_iterations"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_ITERATIONS:
+                raise ParameterError(
+                    f"{name}={value} is too many: at most {MAX_ITERATIONS:,} iterations per "
+                    "chain (a slip of the exponent would run for months; these models mix "
+                    "in thousands); give e.g. 20,000")
         check_int("mc_draws", self.mc_draws, 1)
         check_int("random_state", self.random_state, 0)
+        check_bool("compat_bnpdr", self.compat_bnpdr)
+        check_bool("progress", self.progress, optional=True)
         if self.n_jobs is not None:
             check_int("n_jobs", self.n_jobs, 1)
         first = self.block if self.iterations is None else self.iterations
@@ -270,7 +284,8 @@ class HdpRisk(_MixedMembershipBase):
         Iterations discarded at the start of each chain (default 1000); every ``thin``-th
         later iteration (default 10) is saved and used for tau.
     block, max_iterations : int
-        Block length and cap of the adaptive run (defaults 500 and 10,000).
+        Block length and cap of the adaptive run (defaults 500 and 10,000). ``iterations``,
+        ``burn_in`` and ``max_iterations`` are at most 10,000,000.
     tau_mode : {"mc", "sampling"}
         tau by BR's Monte Carlo formula (App. B, default) or by generating the non-sampled
         population at each saved draw (slow: N - n records per draw).
@@ -503,6 +518,7 @@ class HdpRisk(_MixedMembershipBase):
     """
 
     name: ClassVar[str] = "hdp"
+    memory_options: ClassVar[tuple[str, ...]] = ("chains", "mc_draws", "k_init")
     concentration: Literal["multiple", "single"] = "multiple"
     prior_alpha0: tuple[float, float] = (2.0, 1.0)
     prior_alpha: tuple[float, float] = (2.0, 1.0)
@@ -610,6 +626,7 @@ class MixedMembershipRisk(_MixedMembershipBase):
     """
 
     name: ClassVar[str] = "mixed-membership"
+    memory_options: ClassVar[tuple[str, ...]] = ("chains", "mc_draws", "profiles")
     profiles: int = 10
     prior_alpha0: tuple[float, float] = (2.0, 1.0)
     mh_step: float | None = None

@@ -28,7 +28,7 @@ from ..core.predictive import CellPredictive
 from ..core.result import RiskResult
 from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
-from ..exceptions import ConvergenceWarning, ParameterError
+from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from ._base import Estimator, count_groups, grouped_memory
 
 __all__ = [
@@ -332,6 +332,10 @@ class BetaBinomialPredictive(CellPredictive):
         return rng.binomial(int(self.unseen), p)
 
 
+#: most draws of (theta, alpha) for the interval (``draws=``): a larger number is a slip
+MAX_DRAWS = 1_000_000
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PitmanYorRisk(Estimator):
     """Pitman-Yor species-sampling risk (Favaro, Panero & Rigon 2021).
@@ -341,7 +345,8 @@ class PitmanYorRisk(Estimator):
     draws : int
         Draws of (theta, alpha) from the normal approximation of their likelihood (inverse
         observed information) for the parameter part of the interval (default 400, seeded by
-        ``random_state`` so that a fit is reproducible).
+        ``random_state`` so that a fit is reproducible; 0: the predictive interval only; at
+        most 1,000,000).
     random_state : int, optional
         Seed of those draws (default 0).
     ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
@@ -381,8 +386,14 @@ class PitmanYorRisk(Estimator):
     random_state: int | None = 0
 
     def _validate(self) -> None:
-        if isinstance(self.draws, bool) or not isinstance(self.draws, int) or self.draws < 0:
-            raise ParameterError(f"draws={self.draws!r} must be an integer >= 0")
+        if isinstance(self.draws, bool) or not isinstance(self.draws, int | np.integer) \
+                or self.draws < 0:
+            raise ParameterError(f"draws={self.draws!r} must be an integer >= 0 (draws of "
+                                 "(theta, alpha) for the interval; 0: no parameter band)")
+        if self.draws > MAX_DRAWS:
+            raise ParameterError(f"draws={self.draws} is too many: at most {MAX_DRAWS:,} (16 "
+                                 "bytes and two closed forms each; the band's 2.5% and 97.5% "
+                                 "quantiles are steady at a few thousand); give e.g. 4,000")
 
     def supports_frequencies(self) -> bool:
         return True
@@ -405,12 +416,12 @@ class PitmanYorRisk(Estimator):
             warnings.warn(f"Pitman-Yor: the maximum-likelihood alpha ran to {alpha:.4f} (-> 1): "
                           "nearly every sample record is unique and tau1 is unreliable "
                           "(it grows without bound); use another method", ConvergenceWarning,
-                          stacklevel=4)
+                          stacklevel=user_stacklevel())
         elif fit["theta_at_bound"]:
             warnings.warn(f"Pitman-Yor: the maximum-likelihood theta ran to {theta:.3g} "
                           "(-> infinity): the sample has (almost) no repeated cell, so the "
                           "partition carries no information on the population; use another "
-                          "method", ConvergenceWarning, stacklevel=4)
+                          "method", ConvergenceWarning, stacklevel=user_stacklevel())
         assumptions = (
             "records are exchangeable draws from a Pitman-Yor process over the key's cells; "
             "(theta, alpha) by maximum likelihood of the sample's EPPF (empirical Bayes)",

@@ -117,13 +117,15 @@ def _verdict(data: dict) -> dict | None:
 # --- sections ---------------------------------------------------------------------------------
 def _file_section(data: dict) -> dict:
     t = data["table"]
-    keys = ", ".join(f"{k} ({len(lv)})" for k, lv in zip(t.keys, t.levels, strict=True))
+    keys = ", ".join(f"{k} ({m})" for k, m in zip(t.keys, t.n_categories, strict=True))
     items = [("source", t.source), ("records n", fmt(t.n)),
              ("population N", f"{fmt(float(t.population_size))} "
                               f"({population_source(t.population_size_source)})"),
              ("sampling fraction n/N", fmt(t.n / t.population_size)),
              ("key variables (levels)", keys), ("cell space K", fmt(t.cell_space)),
-             ("observed key combinations", fmt(t.n_cells)),
+             ("observed key combinations", fmt(t.key_cells)
+              + (f" (and {fmt(t.wildcard.n_missing_cells)} with missing values)"
+                 if t.wildcard is not None and t.wildcard.n_missing_cells else "")),
              ("survey weights", "yes (F_hat = sum of weights)" if t.weight_sums is not None
               else "no"),
              ("households", "yes" if t.household is not None else "no")]

@@ -26,7 +26,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data.outofcore import count_part, parquet_parts, part_record_cells, plan_cells
+from ..data.outofcore import (
+    check_path,
+    count_part,
+    parquet_parts,
+    part_record_cells,
+    plan_cells,
+)
 from ..data.sizes import resolve_population_size
 from ..data.table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 from ..exceptions import ParameterError
@@ -98,7 +104,9 @@ def tabulate_parts(
         paths = parquet_parts(source)
         name = Path(source).name
     else:
-        paths = [p for s in source for p in parquet_parts(s)]
+        if not isinstance(source, list | tuple):
+            check_path(source, "tabulate_parts")  # refuses it, naming the type
+        paths = [p for s in source for p in parquet_parts(check_path(s, "tabulate_parts"))]
         name = f"{len(paths)} parts"
     if not paths:
         raise ParameterError("no parts to tabulate")
