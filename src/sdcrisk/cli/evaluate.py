@@ -335,14 +335,16 @@ def grid_summaries(rows: list[dict]) -> list[dict]:
     whose relative error exists (the truth is non-zero and the method gives the measure),
     ``relative_rmse`` = sqrt(mean(relative error^2)) over those rows, ``rmse`` =
     sqrt(mean((estimate - truth)^2)) over the rows with an estimate, and ``n`` the number of
-    relative errors. Also the mean AUC (rows that have one) and the mean seconds.
+    relative errors. Also the mean AUC (rows that have one), the mean seconds and
+    ``failed``, the rows whose method failed (they have no estimates, so no errors).
     """
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["fraction"], r["method"]), []).append(r)
     out = []
     for (fraction, method), rs in groups.items():
-        s: dict = {"fraction": fraction, "method": method, "seeds": len(rs)}
+        s: dict = {"fraction": fraction, "method": method, "seeds": len(rs),
+                   "failed": sum(1 for r in rs if r.get("error") is not None)}
         for name in GRID_MEASURES:
             rel = np.array([r["relative_errors"][name] for r in rs
                             if r["relative_errors"].get(name) is not None], float)
@@ -394,12 +396,18 @@ def _grid_table(g: dict) -> str:
             f"{_pct(t1['mean_relative_error']):>11}{_pct(t1['median_relative_error']):>9}"
             f"{fmt(t1['rmse']):>10}{_pct(t2['mean_relative_error']):>11}"
             f"{_pct(t2['median_relative_error']):>9}{fmt(t2['rmse']):>10}"
-            f"{'-' if auc is None else f'{auc:.3f}':>7}{s['mean_seconds']:>9.3f}")
+            f"{'-' if auc is None else f'{auc:.3f}':>7}{s['mean_seconds']:>9.3f}"
+            + (f"  failed on {s['failed']} seed(s)" if s.get("failed") else ""))
     lines += ["", "rows",
               f"{'fraction':>9}{'seed':>6} {'method':<16}{'n':>8}{'SU':>7}{'tau1':>8}"
               f"{'est':>10}{'err':>9}{'tau2':>10}{'est':>10}{'err':>9}{'AUC':>7}{'seconds':>9}"]
     for r in g["rows"]:
         t, e, err, auc = r["truth"], r["estimates"], r["relative_errors"], r["auc"]
+        if r.get("error") is not None:
+            lines.append(f"{r['fraction']:>9g}{r['seed']:>6} {r['method']:<16}{t['n']:>8,}"
+                         f"{t['sample_uniques']:>7,}{t['tau1']:>8,}  failed: "
+                         + " ".join(r["error"].split()))
+            continue
         lines.append(
             f"{r['fraction']:>9g}{r['seed']:>6} {r['method']:<16}{t['n']:>8,}"
             f"{t['sample_uniques']:>7,}{t['tau1']:>8,}{fmt(e['tau1']):>10}"
@@ -426,6 +434,9 @@ def _evaluation_table(ev) -> str:
     width = max([16, *(len(name) + 1 for name in ev.methods)])
     lines[-1] = f"{'method':<{width}}" + lines[-1][16:]
     for name, m in ev.methods.items():
+        if m.error is not None:
+            lines.append(f"{name:<{width}}failed: {' '.join(m.error.split())}")
+            continue
         e, r = m.estimates, m.relative_errors
         cov = m.covered or {}
         lines.append(
