@@ -15,12 +15,18 @@ and calibration plots. With ``--protected`` the headline method is also fitted o
 protected file (same keys and N) for a before/after section, and ``--fail-above`` gates the
 protected file (the one to release) instead of the original.
 
+A method of several whose fit fails with the package's own error (a memory limit, a sample
+too small for it) is left out with a warning and named as failed on the page; the first
+method that fitted is then the headline. When every method fails the command fails (exit 2).
+
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
 
 from __future__ import annotations
 
-from ..exceptions import ParameterError
+import warnings
+
+from ..exceptions import ParameterError, SdcRiskError, SdcRiskWarning
 from ._common import Outcome
 
 __all__ = ["register"]
@@ -118,13 +124,26 @@ def _report(args) -> Outcome:
     else:
         table = tabulate(sample_microdata(args))
     options = method_options(args, methods)
-    results = {}
-    for name in methods:
-        results[name] = get_estimator(name, **options[name]).fit(table)
+    estimators = {name: get_estimator(name, **options[name]) for name in methods}
+    results, failed = {}, {}
+    for name, est in estimators.items():
+        try:
+            results[name] = est.fit(table)
+        except SdcRiskError as exc:  # this method only: the report shows the others
+            if len(methods) == 1:
+                raise
+            failed[name] = exc
+    if not results:  # as evaluate: their common error class, each message
+        kinds = {type(e) for e in failed.values()}
+        raise (kinds.pop() if len(kinds) == 1 else SdcRiskError)(
+            "every method failed: " + "; ".join(f"{k}: {e}" for k, e in failed.items()))
+    for name, exc in failed.items():
+        warnings.warn(f"report: method {name!r} failed and is left out (named as failed on "
+                      f"the page): {exc}", SdcRiskWarning, stacklevel=2)
     breaches = tuple(limit_breaches(results, limits))
     protected = None
     if args.protected:
-        head = methods[0]
+        head = next(iter(results))  # the headline: the first method that fitted
         prot = Microdata.from_source(
             args.protected, list(table.keys), weights=args.weights, household=args.household,
             population_size=float(table.population_size), missing=args.missing,
@@ -139,4 +158,5 @@ def _report(args) -> Outcome:
                         risk_threshold=args.risk_threshold, top=args.top,
                         contributions=contributions, suda=not args.no_suda,
                         uniqueness=not args.no_uniqueness, limits=limits,
-                        protected=protected), breaches)
+                        protected=protected,
+                        failed={k: str(e) for k, e in failed.items()}), breaches)

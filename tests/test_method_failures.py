@@ -154,3 +154,28 @@ def test_cli_grid(uk_path, small_limit, capsys):
     assert "failed on 2 seed(s)" in out
     assert sum("loglinear" in line and "failed: method 'loglinear'" in line
                for line in out.splitlines()) == 2
+
+
+def _report(capsys, tmp_path, uk_path, methods):
+    out = tmp_path / f"{methods}.html"
+    code, _, err = _cli(capsys, "report", str(uk_path), "--keys", ",".join(KS8),
+                        "--population-size", "56000000", "--methods", methods,
+                        "--no-suda", "--no-uniqueness", "--contributions", "none",
+                        "--fail-above", "tau2=1", "--out", str(out))
+    return code, err, out.read_text(encoding="utf-8") if out.exists() else ""
+
+
+def test_report_with_one_failing_method(uk_path, small_limit, tmp_path, capsys):
+    code, err, page = _report(capsys, tmp_path, uk_path, "loglinear,nb")
+    code_alone, err_alone, _ = _report(capsys, tmp_path, uk_path, "nb")
+    # nb's figure (and the gate on it) as when nb runs alone
+    gate = [line for line in err.splitlines() if "fail-above" in line]
+    assert code == code_alone == 3
+    assert gate == [line for line in err_alone.splitlines() if "fail-above" in line]
+    assert gate[0].startswith("sdcrisk: fail-above: tau2 = ") and "(method nb)" in gate[0]
+    assert "sdcrisk: warning: report: method 'loglinear' failed and is left out" in err
+    assert "loglinear: failed, not shown: method &#39;loglinear&#39;" in page
+    assert "loglinear (failed)" in page  # its row in the comparison of methods
+    code, err, page = _report(capsys, tmp_path, uk_path, "loglinear,graphical")
+    assert code == 2 and page == ""
+    assert "sdcrisk: error: every method failed: loglinear: " in err and "graphical: " in err
