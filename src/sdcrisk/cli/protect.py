@@ -120,6 +120,14 @@ def _text(prot, out: Path) -> str:
             lines.append(f"categories merged in {key}: {text}")
     else:
         lines.append("categories merged: none")
+    cb, ca = prot.combinations_before, prot.combinations_after
+    if cb is not None and ca is not None:
+        patterns = ca["patterns_with_missing_values"], cb["patterns_with_missing_values"]
+        lines.append(f"observed key combinations: {cb['observed_cells']:,} before, "
+                     f"{ca['observed_cells']:,} after"
+                     + (f" (and patterns with missing values, each matching several: "
+                        f"{patterns[1]:,} before, {patterns[0]:,} after)" if any(patterns)
+                        else ""))
     b, a = prot.risk_before, prot.risk_after
     lines += ["", f"risk ({b['method']})            before         after"]
     for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
