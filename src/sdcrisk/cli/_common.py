@@ -99,6 +99,36 @@ def data_defaults(args) -> None:
         raise ParameterError(NO_POPULATION_SIZE)
 
 
+#: what a data argument may be, for the help texts
+FILE_KINDS = ("CSV (also gzip/bz2/zstd), Parquet, Stata .dta, SAS .sas7bdat/.xpt, SPSS "
+              ".sav, duckdb:FILE.db::TABLE, or example:NAME")
+
+#: the keys of the packaged example in the commands' help examples
+EXAMPLE = "example:uk_census2011 --keys region,sex,age_band,marital_status,ethnic_group"
+
+
+def command_help(summary: str, description: str, *examples: str) -> dict:
+    """``add_parser`` keywords of a subcommand: ``summary`` for ``sdcrisk --help``, the
+    ``description`` (wrapped) at the top of its own ``--help`` and ``examples`` (command lines,
+    kept as written; ``EXAMPLE`` in them is the packaged sample and its keys) at the end."""
+    import textwrap
+
+    lines = ["examples:"]
+    for ex in examples:  # long lines continue with a shell backslash before an option
+        parts = ex.replace("EXAMPLE", EXAMPLE).split(" --")
+        line = "  " + parts[0]
+        for part in parts[1:]:
+            if len(line) + len(part) + 3 > 76:
+                lines.append(line + " \\")
+                line = "      --" + part
+            else:
+                line += " --" + part
+        lines.append(line)
+    return {"help": summary, "formatter_class": argparse.RawDescriptionHelpFormatter,
+            "description": "\n\n".join(textwrap.fill(p, 79) for p in description.split("\n\n")),
+            "epilog": "\n".join(lines) if examples else None}
+
+
 def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
     """``--workers N`` and ``--scheduler ADDRESS``: where a command's work units run (the
     help texts say which units and the default)."""
@@ -107,18 +137,18 @@ def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
 
 
 def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
-                        whole_population: bool = True) -> None:
+                        whole_population: bool = True, seed_help: str | None = None) -> None:
     p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
     p.add_argument("--household", help="household id column")
     p.add_argument("--household-size", type=int, default=None, metavar="S",
                    help="household-level keys: one record per household of S members, keyed "
-                   "on every member's --keys (needs --household; spec C.7)")
+                   "on every member's --keys (needs --household; Longhurst & Vickers, section 4)")
     p.add_argument("--household-keys", default=None,
                    help="with --household-size: household variables (constant within a "
                    "household), e.g. region")
     p.add_argument("--member-order", default=None,
                    help="with --household-size: member variables that order the members "
-                   "(default: --keys in order; LV recommend sex then age)")
+                   "(default: --keys in order; Longhurst & Vickers recommend sex then age)")
     p.add_argument("--missing", choices=["category", "error", "wildcard"],
                    default="category",
                    help="missing key values: own category (default), error, or wildcard "
@@ -193,7 +223,9 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--format", choices=list(formats), default=formats[0],
                    help=f"output format: {', '.join(formats)} (default {formats[0]})")
     p.add_argument("--out", help="write the output to this file instead of stdout")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help=seed_help or (
+        "random seed of the methods that draw random numbers (MCMC, bootstrap, auto's "
+        "validation; default 0): the same seed gives the same figures"))
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -220,12 +252,15 @@ def _int_or_rule(text: str) -> int | str:
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
                          default_method: str = "auto") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
-    p.add_argument("data", type=data_argument, help="CSV/Parquet file or example:NAME "
+    p.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    p.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    size.add_argument("--population-size", type=float, metavar="N",
+                      help="population size N (the file is a sample of N records)")
+    size.add_argument("--sampling-fraction", type=float, metavar="F",
+                      help="sampling fraction n/N (N = n / F)")
+    p.add_argument("--weights", metavar="COLUMN",
+                   help="survey weight column (N defaults to its sum)")
     p.add_argument("--method", default=default_method, choices=list(ESTIMATORS),
                    help=method_help)
 

@@ -30,13 +30,22 @@ def register(sub) -> None:
         add_executor_arguments,
         add_input_arguments,
         add_sample_arguments,
+        command_help,
         data_argument,
     )
 
-    d = sub.add_parser("decide", help="publish or suppress class cells by domain "
-                       "(Zaslavsky-Horton decision rule)")
+    d = sub.add_parser("decide", **command_help(
+        "publish or suppress class cells by domain (Zaslavsky-Horton decision rule)",
+        "Zaslavsky & Horton's decision rule for tables: for each domain (e.g. a region) of a "
+        "sample, publish or suppress the count of a class (--class VAR=VALUE) by comparing "
+        "the expected disclosure loss (--l1) with the loss of suppressing it (--l0) under a "
+        "beta-binomial model of the class share across domains. With --domain-types and "
+        "no data: the ordered table of domain configurations (n, N, share).",
+        "sdcrisk decide example:uk_census2011 --domain region --class ethnic_group=4 "
+        "--l1 exp:1 --population-size 56075912"))
     d.add_argument("data", nargs="?", type=data_argument,
-                   help="sample CSV/Parquet file or example:NAME (omit with --domain-types)")
+                   help="the sample file (CSV, Parquet, Stata, SAS, SPSS or example:NAME); omit "
+                   "with --domain-types")
     d.add_argument("--domain-types", help="CSV of domain types with columns n, N, share: "
                    "print the ordered table of every (n, N, y)")
     d.add_argument("--alpha", type=float, help="beta-binomial alpha (default: ML over domains)")
@@ -83,8 +92,12 @@ def register(sub) -> None:
     d.add_argument("--debug", action="store_true", help="show tracebacks")
     d.set_defaults(run=_decide)
 
-    r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
-                       "estimated risk to a target")
+    r = sub.add_parser("recommend", **command_help(
+        "local suppressions or recodings that bring the estimated risk to a target",
+        "Rank plans that bring the estimated risk of a sample to --target: local suppression "
+        "of key values, or merging categories of one key, each re-estimated after every "
+        "change. Nothing is written; 'sdcrisk protect --target' applies the best plan.",
+        "sdcrisk recommend EXAMPLE --population-size 56075912 --method nb --target 0.3"))
     add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
                          "its calibrated combination of five candidates, re-fitted as a "
                          "whole; nb is faster)")

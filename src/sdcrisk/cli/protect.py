@@ -23,10 +23,19 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``protect`` subparser (handler via ``set_defaults(run=)``)."""
-    from ._common import add_sample_arguments
+    from ._common import add_sample_arguments, command_help
 
-    p = sub.add_parser("protect", help="write a protected file: recodes, local suppression to "
-                       "k-anonymity or to a risk target")
+    p = sub.add_parser("protect", **command_help(
+        "write a protected file: recodes, local suppression to k-anonymity or to a risk "
+        "target",
+        "Write the protected version of a file: your recodes (--recode), then local "
+        "suppression until every record shares its key values with at least K-1 others "
+        "(--k-anonymity K; a missing value matches every category, as sdcMicro's "
+        "localSuppression), or the plan recommend ranks first (--target tau2=V). Other "
+        "columns are written as read; the input is never overwritten. Prints the risk "
+        "before and after, the values suppressed and the information loss.",
+        "sdcrisk protect EXAMPLE --population-size 56075912 --k-anonymity 3 "
+        "--out protected.csv"))
     add_sample_arguments(p, method_help="risk method for the before/after figures (default "
                          "auto, fitted once; nb --mode sdcmicro when suppressed values must "
                          "count as wildcards, which auto's candidates cannot)")

@@ -35,15 +35,34 @@ __all__ = ["register"]
 def register(sub) -> None:
     """Add the ``report`` subparser (handler via ``set_defaults(run=)``)."""
     from ..data.datasets import EXAMPLES
-    from ._common import add_fail_above, add_input_arguments, data_argument
+    from ._common import (
+        FILE_KINDS,
+        add_fail_above,
+        add_input_arguments,
+        command_help,
+        data_argument,
+    )
 
-    r = sub.add_parser("report", help="write the HTML risk report (external by default)")
-    r.add_argument("data", type=data_argument, help="sample CSV/Parquet file or example:NAME "
+    r = sub.add_parser("report", **command_help(
+        "write the HTML risk report (external by default)",
+        "Write one self-contained HTML page for a release panel: the headline measures with "
+        "their assumptions, a verdict against the limits (--fail-above, else the max global "
+        "risk), k-anonymity, the riskiest key combinations (listed with their values only "
+        "in the --internal report), what drives the risk, SUDA and uniqueness models. "
+        "--population adds the truth; --protected a before/after section. A method of "
+        "several that fails is named as failed and left out.",
+        "sdcrisk report EXAMPLE --population-size 56075912 --out report.html",
+        "sdcrisk report EXAMPLE --population-size 56075912 --methods auto,nb "
+        "--fail-above global_risk=0.01 --out report.html"))
+    r.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = r.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    size.add_argument("--population-size", type=float, metavar="N",
+                      help="population size N (the file is a sample of N records)")
+    size.add_argument("--sampling-fraction", type=float, metavar="F",
+                      help="sampling fraction n/N (N = n / F)")
+    r.add_argument("--weights", metavar="COLUMN",
+                   help="survey weight column (N defaults to its sum)")
     r.add_argument("--methods", default="auto",
                    help="comma-separated estimators; the first is the headline, used by the "
                    "verdict and every section (default auto, as in assess)")
