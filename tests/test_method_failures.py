@@ -49,6 +49,7 @@ def test_one_failing_method_keeps_the_others(uk_path, small_limit):
     assert ev.methods["nb"].estimates["tau1"] == pytest.approx(352 * 503 / 10_000, rel=0.01)
     ll = ev.methods["loglinear"]
     assert ll.failed and ll.result is None and ll.auc is None
+    assert ev.failed == {"loglinear": ll.error} and alone.failed == {}
     assert "needs" in ll.error and "memory limit is 1.0 MiB" in ll.error
     assert all(v is None for v in ll.estimates.values())
     d = ev.to_dict()

@@ -96,6 +96,7 @@ class Evaluation(ResultBase):
     :meth:`to_frame` gives one row per method and measure; :meth:`summary` the truth and
     each method's tau1 and tau2 side by side; :meth:`grid_frame` the rows of
     :func:`sdcrisk.analyses.grid.evaluate_grid` (the accuracy scoreboard) in the same form.
+    A method whose fit failed has no figures there (NaN); :attr:`failed` gives why.
     """
 
     truth: Mapping[str, float]
@@ -104,6 +105,11 @@ class Evaluation(ResultBase):
     seed: int | None
     keys: tuple[str, ...]
     cell_space: int
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """The methods whose fit failed, with the message of their error."""
+        return {label: m.error for label, m in self.methods.items() if m.error is not None}
 
     def _payload(self) -> dict[str, Any]:
         truth = dict(self.truth)
