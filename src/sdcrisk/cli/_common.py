@@ -138,76 +138,80 @@ def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
 
 def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
                         whole_population: bool = True, seed_help: str | None = None) -> None:
-    p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
-    p.add_argument("--household", help="household id column")
-    p.add_argument("--household-size", type=int, default=None, metavar="S",
+    k = p.add_argument_group("key variables, households and missing values")
+    k.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
+    k.add_argument("--household", help="household id column")
+    k.add_argument("--household-size", type=int, default=None, metavar="S",
                    help="household-level keys: one record per household of S members, keyed "
                    "on every member's --keys (needs --household; Longhurst & Vickers, section 4)")
-    p.add_argument("--household-keys", default=None,
+    k.add_argument("--household-keys", default=None,
                    help="with --household-size: household variables (constant within a "
                    "household), e.g. region")
-    p.add_argument("--member-order", default=None,
+    k.add_argument("--member-order", default=None,
                    help="with --household-size: member variables that order the members "
                    "(default: --keys in order; Longhurst & Vickers recommend sex then age)")
-    p.add_argument("--missing", choices=["category", "error", "wildcard"],
+    k.add_argument("--missing", choices=["category", "error", "wildcard"],
                    default="category",
                    help="missing key values: own category (default), error, or wildcard "
                    "(matches every category, as sdcMicro's freqCalc; only nb --mode sdcmicro "
                    "estimates with it)")
-    p.add_argument("--wildcard-alpha", type=float, default=1.0, metavar="A",
+    k.add_argument("--wildcard-alpha", type=float, default=1.0, metavar="A",
                    help="--missing wildcard: how much a matching record with missing values "
                    "counts, in [0, 1] (sdcMicro's alpha; default 1)")
-    p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
+    k.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
                    help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
-    p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
-    p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
+    k.add_argument("--levels", metavar="FILE",
+                   help="JSON file {key: [levels...]} fixing the categories")
+    m = p.add_argument_group("method options (each names its methods; refused when no "
+                             "method chosen takes it)")
+    m.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
                    default=None, help="nb: how E[1/F|f] is evaluated (default exact); loglinear: "
                    "sdcmicro adds modRisk's gr1/gr2")
-    p.add_argument("--terms", default=None,
+    m.add_argument("--terms", default=None,
                    help="loglinear: search (default), independence, all-2-way, all-3-way, or a "
                    "formula like 'all-2-way + a:b:c'")
-    p.add_argument("--iterations", type=int, default=None,
+    m.add_argument("--iterations", type=int, default=None,
                    help="loglinear: maximum IPF iterations (default 40); latent-class: maximum EM "
                    "iterations (default 300); MCMC: iterations per chain after burn-in "
                    "(default: adaptive, up to 10,000)")
-    p.add_argument("--partition", default=None,
+    m.add_argument("--partition", default=None,
                    help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
-    p.add_argument("--bootstrap", type=int, default=None,
+    m.add_argument("--bootstrap", type=int, default=None,
                    help="loglinear: parametric-bootstrap replicates for intervals (default 0); "
                    "latent-class: Bayesian-bootstrap replicates (default 16); at most 10,000")
-    p.add_argument("--prior-weight", type=float, default=None,
+    m.add_argument("--prior-weight", type=float, default=None,
                    help="graphical: total weight of the hyper-Dirichlet prior (default 1)")
-    p.add_argument("--window", type=float, default=None,
+    m.add_argument("--window", type=float, default=None,
                    help="graphical: Occam's window, keep models within this posterior ratio "
                    "of the best (default 20)")
-    p.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
+    m.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
                    help="graphical: Monte Carlo draws instead of the closed forms")
-    p.add_argument("--max-visited", type=int, default=None, metavar="MODELS",
+    m.add_argument("--max-visited", type=int, default=None, metavar="MODELS",
                    help="graphical: stop Occam's window search after scoring this many models "
                    "(default 500,000; reached only when a small sample has many keys)")
-    p.add_argument("--profiles", type=int, default=None,
+    m.add_argument("--profiles", type=int, default=None,
                    help="mixed-membership: number of extreme profiles K (default 10)")
-    p.add_argument("--structural-zeros", default=None, metavar="FILE",
+    m.add_argument("--structural-zeros", default=None, metavar="FILE",
                    help="hdp/mixed-membership/loglinear: CSV of impossible key "
                    "combinations (conditions; key names as columns, * = free)")
-    p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
-    p.add_argument("--burn-in", type=int, default=None,
+    m.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
+    m.add_argument("--burn-in", type=int, default=None,
                    help="MCMC burn-in iterations (default 1000)")
-    p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
+    m.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
                    help="hdp/mixed-membership: tau by Monte Carlo formula (default mc) or "
                    "population sampling")
-    p.add_argument("--dependence", default=None,
+    m.add_argument("--dependence", default=None,
                    choices=["mutual_information_corrected", "mutual_information",
                             "independence"],
                    help="copula: how the pairwise correlations are matched (default "
                    "mutual_information_corrected)")
-    p.add_argument("--order", default=None, choices=["mca", "levels", "frequency"],
+    m.add_argument("--order", default=None, choices=["mca", "levels", "frequency"],
                    help="copula: ordering of each key's categories on the latent axis "
                    "(default mca)")
-    p.add_argument("--points", type=int, default=None,
+    m.add_argument("--points", type=int, default=None,
                    help="copula: quasi-Monte-Carlo lattice points per cell (default 256, at "
                    "most 65,536)")
-    p.add_argument("--classes", type=_int_or_rule, default=None,
+    m.add_argument("--classes", type=_int_or_rule, default=None,
                    help="latent-class: number of latent classes, or the rule choosing it: "
                    "heldout (default), bic, aic, average")
     p.add_argument("--max-global-risk", type=float, default=None,
