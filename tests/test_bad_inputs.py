@@ -288,20 +288,31 @@ OPTION_CASES = [
     # log-linear formulas
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "+++"), 2,
      ("--terms '+++'", "empty term")),
+    # every --terms error names the flag and the value typed, the term, and the remedy
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "a::b"), 2,
-     ("'a::b'", "empty variable name")),
+     ("--terms 'a::b': model term 'a::b' has an empty variable name", "e.g. 'a:b'")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "a:"), 2,
-     ("'a:'", "empty variable name")),
+     ("--terms 'a:':", "empty variable name")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", ":a"), 2,
-     ("':a'", "empty variable name")),
+     ("--terms ':a':", "empty variable name")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "a:zz"), 2,
-     ("'a:zz'", "'zz' is not a key variable")),
+     ("--terms 'a:zz': model term 'a:zz': 'zz' is not a key variable", "use the keys a, b, c")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-2-way + b:zz"), 2,
+     ("--terms 'all-2-way + b:zz': model term 'b:zz': 'zz' is not a key variable",
+      "use the keys a, b, c")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "a*zz"), 2,
+     ("--terms 'a*zz': cannot read model term 'a*zz'",
+      "write an interaction with ':' between key variables, e.g. 'a:zz'", "(keys: a, b, c)")),
+    (("--population-size", "1e4", "--method", "loglinear", "--terms", "a*(b"), 2,
+     ("--terms 'a*(b': cannot read model term 'a*(b'", "use search (the default), or "
+      "independence, all-2-way")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "foo"), 2,
-     ("cannot read model term 'foo'",)),
+     ("--terms 'foo': cannot read model term 'foo'; it is neither a key variable nor a model "
+      "name", "(keys: a, b, c)")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-9-way"), 2,
-     ("all-9-way", "only 3 keys", "saturated")),
+     ("--terms 'all-9-way':", "only 3 keys", "saturated")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-0-way"), 2,
-     ("all-0-way", ">= 1")),
+     ("--terms 'all-0-way':", ">= 1", "e.g. all-2-way")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", ""), 2,
      ("--terms ''", "empty")),
     (("--population-size", "1e4", "--method", "loglinear", "--terms", "all-2-way + "), 2,
@@ -1062,8 +1073,11 @@ def test_api_fit_of_microdata_says_tabulate():
 
 
 def test_loglinear_unknown_variable_names_the_term(table):
-    with pytest.raises(ParameterError, match="model term 'a:zz': 'zz' is not a key variable"):
+    with pytest.raises(ParameterError, match=r"^terms='all-2-way \+ a:zz': model term "
+                       "'a:zz': 'zz' is not a key variable; use the keys "):
         LogLinearRisk(terms="all-2-way + a:zz").fit(table)
+    with pytest.raises(ParameterError, match=r"^terms=\[\('a', 'zz'\)\]: model term "):
+        LogLinearRisk(terms=[("a", "zz")]).fit(table)
 
 
 def test_loglinear_saturated_is_noted(table):

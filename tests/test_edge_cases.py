@@ -255,7 +255,7 @@ def key_table():
 @pytest.mark.parametrize(("make", "error", "words"), [
     (lambda: sdcrisk.LogLinearRisk(partition="x"), ParameterError, "partition='x'; use VAR"),
     (lambda: sdcrisk.LogLinearRisk(partition=("zz", [[0]])), ParameterError, "'zz' is not a key"),
-    (lambda: sdcrisk.LogLinearRisk(terms="x"), ParameterError, "cannot read model term 'x'"),
+    (lambda: sdcrisk.LogLinearRisk(terms="x"), ParameterError, "terms='x': cannot read model term"),
     (lambda: sdcrisk.LogLinearRisk(structural_zeros="x"), sdcrisk.InputError,
      "structural-zeros file not found: 'x'"),
     # TypeError: 'int' object is not iterable / unhashable type: 'dict'

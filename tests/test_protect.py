@@ -194,6 +194,28 @@ def test_output_path_checked_before_any_work(tmp_path, capsys):
     assert code == 2 and "--whole-population" in capsys.readouterr().err
 
 
+def test_key_combinations_count_cells_of_the_key_space_and_patterns_apart(tmp_path, capsys):
+    # (a, b): (1,1) twice, (1,2), (2,2) twice: 3 cells. 2-anonymity with b the least
+    # important suppresses b of the lone (1,2); (1, missing) matches (1,1) and (1,2), so every
+    # record then has f >= 2. Left: cells (1,1) and (2,2), and one pattern with a missing
+    # value, which is no cell of the key space (3 rows of the table, not 3 cells).
+    path = tmp_path / "tiny.csv"
+    path.write_text("a,b,x\n1,1,a\n1,1,b\n1,2,c\n2,2,d\n2,2,e\n")
+    base = ["protect", str(path), "--keys", "a,b", "--k-anonymity", "2", "--importance",
+            "a,b", "--population-size", "100", "--out", str(tmp_path / "p.csv"),
+            "--overwrite"]
+    assert main([*base, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["values_suppressed_per_key"] == {"a": 0, "b": 1}
+    assert d["key_combinations_before"] == {"observed_cells": 3,
+                                            "patterns_with_missing_values": 0}
+    assert d["key_combinations_after"] == {"observed_cells": 2,
+                                           "patterns_with_missing_values": 1}
+    assert main(base) == 0
+    assert ("observed key combinations: 3 before, 2 after (and patterns with missing values, "
+            "each matching several: 0 before, 1 after)") in capsys.readouterr().out
+
+
 def test_target_applies_the_recommended_plan(tmp_path, capsys):
     df, path = _small_csv(tmp_path)
     out = tmp_path / "t.csv"

@@ -397,6 +397,42 @@ def test_wildcard_counts_in_kanonymity_and_before_after():
     assert re.search(r'data-figure="sample_uniques">2<', page)
 
 
+def test_before_after_counts_cells_of_the_key_space_and_patterns_apart(tmp_path, capsys):
+    # original (a, b): (1,1) twice, (1,2), (2,2), (2,3): 4 cells of the key space. The
+    # protected file suppresses b of the (1,2) record: (1,1), (2,2), (2,3) remain 3 cells, and
+    # (1, missing) is a pattern that matches (1,1), (1,2) and (1,3), no cell of its own.
+    original = pd.DataFrame({"a": [1, 1, 1, 2, 2], "b": [1, 1, 2, 2, 3]})
+    protected = original.assign(b=[1, 1, None, 2, 3])
+    opts = {"population_size": 50, "missing": "wildcard"}
+    nb = sdcrisk.NegativeBinomialRisk(mode="sdcmicro")
+    before = nb.fit(tabulate(Microdata.from_source(original, ["a", "b"], **opts)))
+    after = nb.fit(tabulate(Microdata.from_source(protected, ["a", "b"], **opts)))
+    page = build_report(before, protected=after, contributions=False, suda=False,
+                        uniqueness=False)
+    sec = page[page.index('id="protected"'):]
+    cells = (r'<td>observed key combinations</td><td class="num">4</td><td class="num">3</td>'
+             r'<td class="num">-1</td>')
+    patterns = (r'<td>patterns with missing values \(each matches several combinations\)</td>'
+                r'<td class="num">0</td><td class="num">1</td><td class="num">\+1</td>')
+    assert re.search(cells, sec) and re.search(patterns, sec)
+    # the same through the CLI
+    orig, prot, out = tmp_path / "o.csv", tmp_path / "p.csv", tmp_path / "r.html"
+    original.to_csv(orig, index=False)
+    protected.to_csv(prot, index=False)
+    code = main(["report", str(orig), "--keys", "a,b", "--population-size", "50",
+                 "--methods", "nb", "--mode", "sdcmicro", "--missing", "wildcard",
+                 "--protected", str(prot), "--no-suda", "--no-uniqueness",
+                 "--contributions", "none", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    sec = out.read_text(encoding="utf-8")
+    sec = sec[sec.index('id="protected"'):]
+    assert re.search(cells, sec) and re.search(patterns, sec)
+    # without missing values in either file the patterns row is left out
+    page = build_report(before, protected=before, contributions=False, suda=False,
+                        uniqueness=False)
+    assert "patterns with missing values" not in page[page.index('id="protected"'):]
+
+
 def test_report_of_auto_fitted_unvalidated():
     # no sample uniques: auto fits its first candidate without validation and its choice
     # names no settings; the report still uses it throughout

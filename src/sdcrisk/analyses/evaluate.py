@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ..core.result import RiskResult
 from ..data.sizes import short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import Estimator
-from ..exceptions import ParameterError
+from ..exceptions import ParameterError, SdcRiskError, SdcRiskWarning, user_stacklevel
 from .methods import get_estimator
 from .sampling import (
     Design,
@@ -32,7 +33,12 @@ __all__ = ["evaluate", "Evaluation", "MethodEvaluation"]
 
 @dataclass(frozen=True, eq=False, repr=False)
 class MethodEvaluation(ResultBase):
-    """One estimator's figures against the truth."""
+    """One estimator's figures against the truth.
+
+    A method whose fit raised one of the package's errors (:class:`~sdcrisk.SdcRiskError`,
+    e.g. a sample too small for it or a :class:`~sdcrisk.MemoryLimitError`) has ``error`` set
+    to the message, no ``result`` and every estimate None; :attr:`failed` tells it.
+    """
 
     method: str
     estimates: Mapping[str, float | None]
@@ -44,6 +50,11 @@ class MethodEvaluation(ResultBase):
     #: per measure (tau1, tau2): whether the method's interval holds the truth (None: no
     #: interval)
     covered: dict[str, bool | None] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the method's fit failed (``error`` holds why)."""
+        return self.error is not None
 
     def _payload(self) -> dict[str, Any]:
         model = {}
@@ -85,6 +96,7 @@ class Evaluation(ResultBase):
     :meth:`to_frame` gives one row per method and measure; :meth:`summary` the truth and
     each method's tau1 and tau2 side by side; :meth:`grid_frame` the rows of
     :func:`sdcrisk.analyses.grid.evaluate_grid` (the accuracy scoreboard) in the same form.
+    A method whose fit failed has no figures there (NaN); :attr:`failed` gives why.
     """
 
     truth: Mapping[str, float]
@@ -93,6 +105,11 @@ class Evaluation(ResultBase):
     seed: int | None
     keys: tuple[str, ...]
     cell_space: int
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """The methods whose fit failed, with the message of their error."""
+        return {label: m.error for label, m in self.methods.items() if m.error is not None}
 
     def _payload(self) -> dict[str, Any]:
         truth = dict(self.truth)
@@ -165,6 +182,7 @@ def evaluate(
     design: Design | None = None,
     sample: Microdata | None = None,
     seed: int = 0,
+    all_failed: Literal["raise", "return"] = "raise",
 ) -> Evaluation:
     """Draw (or take) a sample of ``population``, compute the truth and run ``estimators``.
 
@@ -181,13 +199,26 @@ def evaluate(
         ``levels=population.levels``).
     seed : int
         Seed of the sampling design.
+    all_failed : {"raise", "return"}
+        When every method fails: raise their error (default), or return the Evaluation with
+        each method marked failed (what a grid of samples wants).
 
     Returns
     -------
     Evaluation
         ``to_dict()`` gives ``truth`` and ``estimates`` keyed by method, with seconds,
         relative errors and the ROC AUC of P(F=1|f) for detecting population uniques among
-        the sample uniques (where the method gives record-level risk).
+        the sample uniques (where the method gives record-level risk). A method whose fit
+        raised a :class:`~sdcrisk.SdcRiskError` is kept as failed (its
+        :attr:`MethodEvaluation.error` holds the message, ``"error"`` in ``to_dict()``) and
+        the others go on; a warning names it.
+
+    Raises
+    ------
+    SdcRiskError
+        Bad arguments; or every method failed (``all_failed="raise"``): one method's own
+        error, or, for several, an error of their common class listing each message.
+        Errors that are not the package's own (bugs) propagate as they are.
     """
     if not isinstance(population, Microdata):
         raise ParameterError(f"evaluate() takes the population as a Microdata, not "
@@ -201,6 +232,8 @@ def evaluate(
                              "method names or estimators, e.g. ['nb', 'loglinear']")
     if (design is None) == (sample is None):
         raise ParameterError("give exactly one of design= or sample=")
+    if all_failed not in ("raise", "return"):
+        raise ParameterError(f"all_failed={all_failed!r}: give 'raise' or 'return'")
     if sample is None:
         rows = draw_sample(population, design, seed=seed)
         sample = population.subset(rows, population_size=population.n)
@@ -213,6 +246,7 @@ def evaluate(
     su = table.counts == 1
     is_pu = table.population.counts[su] == 1
     methods: dict[str, MethodEvaluation] = {}
+    failures: dict[str, SdcRiskError] = {}
     for est in estimators:
         label = None
         if isinstance(est, tuple):  # (label, estimator): a labelled variant
@@ -225,10 +259,34 @@ def evaluate(
         label = label or est.name
         if label in methods:
             label = f"{est.name}[{len(methods)}]"
-        methods[label] = _run_one(est, table, truth, su, is_pu)
+        start = time.perf_counter()
+        try:
+            methods[label] = _run_one(est, table, truth, su, is_pu)
+        except SdcRiskError as exc:  # this method only: the others' comparison goes on
+            failures[label] = exc
+            methods[label] = MethodEvaluation(
+                est.name, dict.fromkeys(_COMPARED), dict.fromkeys(_COMPARED),
+                time.perf_counter() - start, None, error=str(exc))
+    if failures and len(failures) == len(methods) and all_failed == "raise":
+        raise _all_failed(failures)
+    for label, exc in failures.items():
+        warnings.warn(f"evaluate(): method {label!r} failed and is shown as failed: {exc}",
+                      SdcRiskWarning, stacklevel=user_stacklevel())
     return Evaluation(truth=truth, methods=methods, design=what,
                       seed=seed if design is not None else None, keys=table.keys,
                       cell_space=table.cell_space)
+
+
+def _all_failed(failures: Mapping[str, SdcRiskError]) -> SdcRiskError:
+    """The error to raise when every method failed: a single method's own error; for several,
+    one of their common class (SdcRiskError when they differ) that lists each message."""
+    errors = list(failures.values())
+    if len(errors) == 1:
+        return errors[0]
+    kinds = {type(e) for e in errors}
+    kind = kinds.pop() if len(kinds) == 1 else SdcRiskError
+    return kind("every method failed: " + "; ".join(f"{label}: {e}"
+                                                    for label, e in failures.items()))
 
 
 def _run_one(est: Estimator, table: CellTable, truth: dict, su: np.ndarray,

@@ -4,11 +4,13 @@ local processes or a Dask cluster)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from ..data.table import Microdata
 from ..estimators import options_of
+from ..exceptions import SdcRiskError, SdcRiskWarning, user_stacklevel
 from ..runtime.executors import map_units
 from .evaluate import evaluate
 from .methods import ESTIMATORS, get_estimator
@@ -36,7 +38,11 @@ def _population(spec):
 def _evaluate_unit(unit: dict) -> dict:
     pop = _population(unit["population_spec"])
     est = get_estimator(unit["method"], **unit["options"])
-    ev = evaluate(pop, [est], design=Bernoulli(unit["fraction"]), seed=unit["seed"])
+    with warnings.catch_warnings():  # a failed unit is reported once, by evaluate_grid
+        warnings.filterwarnings("ignore", message=r"evaluate\(\): method ",
+                                category=SdcRiskWarning)
+        ev = evaluate(pop, [est], design=Bernoulli(unit["fraction"]), seed=unit["seed"],
+                      all_failed="return")
     m = next(iter(ev.methods.values()))
     return {
         "population": unit["population"], "fraction": unit["fraction"], "seed": unit["seed"],
@@ -44,6 +50,7 @@ def _evaluate_unit(unit: dict) -> dict:
         "estimates": dict(m.estimates), "relative_errors": dict(m.relative_errors),
         "auc": m.auc, "seconds": m.seconds, "mcmc": _mcmc_summary(m.result),
         "covered": None if m.covered is None else dict(m.covered),
+        **({"error": m.error} if m.error is not None else {}),
     }
 
 
@@ -85,7 +92,15 @@ def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict |
     -------
     list of dict
         One row per unit in grid order (population, fraction, seed, method): truth,
-        estimates, relative errors, AUC, seconds.
+        estimates, relative errors, AUC, seconds. A unit whose method failed with a
+        :class:`~sdcrisk.SdcRiskError` (a sample too small for it, a memory limit) has an
+        ``"error"`` with the message and no estimates; a warning per (population, fraction,
+        method) counts them.
+
+    Raises
+    ------
+    SdcRiskError
+        When every unit failed (their distinct messages).
     """
     if not isinstance(methods, dict):
         methods = {m: (m, {}) for m in methods}
@@ -102,5 +117,21 @@ def evaluate_grid(populations: dict, fractions: Sequence[float], methods: dict |
                     units.append({"population": name, "population_spec": spec,
                                   "fraction": float(frac), "seed": int(seed), "label": label,
                                   "method": method, "options": opts})
-    return map_units(_evaluate_unit, units, executor=executor, workers=workers,
+    rows = map_units(_evaluate_unit, units, executor=executor, workers=workers,
                      scheduler=scheduler)
+    failed: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("error") is not None:
+            failed.setdefault((r["population"], r["fraction"], r["method"]), []).append(r)
+    if rows and sum(map(len, failed.values())) == len(rows):
+        reasons = dict.fromkeys(f"{r['method']}: {r['error']}" for r in rows)
+        raise SdcRiskError("every unit of the grid failed: " + "; ".join(reasons))
+    for (pop, frac, label), rs in failed.items():
+        total = sum(1 for r in rows if (r["population"], r["fraction"], r["method"])
+                    == (pop, frac, label))
+        seeds = ", ".join(str(r["seed"]) for r in rs[:5]) + (", ..." if len(rs) > 5 else "")
+        warnings.warn(f"evaluate_grid(): method {label!r} failed on {len(rs)} of {total} "
+                      f"samples of {pop} at fraction {frac:g} (seeds {seeds}) and is left out "
+                      f"of their summaries: {rs[0]['error']}", SdcRiskWarning,
+                      stacklevel=user_stacklevel())
+    return rows

@@ -340,6 +340,10 @@ class Protection:
     risk_before, risk_after : dict
         Measures of the risk method (estimate of tau1, tau2, expected re-identifications,
         global risk) and its name under ``"method"``.
+    combinations_before, combinations_after : dict
+        ``observed_cells``: observed cells of the key space (complete key combinations);
+        ``patterns_with_missing_values``: combinations with a missing value, counted apart
+        (each matches several cells under missing = wildcard).
     information_loss : dict
         :func:`information_loss`.
     notes : tuple of str
@@ -358,6 +362,8 @@ class Protection:
     information_loss: dict
     notes: tuple[str, ...] = ()
     microdata_after: Microdata | None = field(default=None)
+    combinations_before: dict | None = None
+    combinations_after: dict | None = None
 
     def to_dict(self) -> dict:
         """Everything but the records (no key values)."""
@@ -367,6 +373,8 @@ class Protection:
                 "values_suppressed_per_key": dict(self.suppressed),
                 "values_suppressed": int(sum(self.suppressed.values())),
                 "categories_merged": {k: dict(v) for k, v in self.merged.items()},
+                "key_combinations_before": self.combinations_before,
+                "key_combinations_after": self.combinations_after,
                 "risk_before": self.risk_before, "risk_after": self.risk_after,
                 "information_loss": self.information_loss, "notes": list(self.notes)}
 
@@ -374,14 +382,21 @@ class Protection:
 _RISK_FIGURES = ("tau1", "tau2", "expected_reidentifications", "global_risk")
 
 
-def _risk(estimator, md: Microdata) -> dict:
-    res = estimator.fit(tabulate(md))
+def _risk(estimator, table) -> dict:
+    res = estimator.fit(table)
     out: dict[str, Any] = {"method": res.method}
     for name in _RISK_FIGURES:
         m = res.measures.get(name)
         if m is not None and m.estimate is not None:
             out[name] = float(m.estimate)
     return out
+
+
+def _combinations(table) -> dict:
+    """Observed cells of the key space, and apart the patterns with a missing (wildcard)
+    value, which match several cells (as assess's ``observed_cells``)."""
+    return {"observed_cells": int(table.key_cells),
+            "patterns_with_missing_values": int(table.n_cells - table.key_cells)}
 
 
 def _parse_target(spec: str):
@@ -536,8 +551,9 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
                      "on the same file")
         est = NegativeBinomialRisk(mode="sdcmicro",
                                    max_global_risk=getattr(est, "max_global_risk", 0.01))
-    est, _ = concrete_estimator(est, tabulate(md0))
-    risk_before, risk_after = _risk(est, md0), _risk(est, md2)
+    t0, t2 = tabulate(md0), tabulate(md2)
+    est, _ = concrete_estimator(est, t0)
+    risk_before, risk_after = _risk(est, t0), _risk(est, t2)
     per_key = {key: 0 for key in keys}
     for _, j in suppress.tolist():
         per_key[keys[j]] += 1
@@ -547,6 +563,7 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
         k_violations_before=None if k is None else k_anonymity_violations(md0, int(k)),
         k_violations_after=None if k is None else k_anonymity_violations(md2, int(k)),
         risk_before=risk_before, risk_after=risk_after,
+        combinations_before=_combinations(t0), combinations_after=_combinations(t2),
         information_loss=information_loss(md0, md2),
         notes=tuple(notes), microdata_after=md2)
 

@@ -38,7 +38,16 @@ __all__ = ["main", "build_parser"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="sdcrisk", description="Disclosure risk for categorical microdata.")
+        prog="sdcrisk", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Disclosure risk for categorical microdata: how many records of a sample "
+        "file an\nintruder could re-identify from its key variables, and how to protect it.",
+        epilog="start with:\n"
+        "  sdcrisk assess example:uk_census2011 --keys region,sex,age_band \\\n"
+        "      --population-size 56075912\n"
+        "  sdcrisk COMMAND --help      (each command's options and examples)\n\n"
+        "exit codes: 0 done; 2 an error in the input or options (one line on stderr);\n"
+        "3 a --fail-above limit exceeded (after the output is written); 1 an unexpected\n"
+        "failure (--debug shows the traceback).")
     parser.add_argument("--version", action="version", version=f"sdcrisk {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     # each subcommand adds a parser with set_defaults(run=handler), handler(args) -> str or

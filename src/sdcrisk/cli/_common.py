@@ -99,6 +99,36 @@ def data_defaults(args) -> None:
         raise ParameterError(NO_POPULATION_SIZE)
 
 
+#: what a data argument may be, for the help texts
+FILE_KINDS = ("CSV (also gzip/bz2/zstd), Parquet, Stata .dta, SAS .sas7bdat/.xpt, SPSS "
+              ".sav, duckdb:FILE.db::TABLE, or example:NAME")
+
+#: the keys of the packaged example in the commands' help examples
+EXAMPLE = "example:uk_census2011 --keys region,sex,age_band,marital_status,ethnic_group"
+
+
+def command_help(summary: str, description: str, *examples: str) -> dict:
+    """``add_parser`` keywords of a subcommand: ``summary`` for ``sdcrisk --help``, the
+    ``description`` (wrapped) at the top of its own ``--help`` and ``examples`` (command lines,
+    kept as written; ``EXAMPLE`` in them is the packaged sample and its keys) at the end."""
+    import textwrap
+
+    lines = ["examples:"]
+    for ex in examples:  # long lines continue with a shell backslash before an option
+        parts = ex.replace("EXAMPLE", EXAMPLE).split(" --")
+        line = "  " + parts[0]
+        for part in parts[1:]:
+            if len(line) + len(part) + 3 > 76:
+                lines.append(line + " \\")
+                line = "      --" + part
+            else:
+                line += " --" + part
+        lines.append(line)
+    return {"help": summary, "formatter_class": argparse.RawDescriptionHelpFormatter,
+            "description": "\n\n".join(textwrap.fill(p, 79) for p in description.split("\n\n")),
+            "epilog": "\n".join(lines) if examples else None}
+
+
 def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
     """``--workers N`` and ``--scheduler ADDRESS``: where a command's work units run (the
     help texts say which units and the default)."""
@@ -107,77 +137,81 @@ def add_executor_arguments(group, *, workers: str, scheduler: str) -> None:
 
 
 def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = ("table", "json"),
-                        whole_population: bool = True) -> None:
-    p.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
-    p.add_argument("--household", help="household id column")
-    p.add_argument("--household-size", type=int, default=None, metavar="S",
+                        whole_population: bool = True, seed_help: str | None = None) -> None:
+    k = p.add_argument_group("key variables, households and missing values")
+    k.add_argument("--keys", help="comma-separated key variables (what an intruder can match on)")
+    k.add_argument("--household", help="household id column")
+    k.add_argument("--household-size", type=int, default=None, metavar="S",
                    help="household-level keys: one record per household of S members, keyed "
-                   "on every member's --keys (needs --household; spec C.7)")
-    p.add_argument("--household-keys", default=None,
+                   "on every member's --keys (needs --household; Longhurst & Vickers, section 4)")
+    k.add_argument("--household-keys", default=None,
                    help="with --household-size: household variables (constant within a "
                    "household), e.g. region")
-    p.add_argument("--member-order", default=None,
+    k.add_argument("--member-order", default=None,
                    help="with --household-size: member variables that order the members "
-                   "(default: --keys in order; LV recommend sex then age)")
-    p.add_argument("--missing", choices=["category", "error", "wildcard"],
+                   "(default: --keys in order; Longhurst & Vickers recommend sex then age)")
+    k.add_argument("--missing", choices=["category", "error", "wildcard"],
                    default="category",
                    help="missing key values: own category (default), error, or wildcard "
                    "(matches every category, as sdcMicro's freqCalc; only nb --mode sdcmicro "
                    "estimates with it)")
-    p.add_argument("--wildcard-alpha", type=float, default=1.0, metavar="A",
+    k.add_argument("--wildcard-alpha", type=float, default=1.0, metavar="A",
                    help="--missing wildcard: how much a matching record with missing values "
                    "counts, in [0, 1] (sdcMicro's alpha; default 1)")
-    p.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
+    k.add_argument("--max-levels", type=int, default=DEFAULT_MAX_LEVELS,
                    help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
-    p.add_argument("--levels", help="JSON file {key: [levels...]} fixing the categories")
-    p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
+    k.add_argument("--levels", metavar="FILE",
+                   help="JSON file {key: [levels...]} fixing the categories")
+    m = p.add_argument_group("method options (each names its methods; refused when no "
+                             "method chosen takes it)")
+    m.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
                    default=None, help="nb: how E[1/F|f] is evaluated (default exact); loglinear: "
                    "sdcmicro adds modRisk's gr1/gr2")
-    p.add_argument("--terms", default=None,
+    m.add_argument("--terms", default=None,
                    help="loglinear: search (default), independence, all-2-way, all-3-way, or a "
                    "formula like 'all-2-way + a:b:c'")
-    p.add_argument("--iterations", type=int, default=None,
+    m.add_argument("--iterations", type=int, default=None,
                    help="loglinear: maximum IPF iterations (default 40); latent-class: maximum EM "
                    "iterations (default 300); MCMC: iterations per chain after burn-in "
                    "(default: adaptive, up to 10,000)")
-    p.add_argument("--partition", default=None,
+    m.add_argument("--partition", default=None,
                    help="loglinear: fit within bands of a key, VAR:BANDS or auto:BANDS")
-    p.add_argument("--bootstrap", type=int, default=None,
+    m.add_argument("--bootstrap", type=int, default=None,
                    help="loglinear: parametric-bootstrap replicates for intervals (default 0); "
                    "latent-class: Bayesian-bootstrap replicates (default 16); at most 10,000")
-    p.add_argument("--prior-weight", type=float, default=None,
+    m.add_argument("--prior-weight", type=float, default=None,
                    help="graphical: total weight of the hyper-Dirichlet prior (default 1)")
-    p.add_argument("--window", type=float, default=None,
+    m.add_argument("--window", type=float, default=None,
                    help="graphical: Occam's window, keep models within this posterior ratio "
                    "of the best (default 20)")
-    p.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
+    m.add_argument("--monte-carlo", type=int, default=None, metavar="DRAWS",
                    help="graphical: Monte Carlo draws instead of the closed forms")
-    p.add_argument("--max-visited", type=int, default=None, metavar="MODELS",
+    m.add_argument("--max-visited", type=int, default=None, metavar="MODELS",
                    help="graphical: stop Occam's window search after scoring this many models "
                    "(default 500,000; reached only when a small sample has many keys)")
-    p.add_argument("--profiles", type=int, default=None,
+    m.add_argument("--profiles", type=int, default=None,
                    help="mixed-membership: number of extreme profiles K (default 10)")
-    p.add_argument("--structural-zeros", default=None, metavar="FILE",
+    m.add_argument("--structural-zeros", default=None, metavar="FILE",
                    help="hdp/mixed-membership/loglinear: CSV of impossible key "
                    "combinations (conditions; key names as columns, * = free)")
-    p.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
-    p.add_argument("--burn-in", type=int, default=None,
+    m.add_argument("--chains", type=int, default=None, help="MCMC chains (default 4)")
+    m.add_argument("--burn-in", type=int, default=None,
                    help="MCMC burn-in iterations (default 1000)")
-    p.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
+    m.add_argument("--tau-mode", choices=["mc", "sampling"], default=None,
                    help="hdp/mixed-membership: tau by Monte Carlo formula (default mc) or "
                    "population sampling")
-    p.add_argument("--dependence", default=None,
+    m.add_argument("--dependence", default=None,
                    choices=["mutual_information_corrected", "mutual_information",
                             "independence"],
                    help="copula: how the pairwise correlations are matched (default "
                    "mutual_information_corrected)")
-    p.add_argument("--order", default=None, choices=["mca", "levels", "frequency"],
+    m.add_argument("--order", default=None, choices=["mca", "levels", "frequency"],
                    help="copula: ordering of each key's categories on the latent axis "
                    "(default mca)")
-    p.add_argument("--points", type=int, default=None,
+    m.add_argument("--points", type=int, default=None,
                    help="copula: quasi-Monte-Carlo lattice points per cell (default 256, at "
                    "most 65,536)")
-    p.add_argument("--classes", type=_int_or_rule, default=None,
+    m.add_argument("--classes", type=_int_or_rule, default=None,
                    help="latent-class: number of latent classes, or the rule choosing it: "
                    "heldout (default), bic, aic, average")
     p.add_argument("--max-global-risk", type=float, default=None,
@@ -193,7 +227,9 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     p.add_argument("--format", choices=list(formats), default=formats[0],
                    help=f"output format: {', '.join(formats)} (default {formats[0]})")
     p.add_argument("--out", help="write the output to this file instead of stdout")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help=seed_help or (
+        "random seed of the methods that draw random numbers (MCMC, bootstrap, auto's "
+        "validation; default 0): the same seed gives the same figures"))
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -220,12 +256,15 @@ def _int_or_rule(text: str) -> int | str:
 def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
                          default_method: str = "auto") -> None:
     """DATA, N or the sampling fraction, weights and the estimator: read by sample_microdata."""
-    p.add_argument("data", type=data_argument, help="CSV/Parquet file or example:NAME "
+    p.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    p.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    size.add_argument("--population-size", type=float, metavar="N",
+                      help="population size N (the file is a sample of N records)")
+    size.add_argument("--sampling-fraction", type=float, metavar="F",
+                      help="sampling fraction n/N (N = n / F)")
+    p.add_argument("--weights", metavar="COLUMN",
+                   help="survey weight column (N defaults to its sum)")
     p.add_argument("--method", default=default_method, choices=list(ESTIMATORS),
                    help=method_help)
 

@@ -16,6 +16,7 @@ from ._common import (
     add_input_arguments,
     add_sample_arguments,
     check_household_flags,
+    command_help,
     data_defaults,
     fmt,
     limit_breaches,
@@ -30,7 +31,18 @@ from .scenarios import add_scenario_arguments, run_scenarios
 
 
 def register(sub) -> None:
-    a = sub.add_parser("assess", help="estimate the re-identification risk of a sample")
+    a = sub.add_parser("assess", **command_help(
+        "estimate the re-identification risk of a sample",
+        "Estimate the re-identification risk of a sample file for the key variables an "
+        "intruder could match on: tau1 (sample uniques that are population unique), tau2 "
+        "(expected correct matches of sample uniques), record risks and k-anonymity counts, "
+        "with intervals. The population size N is needed: --population-size, "
+        "--sampling-fraction or --weights (N = their sum), or --whole-population when the "
+        "file is the population. The default method, auto, combines five models; --method "
+        "chooses one.",
+        "sdcrisk assess EXAMPLE --population-size 56075912",
+        "sdcrisk assess EXAMPLE --population-size 56075912 --method nb --format json",
+        "sdcrisk assess EXAMPLE --population-size 56075912 --all-subsets-up-to 3"))
     add_sample_arguments(a, default_method="auto",
                          method_help="estimator (default auto: five models fitted on the file, "
                          "combined by a rule learned on real populations; see docs/auto.md)")

@@ -30,44 +30,69 @@ def register(sub) -> None:
         add_executor_arguments,
         add_input_arguments,
         add_sample_arguments,
+        command_help,
         data_argument,
     )
 
-    d = sub.add_parser("decide", help="publish or suppress class cells by domain "
-                       "(Zaslavsky-Horton decision rule)")
+    d = sub.add_parser("decide", **command_help(
+        "publish or suppress class cells by domain (Zaslavsky-Horton decision rule)",
+        "Zaslavsky & Horton's decision rule for tables: for each domain (e.g. a region) of a "
+        "sample, publish or suppress the count of a class (--class VAR=VALUE) by comparing "
+        "the expected disclosure loss (--l1) with the loss of suppressing it (--l0) under a "
+        "beta-binomial model of the class share across domains. With --domain-types and "
+        "no data: the ordered table of domain configurations (n, N, share).",
+        "sdcrisk decide example:uk_census2011 --domain region --class ethnic_group=4 "
+        "--l1 exp:1 --population-size 56075912"))
     d.add_argument("data", nargs="?", type=data_argument,
-                   help="sample CSV/Parquet file or example:NAME (omit with --domain-types)")
-    d.add_argument("--domain-types", help="CSV of domain types with columns n, N, share: "
-                   "print the ordered table of every (n, N, y)")
+                   help="the sample file (CSV, Parquet, Stata, SAS, SPSS or example:NAME); omit "
+                   "with --domain-types")
+    d.add_argument("--domain-types", metavar="FILE",
+                   help="CSV of domain types with columns n, N, share: print the ordered "
+                   "table of every (n, N, y)")
     d.add_argument("--alpha", type=float, help="beta-binomial alpha (default: ML over domains)")
     d.add_argument("--beta", type=float, help="beta-binomial beta (default: ML over domains)")
-    d.add_argument("--l1", required=True, help="disclosure loss: exp:S | gamma:A:S | "
-                   "mixture:p1,p2,...")
-    d.add_argument("--l0", default="y", help="suppression loss: y | one | Y | n | N (default y)")
-    d.add_argument("--decision-l1", help="order by this disclosure loss instead (sensitivity)")
-    d.add_argument("--decision-l0", help="order by this suppression loss instead (sensitivity)")
+    d.add_argument("--l1", required=True, metavar="SPEC",
+                   help="(required) disclosure loss of publishing a cell with sample count y "
+                   "and population count Y: exp:S = y exp(-Y/S), gamma:A:S = y (1 + Y/(A S))"
+                   "^-(A+1), or mixture:p1,p2,... = y sum p exp(-Y p)")
+    d.add_argument("--l0", default="y", metavar="SPEC",
+                   help="loss of suppressing it: y (its sample count; default), one, Y (its "
+                   "population count), n or N (the domain's sample or population size)")
+    d.add_argument("--decision-l1", metavar="SPEC",
+                   help="order by this disclosure loss instead (sensitivity)")
+    d.add_argument("--decision-l0", metavar="SPEC",
+                   help="order by this suppression loss instead (sensitivity)")
     d.add_argument("--risk-fraction", type=float, default=0.2,
                    help="report the loss fraction needed to cut the risk to this fraction "
                    "(default 0.2)")
-    d.add_argument("--domain", help="domain variable (e.g. geography)")
-    d.add_argument("--class", dest="class_definition", help="class: VAR=VALUE[,VAR=VALUE]")
+    d.add_argument("--domain", metavar="VAR", help="domain variable (e.g. geography)")
+    d.add_argument("--class", dest="class_definition", metavar="VAR=VALUE[,VAR=VALUE]",
+                   help="the class whose count per domain is published or suppressed")
     size = d.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    size.add_argument("--domain-sizes", help="CSV with the domain labels (column 'domain' or "
-                      "the domain variable) and their population sizes (column 'N')")
-    size.add_argument("--population", help="population file: exact domain sizes and true Y")
-    d.add_argument("--weights", help="survey weight column (domain sizes from their sums)")
+    size.add_argument("--population-size", type=float, metavar="N",
+                      help="population size N (domain sizes n_i N / n)")
+    size.add_argument("--sampling-fraction", type=float, metavar="F",
+                      help="sampling fraction n/N")
+    size.add_argument("--domain-sizes", metavar="FILE",
+                      help="CSV with the domain labels (column 'domain' or the domain "
+                      "variable) and their population sizes (column 'N')")
+    size.add_argument("--population", metavar="FILE",
+                      help="population file: exact domain sizes and true Y")
+    d.add_argument("--weights", metavar="COLUMN",
+                   help="survey weight column (domain sizes from their sums)")
     rule = d.add_mutually_exclusive_group()
-    rule.add_argument("--ratio-threshold", type=float,
-                      help="publish iff R1 < C * R0 (default 1)")
+    rule.add_argument("--ratio-threshold", type=float, metavar="C",
+                      help="publish a cell iff its expected disclosure loss R1 < C x its "
+                      "expected suppression loss R0 (default 1)")
     rule.add_argument("--target-risk-fraction", type=float,
                       help="publish in R1/R0 order up to this fraction of the full risk")
     d.add_argument("--max-enumeration", type=int, default=None,
                    help="cut-off: enumerate Y fully when N - n is below this (default 1e6)")
-    d.add_argument("--csv", help="write the per-domain decisions (or the table) as CSV")
-    d.add_argument("--plot", help="draw the trade-off curve to this .svg file (or .png, which "
-                   "needs matplotlib)")
+    d.add_argument("--csv", metavar="FILE",
+                   help="write the per-domain decisions (or the table) as CSV")
+    d.add_argument("--plot", metavar="FILE",
+                   help="draw the trade-off curve to this .svg file (or .png, which needs "
+                   "matplotlib)")
     d.add_argument("--internal", action="store_true",
                    help="include class counts and risks per domain (disclosive)")
     d.add_argument("--missing", choices=["category", "error"], default="category",
@@ -83,8 +108,12 @@ def register(sub) -> None:
     d.add_argument("--debug", action="store_true", help="show tracebacks")
     d.set_defaults(run=_decide)
 
-    r = sub.add_parser("recommend", help="local suppressions or recodings that bring the "
-                       "estimated risk to a target")
+    r = sub.add_parser("recommend", **command_help(
+        "local suppressions or recodings that bring the estimated risk to a target",
+        "Rank plans that bring the estimated risk of a sample to --target: local suppression "
+        "of key values, or merging categories of one key, each re-estimated after every "
+        "change. Nothing is written; 'sdcrisk protect --target' applies the best plan.",
+        "sdcrisk recommend EXAMPLE --population-size 56075912 --method nb --target 0.3"))
     add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
                          "its calibrated combination of five candidates, re-fitted as a "
                          "whole; nb is faster)")

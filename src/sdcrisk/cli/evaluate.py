@@ -31,20 +31,39 @@ _INTEGER_TRUTH = ("n", "sample_uniques", "population_uniques", "tau1")
 
 def register(sub) -> None:
     """Add the ``evaluate`` subcommand to the CLI's subparsers."""
-    from ._common import add_executor_arguments, add_input_arguments, data_argument
+    from ._common import (
+        add_executor_arguments,
+        add_input_arguments,
+        command_help,
+        data_argument,
+    )
 
-    e = sub.add_parser("evaluate", help="draw a sample from a population and compare "
-                       "estimators with the truth")
+    e = sub.add_parser("evaluate", **command_help(
+        "draw a sample from a population and compare estimators with the truth",
+        "For a statistician choosing an estimator: draw a sample from a population file "
+        "(or take a given one), compute the true measures from the population and compare "
+        "each method's estimates, errors, interval coverage and seconds with them. One "
+        "sample: --fraction F, --n N or --sample FILE, with --seed S. A grid: --fractions "
+        "and/or --seeds, summarised over the seeds.",
+        "sdcrisk evaluate EXAMPLE --fraction 0.05 --methods nb,loglinear",
+        "sdcrisk evaluate EXAMPLE --fractions 0.01,0.05 --seeds 0-9 --methods nb,loglinear "
+        "--format json"))
     e.add_argument("population", type=data_argument,
-                   help="population CSV/Parquet file (one row per person)")
+                   help="the population file, one row per person (CSV, Parquet, Stata, SAS, "
+                   "SPSS or example:NAME)")
     how = e.add_mutually_exclusive_group()
-    how.add_argument("--fraction", type=float, help="Bernoulli sampling fraction")
-    how.add_argument("--n", type=int, help="simple random sample size")
-    how.add_argument("--sample", help="a sample file whose records come from the population")
+    how.add_argument("--fraction", type=float, metavar="F",
+                     help="draw a Bernoulli sample: each person in with probability F")
+    how.add_argument("--n", type=int, metavar="N",
+                     help="draw a simple random sample of N persons")
+    how.add_argument("--sample", metavar="FILE",
+                     help="use this sample file, whose records come from the population")
     e.add_argument("--methods", default="auto",
                    help="comma-separated estimators (default: auto, as in assess), each "
                    "with options as auto's candidates take them: "
-                   "nb,loglinear:terms=search,graphical:prior_weight=50")
+                   "nb,loglinear:terms=search,graphical:prior_weight=50. A method that fails "
+                   "on the sample (too small for it, over the memory limit) is shown as "
+                   "failed with its reason; the others are still compared")
     g = e.add_argument_group("grids (several fractions and sampling seeds)")
     g.add_argument("--fractions", metavar="F1,F2,...",
                    help="several Bernoulli sampling fractions, e.g. 0.01,0.03,0.05")
@@ -56,7 +75,10 @@ def register(sub) -> None:
         g, workers="grid: local worker processes (default: all CPUs; 1 = in this process)",
         scheduler="grid: run the units on a Dask cluster, e.g. tcp://host:8786 (the "
         "population file must be readable at the same path on the workers)")
-    add_input_arguments(e, whole_population=False)  # N is the population file's size
+    add_input_arguments(  # N is the population file's size
+        e, whole_population=False,
+        seed_help="seed of the sample drawn (--fraction, --n) and of the methods' random "
+        "numbers (default 0); a grid takes --seeds instead")
     e.set_defaults(run=_evaluate, seed=None)  # None: tells an explicit --seed from --seeds
 
 
@@ -335,14 +357,16 @@ def grid_summaries(rows: list[dict]) -> list[dict]:
     whose relative error exists (the truth is non-zero and the method gives the measure),
     ``relative_rmse`` = sqrt(mean(relative error^2)) over those rows, ``rmse`` =
     sqrt(mean((estimate - truth)^2)) over the rows with an estimate, and ``n`` the number of
-    relative errors. Also the mean AUC (rows that have one) and the mean seconds.
+    relative errors. Also the mean AUC (rows that have one), the mean seconds and
+    ``failed``, the rows whose method failed (they have no estimates, so no errors).
     """
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["fraction"], r["method"]), []).append(r)
     out = []
     for (fraction, method), rs in groups.items():
-        s: dict = {"fraction": fraction, "method": method, "seeds": len(rs)}
+        s: dict = {"fraction": fraction, "method": method, "seeds": len(rs),
+                   "failed": sum(1 for r in rs if r.get("error") is not None)}
         for name in GRID_MEASURES:
             rel = np.array([r["relative_errors"][name] for r in rs
                             if r["relative_errors"].get(name) is not None], float)
@@ -394,12 +418,18 @@ def _grid_table(g: dict) -> str:
             f"{_pct(t1['mean_relative_error']):>11}{_pct(t1['median_relative_error']):>9}"
             f"{fmt(t1['rmse']):>10}{_pct(t2['mean_relative_error']):>11}"
             f"{_pct(t2['median_relative_error']):>9}{fmt(t2['rmse']):>10}"
-            f"{'-' if auc is None else f'{auc:.3f}':>7}{s['mean_seconds']:>9.3f}")
+            f"{'-' if auc is None else f'{auc:.3f}':>7}{s['mean_seconds']:>9.3f}"
+            + (f"  failed on {s['failed']} seed(s)" if s.get("failed") else ""))
     lines += ["", "rows",
               f"{'fraction':>9}{'seed':>6} {'method':<16}{'n':>8}{'SU':>7}{'tau1':>8}"
               f"{'est':>10}{'err':>9}{'tau2':>10}{'est':>10}{'err':>9}{'AUC':>7}{'seconds':>9}"]
     for r in g["rows"]:
         t, e, err, auc = r["truth"], r["estimates"], r["relative_errors"], r["auc"]
+        if r.get("error") is not None:
+            lines.append(f"{r['fraction']:>9g}{r['seed']:>6} {r['method']:<16}{t['n']:>8,}"
+                         f"{t['sample_uniques']:>7,}{t['tau1']:>8,}  failed: "
+                         + " ".join(r["error"].split()))
+            continue
         lines.append(
             f"{r['fraction']:>9g}{r['seed']:>6} {r['method']:<16}{t['n']:>8,}"
             f"{t['sample_uniques']:>7,}{t['tau1']:>8,}{fmt(e['tau1']):>10}"
@@ -426,6 +456,9 @@ def _evaluation_table(ev) -> str:
     width = max([16, *(len(name) + 1 for name in ev.methods)])
     lines[-1] = f"{'method':<{width}}" + lines[-1][16:]
     for name, m in ev.methods.items():
+        if m.error is not None:
+            lines.append(f"{name:<{width}}failed: {' '.join(m.error.split())}")
+            continue
         e, r = m.estimates, m.relative_errors
         cov = m.covered or {}
         lines.append(

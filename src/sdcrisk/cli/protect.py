@@ -23,10 +23,19 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``protect`` subparser (handler via ``set_defaults(run=)``)."""
-    from ._common import add_sample_arguments
+    from ._common import add_sample_arguments, command_help
 
-    p = sub.add_parser("protect", help="write a protected file: recodes, local suppression to "
-                       "k-anonymity or to a risk target")
+    p = sub.add_parser("protect", **command_help(
+        "write a protected file: recodes, local suppression to k-anonymity or to a risk "
+        "target",
+        "Write the protected version of a file: your recodes (--recode), then local "
+        "suppression until every record shares its key values with at least K-1 others "
+        "(--k-anonymity K; a missing value matches every category, as sdcMicro's "
+        "localSuppression), or the plan recommend ranks first (--target tau2=V). Other "
+        "columns are written as read; the input is never overwritten. Prints the risk "
+        "before and after, the values suppressed and the information loss.",
+        "sdcrisk protect EXAMPLE --population-size 56075912 --k-anonymity 3 "
+        "--out protected.csv"))
     add_sample_arguments(p, method_help="risk method for the before/after figures (default "
                          "auto, fitted once; nb --mode sdcmicro when suppressed values must "
                          "count as wildcards, which auto's candidates cannot)")
@@ -120,6 +129,14 @@ def _text(prot, out: Path) -> str:
             lines.append(f"categories merged in {key}: {text}")
     else:
         lines.append("categories merged: none")
+    cb, ca = prot.combinations_before, prot.combinations_after
+    if cb is not None and ca is not None:
+        patterns = ca["patterns_with_missing_values"], cb["patterns_with_missing_values"]
+        lines.append(f"observed key combinations: {cb['observed_cells']:,} before, "
+                     f"{ca['observed_cells']:,} after"
+                     + (f" (and patterns with missing values, each matching several: "
+                        f"{patterns[1]:,} before, {patterns[0]:,} after)" if any(patterns)
+                        else ""))
     b, a = prot.risk_before, prot.risk_after
     lines += ["", f"risk ({b['method']})            before         after"]
     for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):

@@ -15,12 +15,18 @@ and calibration plots. With ``--protected`` the headline method is also fitted o
 protected file (same keys and N) for a before/after section, and ``--fail-above`` gates the
 protected file (the one to release) instead of the original.
 
+A method of several whose fit fails with the package's own error (a memory limit, a sample
+too small for it) is left out with a warning and named as failed on the page; the first
+method that fitted is then the headline. When every method fails the command fails (exit 2).
+
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
 
 from __future__ import annotations
 
-from ..exceptions import ParameterError
+import warnings
+
+from ..exceptions import ParameterError, SdcRiskError, SdcRiskWarning
 from ._common import Outcome
 
 __all__ = ["register"]
@@ -29,15 +35,34 @@ __all__ = ["register"]
 def register(sub) -> None:
     """Add the ``report`` subparser (handler via ``set_defaults(run=)``)."""
     from ..data.datasets import EXAMPLES
-    from ._common import add_fail_above, add_input_arguments, data_argument
+    from ._common import (
+        FILE_KINDS,
+        add_fail_above,
+        add_input_arguments,
+        command_help,
+        data_argument,
+    )
 
-    r = sub.add_parser("report", help="write the HTML risk report (external by default)")
-    r.add_argument("data", type=data_argument, help="sample CSV/Parquet file or example:NAME "
+    r = sub.add_parser("report", **command_help(
+        "write the HTML risk report (external by default)",
+        "Write one self-contained HTML page for a release panel: the headline measures with "
+        "their assumptions, a verdict against the limits (--fail-above, else the max global "
+        "risk), k-anonymity, the riskiest key combinations (listed with their values only "
+        "in the --internal report), what drives the risk, SUDA and uniqueness models. "
+        "--population adds the truth; --protected a before/after section. A method of "
+        "several that fails is named as failed and left out.",
+        "sdcrisk report EXAMPLE --population-size 56075912 --out report.html",
+        "sdcrisk report EXAMPLE --population-size 56075912 --methods auto,nb "
+        "--fail-above global_risk=0.01 --out report.html"))
+    r.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = r.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, help="population size N")
-    size.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N")
-    r.add_argument("--weights", help="survey weight column (N defaults to its sum)")
+    size.add_argument("--population-size", type=float, metavar="N",
+                      help="population size N (the file is a sample of N records)")
+    size.add_argument("--sampling-fraction", type=float, metavar="F",
+                      help="sampling fraction n/N (N = n / F)")
+    r.add_argument("--weights", metavar="COLUMN",
+                   help="survey weight column (N defaults to its sum)")
     r.add_argument("--methods", default="auto",
                    help="comma-separated estimators; the first is the headline, used by the "
                    "verdict and every section (default auto, as in assess)")
@@ -118,13 +143,26 @@ def _report(args) -> Outcome:
     else:
         table = tabulate(sample_microdata(args))
     options = method_options(args, methods)
-    results = {}
-    for name in methods:
-        results[name] = get_estimator(name, **options[name]).fit(table)
+    estimators = {name: get_estimator(name, **options[name]) for name in methods}
+    results, failed = {}, {}
+    for name, est in estimators.items():
+        try:
+            results[name] = est.fit(table)
+        except SdcRiskError as exc:  # this method only: the report shows the others
+            if len(methods) == 1:
+                raise
+            failed[name] = exc
+    if not results:  # as evaluate: their common error class, each message
+        kinds = {type(e) for e in failed.values()}
+        raise (kinds.pop() if len(kinds) == 1 else SdcRiskError)(
+            "every method failed: " + "; ".join(f"{k}: {e}" for k, e in failed.items()))
+    for name, exc in failed.items():
+        warnings.warn(f"report: method {name!r} failed and is left out (named as failed on "
+                      f"the page): {exc}", SdcRiskWarning, stacklevel=2)
     breaches = tuple(limit_breaches(results, limits))
     protected = None
     if args.protected:
-        head = methods[0]
+        head = next(iter(results))  # the headline: the first method that fitted
         prot = Microdata.from_source(
             args.protected, list(table.keys), weights=args.weights, household=args.household,
             population_size=float(table.population_size), missing=args.missing,
@@ -139,4 +177,5 @@ def _report(args) -> Outcome:
                         risk_threshold=args.risk_threshold, top=args.top,
                         contributions=contributions, suda=not args.no_suda,
                         uniqueness=not args.no_uniqueness, limits=limits,
-                        protected=protected), breaches)
+                        protected=protected,
+                        failed={k: str(e) for k, e in failed.items()}), breaches)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.sizes import check_memory
+from ..data.sizes import check_memory, short_repr
 from ..data.table import CellTable
 from ..exceptions import ParameterError
 
@@ -43,8 +43,28 @@ def _reduce(terms: list[Generator]) -> tuple[Generator, ...]:
     return tuple(t for t in uniq if not any(set(t) < set(u) for u in uniq))
 
 
-_TERMS_HELP = ("use independence, all-2-way, all-3-way, saturated or var:var[:var], joined "
-               "by +, e.g. 'all-2-way + age:sex:region'")
+_TERMS_HELP = ("use search (the default), or independence, all-2-way, all-3-way, saturated or "
+               "var:var[:var] joined by +, e.g. 'all-2-way + age:sex:region'")
+
+
+def _bad_term(terms, message: str) -> ParameterError:
+    """An error about one term of ``terms`` that names the whole value as the option the
+    user gave (``terms=...``; the CLI writes it as ``--terms ...``), then the term."""
+    return ParameterError(f"terms={short_repr(terms, 80)}: {message}")
+
+
+def _unreadable(terms, part: str, keys: Sequence[str]) -> ParameterError:
+    """The error for a term that is neither a model name nor var:var[:var]."""
+    names = [v.strip() for v in part.split("*")]
+    if len(names) > 1 and all(re.fullmatch(r"[\w.\-]+", v) for v in names):
+        # R/patsy's a*b: here an interaction is written a:b
+        hint = f"write an interaction with ':' between key variables, e.g. {':'.join(names)!r}; "
+    elif re.fullmatch(r"[\w.\-]+", part):
+        hint = "it is neither a key variable nor a model name; "
+    else:
+        hint = ""
+    return _bad_term(terms, f"cannot read model term {part!r}; {hint}{_TERMS_HELP} "
+                            f"(keys: {', '.join(map(str, keys))})")
 
 
 def check_terms_syntax(terms) -> None:
@@ -67,13 +87,14 @@ def check_terms_syntax(terms) -> None:
         for part in parts:
             m = re.fullmatch(r"all-(\d+)-way", part)
             if m and int(m.group(1)) < 1:
-                raise ParameterError(f"model term {part!r}: K in all-K-way must be >= 1")
+                raise _bad_term(terms, f"model term {part!r}: K in all-K-way must be >= 1, "
+                                       "e.g. all-2-way")
             if ":" in part:
                 names = [v.strip() for v in part.split(":")]
                 if any(not v for v in names):
-                    raise ParameterError(
-                        f"model term {part!r} has an empty variable name (write one ':' "
-                        f"between variables, e.g. {':'.join(v for v in names if v)!r})")
+                    raise _bad_term(
+                        terms, f"model term {part!r} has an empty variable name (write one "
+                        f"':' between variables, e.g. {':'.join(v for v in names if v)!r})")
         return
     if not isinstance(terms, list | tuple):
         raise ParameterError(f"terms={terms!r} must be a formula string or a list of "
@@ -82,7 +103,8 @@ def check_terms_syntax(terms) -> None:
         raise ParameterError("terms=[] is empty; give at least one term or 'independence'")
     for t in terms:
         if not isinstance(t, str | int | np.integer | list | tuple):
-            raise ParameterError(f"model term {t!r} is not a variable name, index or tuple")
+            raise _bad_term(terms, f"model term {t!r} is not a variable name, index or "
+                                   "tuple of them")
 
 
 def parse_terms(terms, keys: Sequence[str]) -> tuple[Generator, ...]:
@@ -106,13 +128,13 @@ def parse_terms(terms, keys: Sequence[str]) -> tuple[Generator, ...]:
     def resolve(name, term) -> int:
         if isinstance(name, int | np.integer):
             if not 0 <= int(name) < j:
-                raise ParameterError(f"model term {term!r}: index {name} out of range for "
-                                     f"{j} keys")
+                raise _bad_term(terms, f"model term {term!r}: index {name} out of range for "
+                                       f"{j} keys (0 to {j - 1})")
             return int(name)
         name = str(name).strip()
         if name not in keys:
-            raise ParameterError(f"model term {term!r}: {name!r} is not a key variable; "
-                                 f"keys: {', '.join(keys)}")
+            raise _bad_term(terms, f"model term {term!r}: {name!r} is not a key variable; "
+                                   f"use the keys {', '.join(map(str, keys))}")
         return keys.index(name)
 
     out: list[Generator] = [(i,) for i in range(j)]
@@ -129,17 +151,16 @@ def parse_terms(terms, keys: Sequence[str]) -> tuple[Generator, ...]:
                 # saturated model, which the result notes); a larger K beyond the keys is a
                 # slip of the pen more often than a way of writing "saturated"
                 if k > j and k > 3:
-                    raise ParameterError(
-                        f"model term {part!r} asks for {k}-way terms but there are only {j} "
-                        f"keys; all-{j}-way is the saturated model (it reproduces the sample "
-                        "counts, so every sample unique is estimated population unique): write "
-                        f"'saturated' if that is meant, or all-2-way/all-3-way")
+                    raise _bad_term(
+                        terms, f"model term {part!r} asks for {k}-way terms but there are "
+                        f"only {j} keys; all-{j}-way is the saturated model (it reproduces "
+                        "the sample counts, so every sample unique is estimated population "
+                        "unique): write 'saturated' if that is meant, or all-2-way/all-3-way")
                 out.extend(itertools.combinations(range(j), min(k, j)))
             elif ":" in part or part in keys:
                 out.append(tuple(resolve(v, part) for v in part.split(":")))
             else:
-                raise ParameterError(f"cannot read model term {part!r}; {_TERMS_HELP} "
-                                     f"(keys: {', '.join(keys)})")
+                raise _unreadable(terms, part, keys)
     else:
         for t in terms:
             t = (t,) if isinstance(t, str | int | np.integer) else tuple(t)

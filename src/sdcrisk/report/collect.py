@@ -616,6 +616,7 @@ def build_report(
     date: str | None = None,
     limits: Mapping[str, float] | Sequence[tuple[str, str, float]] | None = None,
     protected: RiskResult | None = None,
+    failed: Mapping[str, str] | None = None,
 ) -> str:
     """The HTML risk report of one file, from the results of one or more methods.
 
@@ -666,6 +667,10 @@ def build_report(
         The same method fitted on the protected version of the file (same keys and N): adds
         a before/after section (measures, sample uniques, k-anonymity violations, missing
         values per key).
+    failed : dict, optional
+        Label -> message of methods that were asked for but whose fit failed (the CLI's
+        ``--methods`` when one raises the package's own error): named as failed, with the
+        reason, under Headline measures, in the comparison of methods and in the notes.
 
     Returns
     -------
@@ -710,6 +715,9 @@ def build_report(
                     risk_threshold=risk_threshold, top=int(top), contributions=contributions,
                     suda=suda, uniqueness=uniqueness, title=title, date=date,
                     bins=int(bins), limits=normalise_limits(limits), protected=protected)
+    data["failed"] = {str(k): str(v) for k, v in (failed or {}).items()}
+    data["notes"] += [f"method {k} failed and is not shown: {v}"
+                      for k, v in data["failed"].items()]
     return render(data)
 
 

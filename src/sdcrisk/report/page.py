@@ -172,7 +172,8 @@ def _assumption_blocks(label_: str, res, data: dict, scrub) -> list:
 
 
 def _measures_section(data: dict, scrub) -> dict:
-    parts = []
+    parts = [para(f"{lab}: failed, not shown: {scrub(why)}")
+             for lab, why in data.get("failed", {}).items()]
     for i, (lab, res) in enumerate(data["results"].items()):
         body = [method(method_line(res)),
                 table([("measure", "measure"), ("estimate", "estimate", "fmt"),
@@ -407,7 +408,7 @@ _COMPARE = ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta", "expected_reidenti
 def _comparison_section(data: dict) -> dict | None:
     results = data["results"]
     truth = data["truth"]
-    if len(results) < 2 and truth is None:
+    if len(results) + len(data.get("failed", {})) < 2 and truth is None:
         return None
     rows = []
     if truth is not None:
@@ -424,6 +425,7 @@ def _comparison_section(data: dict) -> dict | None:
         if truth is not None:
             row["auc"] = truth["methods"][lab]["auc"]
         rows.append(row)
+    rows += [{"method": f"{lab} (failed)"} for lab in data.get("failed", {})]
     cols: list[tuple] = [
         ("method", "method"), ("tau1", "tau1", "fmt"), ("tau1_ci", "interval"),
         ("tau2", "tau2", "fmt"), ("tau2_ci", "interval"), ("p_pu", "P(PU)", "fmt"),

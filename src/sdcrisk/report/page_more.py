@@ -438,7 +438,12 @@ def protected_section(data: dict, scrub) -> dict | None:
 
     ta, tb = before.table, after.table
     add("records", ta.n, tb.n)
-    add("observed key combinations", ta.n_cells, tb.n_cells)
+    # cells of the key space only: under missing = wildcard a pattern with a missing value
+    # matches several cells and is counted apart (as assess and the file section do)
+    add("observed key combinations", ta.key_cells, tb.key_cells)
+    patterns = [t.n_cells - t.key_cells for t in (ta, tb)]
+    if any(patterns):
+        add("patterns with missing values (each matches several combinations)", *patterns)
     ka, kb = kanon_counts(ta, (2, 3, 5)), kanon_counts(tb, (2, 3, 5))
     add("sample uniques (f = 1)", ka[2], kb[2])
     for k in (2, 3, 5):
