@@ -180,3 +180,29 @@ def test_report_with_one_failing_method(uk_path, small_limit, tmp_path, capsys):
     code, err, page = _report(capsys, tmp_path, uk_path, "loglinear,graphical")
     assert code == 2 and page == ""
     assert "sdcrisk: error: every method failed: loglinear: " in err and "graphical: " in err
+
+
+def test_a_misspelt_key_in_an_option_is_the_users_error_before_any_fit(uk_path, capsys,
+                                                                       tmp_path):
+    """A key in --terms that --keys lacks is wrong for every sample: the command stops (exit 2,
+    naming --terms and the keys) rather than showing loglinear as failed beside nb."""
+    pop = Microdata.from_source(uk_path, keys=KS8[:4])
+    with pytest.raises(sdcrisk.ParameterError, match=r"terms='region:zz'.*(keys|key)"):
+        evaluate(pop, ["nb", sdcrisk.LogLinearRisk(terms="region:zz")],
+                 design=Bernoulli(0.05), seed=0)
+    with pytest.raises(sdcrisk.ParameterError, match=r"partition='zz:2'.*not a key"):
+        evaluate(pop, ["nb", sdcrisk.LogLinearRisk(terms="all-2-way", partition="zz:2")],
+                 design=Bernoulli(0.05), seed=0)
+    common = ["--keys", ",".join(KS8[:4]), "--terms", "region:zz"]
+    assert main(["evaluate", str(uk_path), "--fraction", "0.05", "--methods", "nb,loglinear",
+                 *common]) == 2
+    err = capsys.readouterr().err
+    assert "--terms 'region:zz'" in err and "failed" not in err
+    out = tmp_path / "r.html"
+    assert main(["report", str(uk_path), "--population-size", "1e6", "--methods", "nb,loglinear",
+                 "--out", str(out), *common]) == 2
+    err = capsys.readouterr().err
+    assert "--terms 'region:zz'" in err and not out.exists()
+    # a key that exists passes the check, and the search (no keys named) always does
+    sdcrisk.LogLinearRisk(terms="region:sex").check_keys(KS8[:4])
+    sdcrisk.LogLinearRisk().check_keys(KS8[:4])

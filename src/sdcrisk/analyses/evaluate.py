@@ -247,6 +247,7 @@ def evaluate(
     is_pu = table.population.counts[su] == 1
     methods: dict[str, MethodEvaluation] = {}
     failures: dict[str, SdcRiskError] = {}
+    resolved = []
     for est in estimators:
         label = None
         if isinstance(est, tuple):  # (label, estimator): a labelled variant
@@ -256,6 +257,9 @@ def evaluate(
             raise ParameterError(f"evaluate(): {short_repr(est)} is not an estimator; give "
                                  "method names such as 'nb' or estimators such as "
                                  "NegativeBinomialRisk()")
+        est.check_keys(table.keys)  # a misspelt key is the user's error: before any fit
+        resolved.append((label, est))
+    for label, est in resolved:
         label = label or est.name
         if label in methods:
             label = f"{est.name}[{len(methods)}]"

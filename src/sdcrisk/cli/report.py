@@ -144,6 +144,8 @@ def _report(args) -> Outcome:
         table = tabulate(sample_microdata(args))
     options = method_options(args, methods)
     estimators = {name: get_estimator(name, **options[name]) for name in methods}
+    for est in estimators.values():  # a misspelt key is the user's error: before any fit
+        est.check_keys(table.keys)
     results, failed = {}, {}
     for name, est in estimators.items():
         try:

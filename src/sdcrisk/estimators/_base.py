@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -226,6 +227,18 @@ class Estimator(ABC):
     def _validate(self) -> None:  # noqa: B027 - optional hook, subclasses extend
         """Check the settings; raise ParameterError."""
 
+    def check_keys(self, keys: Sequence[str]) -> None:  # noqa: B027 - optional hook
+        """Refuse options that name key variables ``keys`` lacks (a misspelt key in a model
+        formula): a user error for every sample, so callers that fit several methods
+        (``evaluate``, ``report --methods``) check every method before fitting any. ``fit``
+        checks it too. Default: nothing to check.
+
+        Raises
+        ------
+        ParameterError
+            Naming the option, the value and the keys there are.
+        """
+
     def supports_wildcards(self) -> bool:
         """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
         return False
@@ -294,6 +307,7 @@ class Estimator(ABC):
         if not isinstance(table, CellTable | FrequencyTable):
             raise ParameterError(f"fit() takes a CellTable (see sdcrisk.tabulate), "
                                  f"not {type(table).__name__}")
+        self.check_keys(table.keys)
         if table.n == 0:
             raise InputError("the sample is empty")
         wc = table.wildcard

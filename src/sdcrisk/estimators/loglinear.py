@@ -278,6 +278,17 @@ class LogLinearRisk(Estimator):
     engine: Literal["auto", "dense", "factored"] = "auto"
     structural_zeros: Any = None
 
+    def check_keys(self, keys) -> None:
+        """The key variables named in ``terms`` and ``partition`` exist in ``keys``."""
+        if not (isinstance(self.terms, str) and self.terms.strip() == "search"):
+            _ipf.parse_terms(self.terms, keys)
+        spec = self.partition
+        name = spec.rsplit(":", 1)[0] if isinstance(spec, str) and ":" in spec else (
+            spec[0] if isinstance(spec, tuple | list) else None)
+        if name is not None and name != "auto" and name not in keys:
+            raise ParameterError(f"partition={spec!r}: {name!r} is not a key; keys: "
+                                 f"{', '.join(map(str, keys))}")
+
     def _validate(self) -> None:
         if self.mode not in ("exact", "sdcmicro"):
             raise ParameterError(f"mode={self.mode!r}; use 'exact' or 'sdcmicro' (modRisk)")
