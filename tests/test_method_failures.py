@@ -203,6 +203,12 @@ def test_a_misspelt_key_in_an_option_is_the_users_error_before_any_fit(uk_path, 
                  "--out", str(out), *common]) == 2
     err = capsys.readouterr().err
     assert "--terms 'region:zz'" in err and not out.exists()
+    # auto's own candidates: refused by name, not set aside as "not compared"
+    with pytest.raises(sdcrisk.ParameterError, match=r"terms='region:zz'"):
+        sdcrisk.AutoRisk(candidates=["nb", "loglinear:terms=region:zz"]).fit(
+            sdcrisk.tabulate(Microdata.from_source(uk_path, keys=KS8[:4],
+                                                   population_size=1e6)))
     # a key that exists passes the check, and the search (no keys named) always does
+    sdcrisk.AutoRisk(candidates=["nb", "loglinear:terms=region:sex"]).check_keys(KS8[:4])
     sdcrisk.LogLinearRisk(terms="region:sex").check_keys(KS8[:4])
     sdcrisk.LogLinearRisk().check_keys(KS8[:4])

@@ -289,6 +289,14 @@ class AutoRisk(Estimator):
             if len(set(labels)) != len(labels):
                 raise ParameterError(f"candidates repeat: {labels}")
 
+    def check_keys(self, keys) -> None:
+        """The key variables named in the given candidates' options exist in ``keys``: a
+        misspelt key is the user's error, not a candidate to set aside."""
+        from .validation import Candidate
+
+        for spec in self.candidates or ():
+            Candidate.parse(spec).estimator().check_keys(keys)
+
     # -------------------------------------------------------------------------------------
     def _fit(self, table: CellTable) -> RiskResult:
         from .validation import Candidate, validate
