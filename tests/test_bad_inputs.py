@@ -344,6 +344,8 @@ OPTION_CASES = [
      ("--window 0.5", ">= 1")),
     (("--population-size", "1e4", "--method", "graphical", "--monte-carlo", "0"), 2,
      ("--monte-carlo 0",)),
+    (("--population-size", "1e4", "--method", "graphical", "--monte-carlo", "1"), 2,
+     ("--monte-carlo 1", ">= 2", "leave --monte-carlo out")),
     (("--population-size", "1e4", "--method", "hdp", "--chains", "0"), 2, ("--chains 0",)),
     (("--population-size", "1e4", "--method", "hdp", "--burn-in", "-1"), 2, ("--burn-in -1",)),
     (("--population-size", "1e4", "--method", "mixed-membership", "--profiles", "0"), 2,

@@ -158,8 +158,9 @@ class GraphicalRisk(Estimator):
         mc = self.monte_carlo
         if mc is not None and (isinstance(mc, bool) or not isinstance(mc, int | np.integer)
                                or mc < 2):
-            raise ParameterError(f"monte_carlo={mc!r} must be None (closed forms) or a number "
-                                 "of draws >= 2")
+            raise ParameterError(f"monte_carlo={mc!r} must be a number of draws >= 2, or None "
+                                 "for the closed forms (on the command line: leave "
+                                 "--monte-carlo out)")
         if isinstance(self.max_models, bool) or not isinstance(self.max_models, int) \
                 or self.max_models < 1:
             raise ParameterError(f"max_models={self.max_models!r} must be an integer >= 1")
