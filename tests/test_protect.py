@@ -523,3 +523,26 @@ def test_outputs_get_the_mode_of_a_plain_write(tmp_path, capsys, umask_027, suff
     assert main([*argv, "--overwrite"]) == 0
     assert os.stat(out).st_mode & 0o777 == 0o604
     assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # no leftovers
+
+
+def test_method_options_reach_the_before_after_figures(tmp_path, capsys):
+    """protect takes the per-method options as assess does: its 'before' figure with
+    --method loglinear --terms independence is assess's on the same file, and a key
+    misspelt in --terms stops it (exit 2) before anything is written."""
+    _, path = _small_csv(tmp_path)
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"age": {"31": 30, "33": 32, "41": 40, "43": 42}}))
+    common = ["--keys", "age,sex", "--population-size", "1200", "--method", "loglinear",
+              "--terms", "independence", "--format", "json"]
+    assert main(["protect", str(path), "--recode", str(rec), "--out",
+                 str(tmp_path / "p.csv"), *common]) == 0
+    prot = json.loads(capsys.readouterr().out)
+    assert main(["assess", str(path), *common]) == 0
+    ass = json.loads(capsys.readouterr().out)
+    assert prot["risk_before"]["method"] == "loglinear"
+    assert prot["risk_before"]["tau2"] == pytest.approx(ass["measures"]["tau2"]["estimate"],
+                                                   rel=1e-12)
+    out = tmp_path / "q.csv"
+    assert main(["protect", str(path), "--recode", str(rec), "--out", str(out),
+                 *common[:6], "--terms", "age:zz"]) == 2
+    assert "--terms 'age:zz'" in capsys.readouterr().err and not out.exists()

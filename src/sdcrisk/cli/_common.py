@@ -162,6 +162,29 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
                    help=f"refuse keys with more distinct values (default {DEFAULT_MAX_LEVELS})")
     k.add_argument("--levels", metavar="FILE",
                    help="JSON file {key: [levels...]} fixing the categories")
+    add_method_options(p)
+    p.add_argument("--max-global-risk", type=float, default=None,
+                   help="target global risk for the record-risk threshold (default 0.01)")
+    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
+    if whole_population:
+        p.add_argument("--whole-population", action="store_true",
+                       help="the file is the whole population (N = n): without this, "
+                       "--population-size, --sampling-fraction or --weights is required")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar on stderr (it is also off when stderr is not a "
+                   "terminal)")
+    p.add_argument("--format", choices=list(formats), default=formats[0],
+                   help=f"output format: {', '.join(formats)} (default {formats[0]})")
+    p.add_argument("--out", help="write the output to this file instead of stdout")
+    p.add_argument("--seed", type=int, default=0, help=seed_help or (
+        "random seed of the methods that draw random numbers (MCMC, bootstrap, auto's "
+        "validation; default 0): the same seed gives the same figures"))
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def add_method_options(p: argparse.ArgumentParser) -> None:
+    """The per-method options (``METHOD_FLAGS``): each names the methods that take it, and
+    one that no chosen method takes is refused (:func:`method_options`)."""
     m = p.add_argument_group("method options (each names its methods; refused when no "
                              "method chosen takes it)")
     m.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
@@ -214,23 +237,6 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     m.add_argument("--classes", type=_int_or_rule, default=None,
                    help="latent-class: number of latent classes, or the rule choosing it: "
                    "heldout (default), bic, aic, average")
-    p.add_argument("--max-global-risk", type=float, default=None,
-                   help="target global risk for the record-risk threshold (default 0.01)")
-    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
-    if whole_population:
-        p.add_argument("--whole-population", action="store_true",
-                       help="the file is the whole population (N = n): without this, "
-                       "--population-size, --sampling-fraction or --weights is required")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress bar on stderr (it is also off when stderr is not a "
-                   "terminal)")
-    p.add_argument("--format", choices=list(formats), default=formats[0],
-                   help=f"output format: {', '.join(formats)} (default {formats[0]})")
-    p.add_argument("--out", help="write the output to this file instead of stdout")
-    p.add_argument("--seed", type=int, default=0, help=seed_help or (
-        "random seed of the methods that draw random numbers (MCMC, bootstrap, auto's "
-        "validation; default 0): the same seed gives the same figures"))
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
 def data_argument(text: str) -> str:

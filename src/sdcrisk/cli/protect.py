@@ -23,7 +23,7 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``protect`` subparser (handler via ``set_defaults(run=)``)."""
-    from ._common import add_sample_arguments, command_help
+    from ._common import add_method_options, add_sample_arguments, command_help
 
     p = sub.add_parser("protect", **command_help(
         "write a protected file: recodes, local suppression to k-anonymity or to a risk "
@@ -59,8 +59,6 @@ def register(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--whole-population", action="store_true",
                    help="the file is the whole population (N = n)")
-    p.add_argument("--mode", choices=["exact", "sdcmicro", "sdcmicro_legacy", "muargus"],
-                   default=None, help="nb: how E[1/F|f] is evaluated")
     p.add_argument("--max-levels", type=int, default=1000,
                    help="refuse keys with more distinct values (default 1000)")
     p.add_argument("--format", choices=["table", "json"], default="table",
@@ -68,6 +66,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_method_options(p)
     p.set_defaults(run=_protect, out=None)
 
 
