@@ -28,7 +28,7 @@ from .sampling import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["evaluate", "Evaluation", "MethodEvaluation"]
+__all__ = ["evaluate", "Evaluation", "MethodEvaluation", "every_method_failed"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -272,7 +272,7 @@ def evaluate(
                 est.name, dict.fromkeys(_COMPARED), dict.fromkeys(_COMPARED),
                 time.perf_counter() - start, None, error=str(exc))
     if failures and len(failures) == len(methods) and all_failed == "raise":
-        raise _all_failed(failures)
+        raise every_method_failed(failures)
     for label, exc in failures.items():
         warnings.warn(f"evaluate(): method {label!r} failed and is shown as failed: {exc}",
                       SdcRiskWarning, stacklevel=user_stacklevel())
@@ -281,9 +281,10 @@ def evaluate(
                       cell_space=table.cell_space)
 
 
-def _all_failed(failures: Mapping[str, SdcRiskError]) -> SdcRiskError:
-    """The error to raise when every method failed: a single method's own error; for several,
-    one of their common class (SdcRiskError when they differ) that lists each message."""
+def every_method_failed(failures: Mapping[str, SdcRiskError]) -> SdcRiskError:
+    """The error to raise when every method failed (``evaluate``, ``report --methods``): a
+    single method's own error; for several, one of their common class (SdcRiskError when they
+    differ) that lists each message."""
     errors = list(failures.values())
     if len(errors) == 1:
         return errors[0]

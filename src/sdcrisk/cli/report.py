@@ -97,6 +97,7 @@ def register(sub) -> None:
 
 
 def _report(args) -> Outcome:
+    from ..analyses.evaluate import every_method_failed
     from ..analyses.methods import ESTIMATORS, get_estimator
     from ..data.table import Microdata, tabulate
     from ..report.collect import build_report
@@ -151,13 +152,9 @@ def _report(args) -> Outcome:
         try:
             results[name] = est.fit(table)
         except SdcRiskError as exc:  # this method only: the report shows the others
-            if len(methods) == 1:
-                raise
             failed[name] = exc
-    if not results:  # as evaluate: their common error class, each message
-        kinds = {type(e) for e in failed.values()}
-        raise (kinds.pop() if len(kinds) == 1 else SdcRiskError)(
-            "every method failed: " + "; ".join(f"{k}: {e}" for k, e in failed.items()))
+    if not results:  # one method: its own error; several: their common class, each message
+        raise every_method_failed(failed)
     for name, exc in failed.items():
         warnings.warn(f"report: method {name!r} failed and is left out (named as failed on "
                       f"the page): {exc}", SdcRiskWarning, stacklevel=2)
