@@ -22,6 +22,7 @@ import numpy as np
 from .._version import __version__
 from ..core.base import ResultBase
 from ..data.table import CellTable, Microdata, tabulate
+from ..estimators._base import check_int
 from ..exceptions import InputError, ParameterError
 from . import _suda
 
@@ -79,11 +80,9 @@ def suda_weights(n_keys: int, *, max_size: int | None = None,
     >>> suda_weights(7).tolist()[:3]
     [720.0, 120.0, 24.0]
     """
-    for name, value, low in (("n_keys", n_keys, 0), ("max_size", max_size, 1)):
-        if value is None and name == "max_size":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ParameterError(f"{name}={value!r} must be an integer >= {low}")
+    check_int("n_keys", n_keys, 0)
+    if max_size is not None:
+        check_int("max_size", max_size, 1)
     if n_keys > _MAX_KEYS:
         raise ParameterError(f"n_keys={n_keys}: SUDA handles at most {_MAX_KEYS} keys")
     m_keys = int(n_keys)

@@ -24,7 +24,7 @@ from ..core.predictive import MixturePredictive, NegativeBinomialPredictive
 from ..core.result import RiskResult
 from ..data.table import CellTable
 from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
-from ._base import Estimator
+from ._base import Estimator, check_int
 from ._decomposable import DecomposableGraph, Margins, members, occam_window
 from ._graphical_mc import run_monte_carlo
 from ._graphical_predictive import (
@@ -169,14 +169,8 @@ class GraphicalRisk(Estimator):
             raise ParameterError(f"max_visited={self.max_visited!r} must be an integer >= 1 "
                                  "(the number of models the search may score; default "
                                  "500,000)")
-        if isinstance(self.max_enumerated_cells, bool) or not isinstance(
-                self.max_enumerated_cells, int | np.integer) or self.max_enumerated_cells < 0:
-            raise ParameterError(f"max_enumerated_cells={self.max_enumerated_cells!r} must be "
-                                 "an integer >= 0")
-        if isinstance(self.unobserved_draws, bool) or not isinstance(
-                self.unobserved_draws, int | np.integer) or self.unobserved_draws < 2:
-            raise ParameterError(f"unobserved_draws={self.unobserved_draws!r} must be an "
-                                 "integer >= 2")
+        check_int("max_enumerated_cells", self.max_enumerated_cells, 0)
+        check_int("unobserved_draws", self.unobserved_draws, 2)
 
     def memory_estimate(self, table: CellTable) -> int:
         """Bytes for the margin cache and model predictives (about 1.5 J^2 doubles per
