@@ -47,7 +47,7 @@ from ..exceptions import InputError, ParameterError
 from . import _cells
 from .io import arrow_column, check_present, detect_format, printable
 from .sizes import resolve_population_size, short_repr
-from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
+from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 
 __all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options", "check_path",
            "PartCounts", "CellPlan", "count_part", "plan_cells", "part_record_cells",
@@ -192,11 +192,7 @@ def check_stream_options(path, keys, levels, missing, engine, batch_rows,
     if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
         raise ParameterError(f"batch_rows={batch_rows!r} must be an integer >= 1")
     if levels:
-        unknown = [k for k in levels if k not in keys]
-        if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
-                                 f"levels for the keys {', '.join(keys)} only (--levels on the "
-                                 "command line)")
+        check_level_keys(levels, keys)
     path = check_path(path, function)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")

@@ -28,7 +28,7 @@ from .sizes import (
 )
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
-           "check_keys"]
+           "check_keys", "check_level_keys"]
 
 MissingPolicy = Literal["category", "error", "wildcard"]
 PopulationSizeSource = Literal["given", "sampling_fraction", "weights", "assumed_population"]
@@ -304,6 +304,15 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
     return keys
 
 
+def check_level_keys(levels: Mapping, keys: Sequence[str]) -> None:
+    """``levels`` names keys only (ParameterError naming the first that is not one)."""
+    unknown = [k for k in levels if k not in keys]
+    if unknown:
+        raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
+                             f"levels for the keys {', '.join(keys)} only (--levels on the "
+                             "command line)")
+
+
 def _check_options(keys, weights, household, levels, missing, max_levels) -> tuple[str, ...]:
     """The keys as a tuple, after checking the options of :meth:`Microdata.from_source`."""
     keys = check_keys(keys, weights, household)
@@ -317,11 +326,7 @@ def _check_options(keys, weights, household, levels, missing, max_levels) -> tup
         raise ParameterError(f"levels={short_repr(levels)} must map key names to lists of "
                              'categories, e.g. {"sex": ["F", "M"]}')
     if levels:
-        unknown = [k for k in levels if k not in keys]
-        if unknown:
-            raise ParameterError(f"levels given for {unknown[0]!r}, which is not a key: give "
-                                 f"levels for the keys {', '.join(keys)} only (--levels on the "
-                                 "command line)")
+        check_level_keys(levels, keys)
         for k, lv in levels.items():
             if isinstance(lv, str | bytes | Mapping) or not isinstance(lv, Iterable):
                 raise ParameterError(
