@@ -396,7 +396,7 @@ def _combinations(table) -> dict:
     """Observed cells of the key space, and apart the patterns with a missing (wildcard)
     value, which match several cells (as assess's ``observed_cells``)."""
     return {"observed_cells": int(table.key_cells),
-            "patterns_with_missing_values": int(table.n_cells - table.key_cells)}
+            "patterns_with_missing_values": table.missing_patterns}
 
 
 def _parse_target(spec: str):

@@ -277,8 +277,8 @@ def _result_table(result) -> str:
         f"{t.n / t.population_size:.4g}",
         f"keys: {', '.join(t.keys)}; cell space K = {t.cell_space:,}; observed cells "
         f"{t.key_cells:,}"
-        + (f" (and {t.wildcard.n_missing_cells:,} patterns with missing values)"
-           if t.wildcard is not None and t.wildcard.n_missing_cells else "")
+        + (f" (and {t.missing_patterns:,} patterns with missing values)"
+           if t.missing_patterns else "")
         + f"; sample uniques {result.sample_uniques:,}",
         "k-anonymity violations (records in cells with f < k): " + ", ".join(
             f"k={k}: {v:,}" for k, v in t.k_anonymity_violations().items()),

@@ -194,7 +194,7 @@ class RiskResult(ResultBase):
             "keys": list(self.table.keys),
             "cell_space": self.table.cell_space,
             "observed_cells": self.table.key_cells,
-            **({"patterns_with_missing_values": int(self.table.wildcard.n_missing_cells)}
+            **({"patterns_with_missing_values": self.table.missing_patterns}
                if self.table.wildcard is not None else {}),
             "sample_uniques": self.sample_uniques,
             "k_anonymity_violations": {

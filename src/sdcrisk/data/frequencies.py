@@ -142,6 +142,11 @@ class FrequencyTable:
         return self.n_cells
 
     @property
+    def missing_patterns(self) -> int:
+        """Patterns with a missing value counted apart: none (no wildcards here)."""
+        return 0
+
+    @property
     def n_categories(self) -> tuple[int, ...]:
         """Levels of each key (missing values are a category of their own here)."""
         return tuple(len(lv) for lv in self.levels)

@@ -579,12 +579,14 @@ class CellTable:
 
     @property
     def key_cells(self) -> int:
-        """Observed cells of the key space (of K): ``n_cells`` less, under
-        ``missing="wildcard"``, the patterns with a missing value (a missing value is not a
-        category: such a pattern matches several cells)."""
-        if self.wildcard is None:
-            return self.n_cells
-        return self.n_cells - int(self.wildcard.n_missing_cells)
+        """Observed cells of the key space (of K): ``n_cells`` less the missing patterns."""
+        return self.n_cells - self.missing_patterns
+
+    @property
+    def missing_patterns(self) -> int:
+        """Rows of ``counts`` with a missing value under ``missing="wildcard"`` (no category:
+        each such pattern matches several cells of the key space); 0 otherwise."""
+        return 0 if self.wildcard is None else int(self.wildcard.n_missing_cells)
 
     @property
     def n_categories(self) -> tuple[int, ...]:

@@ -124,8 +124,8 @@ def _file_section(data: dict) -> dict:
              ("sampling fraction n/N", fmt(t.n / t.population_size)),
              ("key variables (levels)", keys), ("cell space K", fmt(t.cell_space)),
              ("observed key combinations", fmt(t.key_cells)
-              + (f" (and {fmt(t.wildcard.n_missing_cells)} with missing values)"
-                 if t.wildcard is not None and t.wildcard.n_missing_cells else "")),
+              + (f" (and {fmt(t.missing_patterns)} with missing values)"
+                 if t.missing_patterns else "")),
              ("survey weights", "yes (F_hat = sum of weights)" if t.weight_sums is not None
               else "no"),
              ("households", "yes" if t.household is not None else "no")]

@@ -441,7 +441,7 @@ def protected_section(data: dict, scrub) -> dict | None:
     # cells of the key space only: under missing = wildcard a pattern with a missing value
     # matches several cells and is counted apart (as assess and the file section do)
     add("observed key combinations", ta.key_cells, tb.key_cells)
-    patterns = [t.n_cells - t.key_cells for t in (ta, tb)]
+    patterns = [t.missing_patterns for t in (ta, tb)]
     if any(patterns):
         add("patterns with missing values (each matches several combinations)", *patterns)
     ka, kb = kanon_counts(ta, (2, 3, 5)), kanon_counts(tb, (2, 3, 5))
