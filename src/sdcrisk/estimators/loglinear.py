@@ -282,12 +282,7 @@ class LogLinearRisk(Estimator):
         """The key variables named in ``terms`` and ``partition`` exist in ``keys``."""
         if not (isinstance(self.terms, str) and self.terms.strip() == "search"):
             _ipf.parse_terms(self.terms, keys)
-        spec = self.partition
-        name = spec.rsplit(":", 1)[0] if isinstance(spec, str) and ":" in spec else (
-            spec[0] if isinstance(spec, tuple | list) else None)
-        if name is not None and name != "auto" and name not in keys:
-            raise ParameterError(f"partition={spec!r}: {name!r} is not a key; keys: "
-                                 f"{', '.join(map(str, keys))}")
+        check_partition_key(self.partition, keys)
 
     def _validate(self) -> None:
         if self.mode not in ("exact", "sdcmicro"):
@@ -627,6 +622,16 @@ def check_partition_syntax(spec) -> None:
         raise ParameterError(f"partition={short_repr(spec)} must be {PARTITION_FORMS}")
 
 
+def check_partition_key(spec, keys) -> None:
+    """The variable a partition spec bands (``VAR:BANDS`` or ``(VAR, groups)``; none for
+    ``auto``) is one of ``keys`` (ParameterError naming it and the keys)."""
+    name = spec.rsplit(":", 1)[0] if isinstance(spec, str) and ":" in spec else (
+        spec[0] if isinstance(spec, tuple | list) else None)
+    if name is not None and name != "auto" and name not in keys:
+        raise ParameterError(f"partition={spec!r}: {name!r} is not a key; keys: "
+                             f"{', '.join(map(str, keys))}")
+
+
 def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str]:
     """(key index, groups of level codes, how it was chosen) from a partition spec."""
     keys = list(table.keys)
@@ -649,8 +654,7 @@ def resolve_partition(spec, table: CellTable) -> tuple[int, list[list[int]], str
         var = max(scores, key=scores.get)
         how = f"chosen by mean Cramer's V with the other keys ({scores[var]:.3f})"
     else:
-        if name not in keys:
-            raise ParameterError(f"partition={spec!r}: {name!r} is not a key; keys: {keys}")
+        check_partition_key(spec, keys)
         var = keys.index(name)
         how = "given"
     d = len(table.levels[var])
