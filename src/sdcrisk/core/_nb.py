@@ -220,7 +220,7 @@ def _euler_series(f, r, p):
     cap = 50 * _MAX_TERMS
     m, b = 0, 4
     while active.size and m < cap:
-        b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - m, max(1, _BLOCK_ENTRIES // active.size)))
+        b = _block_size(b, cap - m, active.size)
         steps = m + np.arange(b)
         ratio = qa[:, None] * (aa[:, None] + steps) / (ca[:, None] + steps)
         ratio[:, 0] *= term
@@ -229,10 +229,7 @@ def _euler_series(f, r, p):
         add[:, 0] += sa
         totals = np.add.accumulate(add, axis=1)
         bound = terms * qa[:, None] / (1.0 - qa[:, None])
-        event = ~(bound > _RTOL * totals)
-        first = np.argmax(event, axis=1)
-        rows = np.arange(active.size)
-        hit = event[rows, first]
+        first, hit = _first_event(~(bound > _RTOL * totals))
         total[active[hit]] = totals[hit, first[hit]]
         keep = ~hit
         active = active[keep]
@@ -318,8 +315,7 @@ def _direct_series(f, r, p, power: int):
         # (nxt = 1 gives an infinite bound: summing goes on; past a stop or a 1e250 term a
         # block's later steps may overflow, and are discarded)
         while active.size > _SCALAR_TAIL and j < cap:
-            b = int(min(2 * b, _MAX_BLOCK_STEPS, cap - j,
-                        max(1, _BLOCK_ENTRIES // active.size)))
+            b = _block_size(b, cap - j, active.size)
             steps = j + np.arange(b)
             ratio = qa[:, None] * (ra[:, None] + steps) / (steps + 1.0)
             ratio[:, 0] *= term
@@ -333,12 +329,11 @@ def _direct_series(f, r, p, power: int):
             bound = np.where(nxt < 1, terms * nxt / (1.0 - nxt), np.inf)
             d = fa[:, None] + after
             big = terms > 1e250
-            event = big | ~(bound / (d if power == 1 else d * d) > _RTOL * totals)
-            first = np.argmax(event, axis=1)
-            rows = np.arange(active.size)
-            hit = event[rows, first]
-            stop = hit & ~big[rows, first]
-            over = hit & big[rows, first]
+            first, hit = _first_event(big | ~(bound / (d if power == 1 else d * d)
+                                              > _RTOL * totals))
+            big_first = big[np.arange(active.size), first]
+            stop = hit & ~big_first
+            over = hit & big_first
             done = active[stop]
             total[done] = totals[stop, first[stop]]
             log_scale[done] = la[stop]
@@ -366,6 +361,19 @@ _BLOCK_ENTRIES = 1 << 18
 #: a NumPy step costs ~20 us whatever the number of entries, and a few slow cells (large r,
 #: q near 1) need thousands of steps after the others have finished
 _SCALAR_TAIL = 8
+
+
+def _block_size(last: int, left: int, n_active: int) -> int:
+    """Steps of a series' next block: twice the last, at most ``_MAX_BLOCK_STEPS`` and the
+    ``left`` steps before the cap, and about ``_BLOCK_ENTRIES`` (entry, step) values."""
+    return int(min(2 * last, _MAX_BLOCK_STEPS, left, max(1, _BLOCK_ENTRIES // n_active)))
+
+
+def _first_event(event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a block's ``event`` (entries x steps): the first step with an event, and
+    whether there is one."""
+    first = np.argmax(event, axis=1)
+    return first, event[np.arange(event.shape[0]), first]
 
 
 def _direct_tail(q: float, r: float, f: float, term: float, total: float, log_scale: float,
