@@ -122,7 +122,7 @@ def files(tmp_path_factory) -> Path:
     (d / "key_sets_bad.json").write_text("{not json")
     (d / "sizes_partial.csv").write_text("a,N\n0,100\n1,100\n")
     df.to_json(d / "records.json", orient="records")
-    df.to_csv(d / "semicolon.csv", index=False, sep=";")
+    (d / "quoted_header.csv").write_text('"a;b;c"\n"1;2;3"\n')
     (d / "header_no_newline.csv").write_text("a,b,c")
     whole = gzip.compress(text)
     (d / "gzip_truncated.csv").write_bytes(whole[: len(whole) // 2])
@@ -187,9 +187,9 @@ FILE_CASES = [
     ("good.csv", ("--keys", "a,a"), ("repeat",)),
     ("good.csv", ("--keys", "a,b,a"), ("names 'a' twice", "give each key once")),
     ("records.json", (), ("records.json: no line break", "not a csv file", "json")),
-    ("semicolon.csv", (), ("missing column 'a'", "looks semicolon-separated",
-                           "save it comma-separated")),
-    ("semicolon.csv", ("--out-of-core",), ("looks semicolon-separated",)),
+    ("quoted_header.csv", (), ("missing column 'a'", "looks semicolon-separated",
+                               "save it comma-separated")),
+    ("quoted_header.csv", ("--out-of-core",), ("looks semicolon-separated",)),
     ("header_no_newline.csv", (), ("no line break", "header line and records")),
     ("nested.parquet", (), ("column 'c' holds nested values", "list<", "flatten")),
     ("struct.parquet", (), ("column 'c' holds nested values", "struct<")),
@@ -701,7 +701,8 @@ PROTECT_FILE_CASES = [
     ("archive.csv", ("zip archive",)),
     ("binary.csv", ("binary data",)),
     ("folder", ("'folder' is a directory",)),
-    ("semicolon.csv", ("semicolon.csv: missing column 'a'", "looks semicolon-separated")),
+    ("quoted_header.csv", ("quoted_header.csv: missing column 'a'",
+                           "looks semicolon-separated")),
     ("dup.csv", ("dup.csv: column 'a' appears 2 times", "rename the duplicates")),
 ]
 

@@ -54,8 +54,9 @@ def register(sub) -> None:
     p.add_argument("--recode", metavar="FILE.json",
                    help="your own category merges, {key: {old: new}}, applied first")
     p.add_argument("--out", dest="output", required=True, metavar="FILE",
-                   help="protected file: .csv, .csv.gz, .parquet, .dta or .sav (never the "
-                   "input; Stata and SPSS value labels are kept)")
+                   help="protected file: .csv, .csv.gz, .tsv, .parquet, .dta or .sav (never "
+                   "the input; a CSV keeps the input's separator, ';' included; Stata and "
+                   "SPSS value labels are kept)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--whole-population", action="store_true",
                    help="the file is the whole population (N = n)")

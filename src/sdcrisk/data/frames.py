@@ -15,6 +15,7 @@ import numpy as np
 from ..exceptions import InputError, ParameterError
 from .io import (
     atomic_path,
+    csv_delimiter,
     decode_text,
     detect_format,
     names_not_utf8,
@@ -25,7 +26,8 @@ from .table import Microdata
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 
-FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".parquet": "parquet",
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".tsv": "csv", ".tsv.gz": "csv",
+           ".parquet": "parquet",
            ".pq": "parquet", ".dta": "dta", ".sav": "sav"}
 #: pyreadstat's reader of each labelled format (as :func:`sdcrisk.data.io.detect_format` names
 #: it); the value labels are kept in ``frame.attrs`` and written back to .dta / .sav
@@ -99,7 +101,7 @@ def read_frame(source: Any):
     path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
-    kind, _ = detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
+    kind, packed = detect_format(path)  # refuses binary content, a zip archive (Excel), SQLite
     try:
         if kind == "parquet":
             frame = pd.read_parquet(path)
@@ -107,18 +109,20 @@ def read_frame(source: Any):
             frame = _read_labelled(path, kind)
         else:
             compression = "gzip" if _is_gzip(path) else "infer"
+            sep = csv_delimiter(path, packed)  # as assess reads it: ';' and tab too
             try:
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                    compression=compression)
+                                    compression=compression, sep=sep)
             except UnicodeDecodeError:  # not UTF-8: each value as assess reads it
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                    compression=compression, encoding="latin-1")
+                                    compression=compression, encoding="latin-1", sep=sep)
                 _decode_values(frame, path.name)
+            frame.attrs["delimiter"] = sep
             opener = gzip.open if compression == "gzip" else open
             with opener(path, "rb") as fh:
                 head = fh.read(1 << 16)
             frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
-            _refuse_duplicate_names(path, head)
+            _refuse_duplicate_names(path, head, sep)
     except InputError:
         raise
     except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
@@ -192,7 +196,7 @@ def _is_utf8(raw: bytes) -> bool:
     return True
 
 
-def _refuse_duplicate_names(path: Path, head: bytes) -> None:
+def _refuse_duplicate_names(path: Path, head: bytes, sep: str = ",") -> None:
     """A CSV header naming a column twice: pandas would write the second back as ``c.1``,
     so the protected file would not have the input's columns.
 
@@ -204,7 +208,7 @@ def _refuse_duplicate_names(path: Path, head: bytes) -> None:
     import csv
 
     lines = head.decode("utf-8-sig", errors="replace").splitlines()
-    names = next(csv.reader(lines[:1]), []) if lines else []
+    names = next(csv.reader(lines[:1], delimiter=sep), []) if lines else []
     for name in dict.fromkeys(names):
         where = [i + 1 for i, n in enumerate(names) if n == name]
         if len(where) > 1:
@@ -221,11 +225,14 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
     with atomic_path(path) as tmp:
         if fmt == "csv":  # the input's line ending (CSV input), else "\n"
             eol = frame.attrs.get("lineterminator", "\n")
+            # and its separator (tab for a .tsv name)
+            tsv = path.name.lower().endswith((".tsv", ".tsv.gz"))
+            sep = "\t" if tsv else frame.attrs.get("delimiter", ",")
             if path.name.lower().endswith(".gz"):
                 with gzip.open(tmp, "wt", encoding="utf-8", newline="") as fh:
-                    frame.to_csv(fh, index=False, lineterminator=eol)
+                    frame.to_csv(fh, index=False, lineterminator=eol, sep=sep)
             else:
-                frame.to_csv(tmp, index=False, lineterminator=eol)
+                frame.to_csv(tmp, index=False, lineterminator=eol, sep=sep)
         else:
             if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
                 frame = _typed(frame)             # types pandas reads the CSV with

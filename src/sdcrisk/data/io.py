@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -233,8 +234,7 @@ def _read_arrow(path: Path, columns: Sequence[str]):
             if path.is_file():  # ParquetFile: no pyarrow.dataset (which imports pandas)
                 return pq.ParquetFile(path).read(columns=list(columns))
             return pq.read_table(path, columns=list(columns))
-        suffixes = [s.lower() for s in path.suffixes]
-        delimiter = "\t" if ".tsv" in suffixes else ","
+        delimiter = csv_delimiter(path, compression)
         header = _csv_header(path, delimiter, compression)
         check_present(columns, header, path.name)
         convert = pacsv.ConvertOptions(
@@ -281,6 +281,59 @@ def _csv_header(path: Path, delimiter: str, compression: str | None = None) -> l
                 "is not a CSV file of a header line and records (JSON or another format?); "
                 "give a CSV (one record per line), Parquet, Stata, SAS or SPSS file") from exc
         raise InputError(f"{path.name}: could not be read as CSV ({msg})") from exc
+
+
+#: separators a CSV may use besides the comma, in the order a tie is settled
+_OTHER_SEPARATORS = (";", "\t", "|")
+
+
+def csv_delimiter(path: Path, compression: str | None = None) -> str:
+    r"""The field separator of a CSV file, read from its header line.
+
+    A ``.tsv`` name means tab. Otherwise the comma, unless the header line has no comma
+    (outside double quotes) and does have semicolons, tabs or pipes: then the most frequent
+    of those (a semicolon-separated export, as spreadsheets write it where the comma is the
+    decimal mark). One column with none of them is read as comma-separated.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.csv").write_text("age;sex\n30;1\n")
+    >>> csv_delimiter(d / "a.csv")
+    ';'
+    >>> _ = (d / "b.csv").write_text('"a;b",c\n1,2\n')
+    >>> csv_delimiter(d / "b.csv")
+    ','
+    """
+    if ".tsv" in [s.lower() for s in path.suffixes]:
+        return "\t"
+    head = _head(path, compression)
+    first = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    outside = "".join(re.split(r'"[^"]*"', first))  # drop quoted names
+    if "," in outside:
+        return ","
+    counts = {sep: outside.count(sep) for sep in _OTHER_SEPARATORS}
+    best = max(_OTHER_SEPARATORS, key=lambda sep: counts[sep])
+    return best if counts[best] else ","
+
+
+_DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?\s*")
+
+
+def decimal_comma_numbers(values: np.ndarray) -> np.ndarray | None:
+    """Text numbers written with a decimal comma (``"1234,5"``, as semicolon-separated exports
+    write them) as floats; None unless every value is such a number. A value holding a
+    point as well (``"1.234,5"``: a thousands separator) is not read, so it cannot be
+    misread by a factor of 1,000.
+
+    >>> decimal_comma_numbers(np.array(["33,5", "12", "0,25"], dtype=object))
+    array([33.5 , 12.  ,  0.25])
+    >>> decimal_comma_numbers(np.array(["1.234,5"], dtype=object)) is None
+    True
+    """
+    text = [str(v) for v in values]
+    if not all(_DECIMAL_COMMA.fullmatch(t) for t in text):
+        return None
+    return np.array([float(t.replace(",", ".")) for t in text])
 
 
 def _head(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:

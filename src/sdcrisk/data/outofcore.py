@@ -45,7 +45,14 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
-from .io import arrow_column, check_present, detect_format, printable
+from .io import (
+    arrow_column,
+    check_present,
+    csv_delimiter,
+    decimal_comma_numbers,
+    detect_format,
+    printable,
+)
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 
@@ -82,13 +89,12 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None):
                              f"({printable(str(exc))})") from exc
         check_present(columns, data.schema.names, path.name)
         return data, False
-    suffixes = [s.lower() for s in path.suffixes]
-    delimiter = "\t" if ".tsv" in suffixes else ","
+    delimiter = csv_delimiter(path, compression)
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
     types = {c: pa.string() for c in columns}
-    if weights is not None:
-        types[weights] = pa.float64()
+    if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
+        types[weights] = pa.float64()                # used: _check_weights reads it
     fmt = ds.CsvFileFormat(
         parse_options=pacsv.ParseOptions(delimiter=delimiter),
         convert_options=pacsv.ConvertOptions(column_types=types, null_values=_NULLS,
@@ -156,9 +162,21 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
     if w.null_count:
         row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"weights column {name!r} is missing at row {row + 1}")
-    if not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
+    if pa.types.is_string(w.type) or pa.types.is_large_string(w.type):
+        # a CSV not separated by commas: text, with a decimal point or comma
+        try:
+            values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:
+            text = w.to_numpy(zero_copy_only=False)
+            values = decimal_comma_numbers(text)
+            if values is None:
+                bad = next(v for v in text if decimal_comma_numbers(np.array([v])) is None)
+                raise InputError(f"weights column {name!r} is not numeric: value "
+                                 f"{printable(str(bad))!r}") from None
+    elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
-    values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
+    else:
+        values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
     bad = ~np.isfinite(values) | (values <= 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

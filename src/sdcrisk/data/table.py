@@ -19,7 +19,7 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells, wildcard
-from .io import iter_columns, source_name
+from .io import decimal_comma_numbers, iter_columns, source_name
 from .population import PopulationCounts, population_counts
 from .sizes import (
     check_memory,
@@ -456,10 +456,13 @@ def _validate_weights(name: str, col) -> np.ndarray:
         try:
             values = values.astype(float)
         except ValueError:
-            bad = next(v for v in values if not _is_number(v))
-            raise InputError(
-                f"weights column {name!r} is not numeric: value {str(bad)!r}"
-            ) from None
+            comma = decimal_comma_numbers(values)
+            if comma is None:
+                bad = next(v for v in values if not _is_number(v))
+                raise InputError(
+                    f"weights column {name!r} is not numeric: value {str(bad)!r}"
+                ) from None
+            values = comma
     w = values.astype(float)
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():
