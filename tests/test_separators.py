@@ -122,3 +122,14 @@ def test_weights_with_a_thousands_point_are_refused(capsys, tmp_path, extra):
     _, err = capsys.readouterr()
     assert code == 2
     assert "weights column 'w' is not numeric: value '1.234,5'" in err
+
+
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)], ids=["memory", "out-of-core"])
+def test_weights_mixing_points_and_commas_are_refused(capsys, tmp_path, extra):
+    semi = tmp_path / "semi.csv"
+    semi.write_text("age;sex;w\n1;a;80,5\n2;b;80.5\n")
+    code = main(["assess", str(semi), "--keys", "age,sex", "--weights", "w", "--method", "nb",
+                 *extra])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "weights column 'w' mixes decimal points and decimal commas" in err

@@ -316,24 +316,49 @@ def csv_delimiter(path: Path, compression: str | None = None) -> str:
     return best if counts[best] else ","
 
 
-_DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?\s*")
+_DECIMAL_COMMA = r"^\s*[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?\s*$"
 
 
-def decimal_comma_numbers(values: np.ndarray) -> np.ndarray | None:
+def decimal_comma_numbers(values) -> np.ndarray | None:
     """Text numbers written with a decimal comma (``"1234,5"``, as semicolon-separated exports
     write them) as floats; None unless every value is such a number. A value holding a
     point as well (``"1.234,5"``: a thousands separator) is not read, so it cannot be
-    misread by a factor of 1,000.
+    misread by a factor of 1,000. ``values``: a NumPy array of text or an Arrow string
+    array (vectorised: a census file's weights take seconds, not minutes).
 
     >>> decimal_comma_numbers(np.array(["33,5", "12", "0,25"], dtype=object))
     array([33.5 , 12.  ,  0.25])
     >>> decimal_comma_numbers(np.array(["1.234,5"], dtype=object)) is None
     True
     """
-    text = [str(v) for v in values]
-    if not all(_DECIMAL_COMMA.fullmatch(t) for t in text):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
+            np.asarray(values, dtype=object), type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text
         return None
-    return np.array([float(t.replace(",", ".")) for t in text])
+    ok = pc.match_substring_regex(text, _DECIMAL_COMMA)
+    if text.null_count or not pc.all(ok).as_py():
+        return None
+    swapped = pc.replace_substring(pc.utf8_trim_whitespace(text), ",", ".")
+    return pc.cast(swapped, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def weights_not_numeric(name: str, values) -> InputError:
+    """The error for a weights column of text that is not all numbers: it names the first
+    value that is no number, or says that decimal points and commas are mixed."""
+    for v in values:
+        text = str(v)
+        try:
+            float(text)
+        except ValueError:
+            if not re.fullmatch(_DECIMAL_COMMA, text):
+                return InputError(f"weights column {name!r} is not numeric: value "
+                                  f"{printable(text)!r}")
+    return InputError(f"weights column {name!r} mixes decimal points and decimal commas; "
+                      "write every weight the same way")
 
 
 def _head(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:

@@ -52,6 +52,7 @@ from .io import (
     decimal_comma_numbers,
     detect_format,
     printable,
+    weights_not_numeric,
 )
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
@@ -170,9 +171,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
             text = w.to_numpy(zero_copy_only=False)
             values = decimal_comma_numbers(text)
             if values is None:
-                bad = next(v for v in text if decimal_comma_numbers(np.array([v])) is None)
-                raise InputError(f"weights column {name!r} is not numeric: value "
-                                 f"{printable(str(bad))!r}") from None
+                raise weights_not_numeric(name, text) from None
     elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:

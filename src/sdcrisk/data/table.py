@@ -19,7 +19,7 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells, wildcard
-from .io import decimal_comma_numbers, iter_columns, source_name
+from .io import decimal_comma_numbers, iter_columns, source_name, weights_not_numeric
 from .population import PopulationCounts, population_counts
 from .sizes import (
     check_memory,
@@ -458,10 +458,7 @@ def _validate_weights(name: str, col) -> np.ndarray:
         except ValueError:
             comma = decimal_comma_numbers(values)
             if comma is None:
-                bad = next(v for v in values if not _is_number(v))
-                raise InputError(
-                    f"weights column {name!r} is not numeric: value {str(bad)!r}"
-                ) from None
+                raise weights_not_numeric(name, values) from None
             values = comma
     w = values.astype(float)
     bad = ~np.isfinite(w) | (w <= 0)
@@ -472,14 +469,6 @@ def _validate_weights(name: str, col) -> np.ndarray:
             f"at row {row + 1}; survey weights must be > 0"
         )
     return w
-
-
-def _is_number(v) -> bool:
-    try:
-        float(v)
-    except ValueError:
-        return False
-    return True
 
 
 #: CellTable -> its fingerprint (tables are not changed once built)
