@@ -200,6 +200,30 @@ def test_histogram_draws_its_threshold_lines():
     assert ">1e-4<" in svg  # the widened axis has a tick at 10^-4
 
 
+def test_histogram_bars_stay_below_the_marker_labels():
+    """Four labelled markers over a histogram whose tallest bar is the last: every bar's top
+    lies below the last label's baseline (before, the bars ran under the labels)."""
+    edges = np.linspace(-3, 0, 13)
+    counts = np.array([0, 30, 170, 240, 120, 140, 160, 125, 105, 115, 250, 90], float)
+    markers = [charts.Marker(10 ** -1.98, "mu-Argus threshold"),
+               charts.Marker(10 ** -0.5, "sdcMicro cut"),
+               charts.Marker(0.01, "max global risk 0.01"), charts.Marker(0.2, "mean risk")]
+    svg = charts.histogram(edges, counts, title="t", xlabel="x", ylabel="y", log_x=True,
+                           markers=markers)
+    label_y = [float(y) for y in re.findall(r'<text x="[-0-9.]+" y="([-0-9.]+)"[^>]*'
+                                            r'class="marker"', svg)]
+    assert len(label_y) == 4
+    bar_tops = [float(y) for y in re.findall(r'<rect x="[-0-9.]+" y="([-0-9.]+)" width="[-0-9.]+" '
+                                               r'height="[-0-9.]+" fill', svg)]
+    assert len(bar_tops) == 11
+    assert min(bar_tops) > max(label_y) + 2
+    # without markers the tallest bar reaches the top tick's height (no headroom added)
+    plain = charts.histogram(edges, counts, title="t", xlabel="x", ylabel="y", log_x=True)
+    tops = [float(y) for y in re.findall(r'<rect x="[-0-9.]+" y="([-0-9.]+)" width="[-0-9.]+" '
+                                         r'height="[-0-9.]+" fill', plain)]
+    assert min(tops) == pytest.approx(16 + (280 - 46 - 16) * (1 - 250 / 250), abs=0.1)
+
+
 def test_report_histogram_shows_target_and_mean(table):
     res = sdcrisk.NegativeBinomialRisk().fit(table)
     page = build_report(res, contributions=False, suda=False, uniqueness=False)

@@ -43,6 +43,8 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
            "#000000")
 _W, _H = 640, 280
 _PAD = {"left": 64, "right": 16, "top": 16, "bottom": 46}
+#: the markers' labels: one line each, the first 12 px below the plot's top
+_LINE, _PAD_LABEL = 13, 6
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
         if not (math.isfinite(v) and frame.xlim[0] <= v <= frame.xlim[1]):
             continue
         x = frame.sx(v)
-        y = frame.y1 + 12 + 13 * i
+        y = frame.y1 + 12 + _LINE * i
         anchor = "end" if x > (frame.x0 + frame.x1) / 2 else "start"
         dx = -4 if anchor == "end" else 4
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y0}" y2="{frame.y1}" '
@@ -196,8 +198,11 @@ def histogram(edges: ArrayLike, counts: ArrayLike, *, title: str, xlabel: str,
         v = math.log10(m.x) if log_x and m.x > 0 else (m.x if not log_x else math.nan)
         if math.isfinite(v):
             lo, hi = min(lo, math.floor(v) if log_x else v), max(hi, v)
-    frame = _Frame((lo, hi), (0.0, max(yt[-1], top, 1.0)),
-                   xlabel=xlabel, ylabel=ylabel, log_x=log_x)
+    y_top = max(yt[-1], top, 1.0)
+    if markers:  # headroom above the tallest bar for the markers' labels (one line each)
+        room = (_PAD_LABEL + _LINE * len(markers)) / (_H - _PAD["bottom"] - _PAD["top"])
+        y_top = max(y_top, top / (1.0 - min(room, 0.6)))
+    frame = _Frame((lo, hi), (0.0, y_top), xlabel=xlabel, ylabel=ylabel, log_x=log_x)
     xt = None
     if log_x:
         xt = [float(e) for e in range(math.ceil(lo), math.floor(hi) + 1)]
