@@ -405,10 +405,11 @@ def _utf8(raw: bytes) -> bool:
 def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the data file: ``{name: (values, missing mask or None)}``
-    and the record count. Missing entries hold ``""`` (or 0 in an integer column).
+    and the record count.
 
-    ``typed``: columns of whole numbers without leading zeros come back as int64 (else
-    every column is text, as protect keeps it).
+    ``typed`` (for the risk): missing entries hold ``""`` (or 0), and columns of whole
+    numbers without leading zeros come back as int64. Else (for protect, which writes the
+    file back) every column is the text read, missing codes included.
 
     Raises
     ------
@@ -438,7 +439,7 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
         for code in var.missing:
             miss |= values == code
         missing = miss if miss.any() else None
-        if missing is not None:
+        if typed and missing is not None:
             values = np.where(miss, "", values)
         if typed:
             present = values[~miss] if missing is not None else values
