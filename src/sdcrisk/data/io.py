@@ -496,9 +496,9 @@ def excel_frame(source: str | os.PathLike, columns: Sequence[str] | None = None)
                                      f"{', '.join(map(repr, names))}")
                 name = sheet
             if columns is not None:
-                header = [str(c) for c in book.parse(name, nrows=0).columns]
+                header = [str(c) for c in pd.read_excel(book, sheet_name=name, nrows=0).columns]
                 check_present(columns, header, f"{path.name}::{names[0] if name == 0 else name}")
-            frame = book.parse(name)
+            frame = pd.read_excel(book, sheet_name=name)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - openpyxl/xlrd/zipfile raise their own
