@@ -309,8 +309,8 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
         elif fmt == "asc":
             _write_muargus(frame, tmp, path)
         else:
-            if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
-                frame = _typed(frame)             # types pandas reads the CSV with
+            if "lineterminator" in frame.attrs or "muargus" in frame.attrs:
+                frame = _typed(frame)  # text in, typed format out: as pandas reads its CSV
             try:
                 if fmt == "parquet":
                     frame.to_parquet(tmp, index=False)

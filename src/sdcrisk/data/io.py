@@ -1,4 +1,5 @@
-"""Files and frames in: the only module that knows file formats and DataFrame libraries.
+"""Files and frames in: the one entry for every file format and DataFrame library (the
+mu-Argus layout itself is parsed by :mod:`sdcrisk.data.muargus`).
 
 Sources accepted by :func:`read_columns`:
 
