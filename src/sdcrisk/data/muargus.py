@@ -351,6 +351,8 @@ def _data_lines(meta: Metadata) -> list[bytes]:
 
 def _decode(values: np.ndarray) -> np.ndarray:
     """A bytes array as text: UTF-8, else Latin-1 (every byte is a character)."""
+    if values.size and values.view(np.uint8).max() < 0x80:  # ASCII: numpy's cast, 10x faster
+        return values.astype(f"U{max(values.itemsize, 1)}")
     try:
         return np.char.decode(values, "utf-8")
     except UnicodeDecodeError:
@@ -376,22 +378,46 @@ def _fixed_field(meta: Metadata, lines: list[bytes], var: Variable,
     return _decode(np.char.strip(field))
 
 
-def _free_fields(meta: Metadata, lines: list[bytes]) -> list[list[str]]:
-    import csv
+def _free_fields(meta: Metadata, lines: list[bytes], columns: list[str]) -> dict[str, np.ndarray]:
+    """The named variables of a free-format file as text (double quotes around a value that
+    holds the separator are removed), read with pyarrow's CSV parser."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
 
     sep = meta.separator or ";"
-    text = [ln.decode("utf-8") if _utf8(ln) else ln.decode("latin-1") for ln in lines]
-    rows = list(csv.reader(text, delimiter=sep))
     count = len(meta.variables)
-    for i, row in enumerate(rows):
-        if len(row) != count:
-            number = i + 1 + meta.names_in_front
-            raise InputError(
-                f"{meta.data.name}, line {number}: {len(row)} value{'s' if len(row) != 1 else ''}"
-                f" separated by {sep!r}, but {meta.path.name} declares {count} variables; "
-                "check the separator (<SEPARATOR>) and that the data file goes with this "
-                "metadata")
-    return rows
+    names = [f"f{i}" for i in range(count)]
+    index = {v.name: i for i, v in enumerate(meta.variables)}
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(b"\n".join(lines) + b"\n"),
+            read_options=pacsv.ReadOptions(column_names=names),
+            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=[names[index[c]] for c in columns],
+                column_types={n: pa.binary() for n in names}, null_values=[],
+                quoted_strings_can_be_null=False))
+    except pa.ArrowInvalid:
+        table = None
+    if table is None:  # find the record with the wrong number of values, for the message
+        import csv
+
+        for i, line in enumerate(lines):
+            row = next(csv.reader([line.decode("latin-1")], delimiter=sep), [])
+            if len(row) != count:
+                number = i + 1 + meta.names_in_front
+                raise InputError(
+                    f"{meta.data.name}, line {number}: {len(row)} "
+                    f"value{'s' if len(row) != 1 else ''} separated by {sep!r}, but "
+                    f"{meta.path.name} declares {count} variables; check the separator "
+                    "(<SEPARATOR>) and that the data file goes with this metadata")
+        raise InputError(f"{meta.data.name}: could not be read as values separated by "
+                         f"{sep!r}; check the separator (<SEPARATOR>) in {meta.path.name}")
+    out = {}
+    for c in columns:
+        raw = table.column(names[index[c]]).to_numpy(zero_copy_only=False).astype(bytes)
+        out[c] = _decode(np.char.strip(raw))
+    return out
 
 
 def _utf8(raw: bytes) -> bool:
@@ -423,18 +449,14 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
         width = len(lines[0])
         if all(len(ln) == width for ln in lines):  # records of one length: one 2-d view
             block = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(len(lines), width)
-        rows = None
+        free = None
     else:
-        rows = _free_fields(meta, lines)
+        free = _free_fields(meta, lines, columns)
     index = {v.name: i for i, v in enumerate(meta.variables)}
     out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for name in columns:
         var = meta.variables[index[name]]
-        if rows is None:
-            values = _fixed_field(meta, lines, var, block)
-        else:
-            j = index[name]
-            values = np.array([row[j].strip() for row in rows], dtype=str)
+        values = _fixed_field(meta, lines, var, block) if free is None else free[name]
         miss = values == ""
         for code in var.missing:
             miss |= values == code
