@@ -347,3 +347,27 @@ def test_uci_adult_fixed_width_equals_csv(capsys, tmp_path):
     assert got["measures"] == want["measures"]
     assert (got["sample_uniques"], got["observed_cells"]) == \
         (want["sample_uniques"], want["observed_cells"])
+
+
+def test_protect_free_format_round_trip(capsys, tmp_path):
+    """Free format with names in front: the protected .asc keeps the separator and the names
+    line, unchanged records are written back as read, and it reads back k-anonymous."""
+    frame = pd.DataFrame({"A": ["1", "1", "2", "2", "3", "9"], "B": ["x", "x", "y", "y", "y", "x"],
+                          "note": ["a;b", "c", "d", "e", "f", "g"]})
+    rda = write_free(frame, tmp_path, "free", missing={"A": ["9"]}, names_in_front=True)
+    (tmp_path / "free.asc").write_text(  # quotes around a value holding the separator
+        "A;B;note\n1;x;\"a;b\"\n1;x;c\n2;y;d\n2;y;e\n3;y;f\n9;x;g\n")
+    out = tmp_path / "safe.asc"
+    code, _, err = run(capsys, "protect", str(rda), "--keys", "A,B", "--k-anonymity", "2",
+                       "--whole-population", "--out", str(out))
+    assert code == 0, err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "A;B;note"
+    assert lines[1:5] == ['1;x;"a;b"', "1;x;c", "2;y;d", "2;y;e"]
+    assert lines[5] == "9;y;f"  # the unique (3, y) loses A: the first missing code
+    assert lines[6] == "9;x;g"  # a missing value of the input, as it was
+    code, text, err = run(capsys, "assess", str(out), "--keys", "A,B", "--missing",
+                          "wildcard", "--method", "nb", "--mode", "sdcmicro",
+                          "--whole-population", "--format", "json")
+    assert code == 0, err
+    assert json.loads(text)["sample_uniques"] == 0
