@@ -217,6 +217,12 @@ BAD_DATA = [
      "runs to column 4"),
     ('<SEPARATOR> ";"\nA 1\nB 1\n', "1;2\n3\n", "bad.asc, line 2: 1 value", "declares 2"),
     ("A 1 1\nB 2 1\n", "\n\n", "bad.asc: no records", "empty"),
+    ('<SEPARATOR> ";"\nA 1\nB 1\n', "1;2\n\n3;4\n", "bad.asc, line 2: an empty line",
+     "remove the line"),
+    ('<SEPARATOR> ","\n<NAMESINFRONT>\nA 1\nB 1\n', "A,B\n1,2\n3,4,5\n",
+     "bad.asc, line 3: 3 values", "declares 2 variables"),
+    ("A 1 1\nB 3 1\n", "1 2\n3 4\n\n5 6\n", "bad.asc, line 3: the record has 0",
+     "runs to column 1"),
 ]
 
 

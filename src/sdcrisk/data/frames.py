@@ -190,7 +190,7 @@ def _write_muargus(frame, tmp: str, path: Path) -> None:
     columns = {}
     for var in meta.variables:
         col = frame[var.name]
-        text = []
+        text: list[str | None] = []
         for v in col.tolist():
             if v is None or (not isinstance(v, str) and pd.isna(v)):
                 text.append(None)

@@ -388,18 +388,26 @@ def _free_fields(meta: Metadata, lines: list[bytes], columns: list[str]) -> dict
     count = len(meta.variables)
     names = [f"f{i}" for i in range(count)]
     index = {v.name: i for i, v in enumerate(meta.variables)}
+    if count > 1:  # pyarrow reads an empty line as a record of missing values
+        empty = next((i for i, ln in enumerate(lines) if not ln.strip()), None)
+        if empty is not None:
+            raise InputError(f"{meta.data.name}, line {empty + 1 + meta.names_in_front}: an "
+                             f"empty line, but {meta.path.name} declares {count} variables a "
+                             "record; remove the line")
     try:
         table = pacsv.read_csv(
             pa.py_buffer(b"\n".join(lines) + b"\n"),
             read_options=pacsv.ReadOptions(column_names=names),
-            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
+            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False,
+                                             ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(
                 include_columns=[names[index[c]] for c in columns],
                 column_types={n: pa.binary() for n in names}, null_values=[],
                 quoted_strings_can_be_null=False))
     except pa.ArrowInvalid:
         table = None
-    if table is None:  # find the record with the wrong number of values, for the message
+    if table is None or table.num_rows != len(lines):
+        # find the record with the wrong number of values, for the message
         import csv
 
         for i, line in enumerate(lines):
