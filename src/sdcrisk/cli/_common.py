@@ -93,15 +93,45 @@ def data_defaults(args) -> None:
             if not given and not whole:
                 args.population_size = spec["population_size"]
                 given = ["--population-size"]
+    declared = _muargus_defaults(args)
     if args.keys is None:
         raise ParameterError("--keys is required (comma-separated key variable names)")
     if not given and not whole:
-        raise ParameterError(NO_POPULATION_SIZE)
+        raise ParameterError(NO_POPULATION_SIZE + declared)
+
+
+def _muargus_defaults(args) -> str:
+    """mu-Argus data (``FILE.rda``): without --keys, the variables the .rda marks identifying
+    (``<IDLEVEL>`` 1 or more) are the keys, said in a note on stderr. Returns a hint naming
+    the weight variable the .rda declares (for the message when N is unknown), or ""."""
+    import sys
+
+    from ..data.io import named_file
+
+    if named_file(args.data) != "muargus":
+        return ""
+    from ..data.muargus import read_metadata
+
+    meta = read_metadata(args.data)
+    if args.keys is None:
+        if not meta.keys:
+            raise ParameterError(f"--keys is required: {meta.path.name} marks no variable "
+                                 "identifying (<IDLEVEL> 1 or more)")
+        args.keys = ",".join(meta.keys)
+        extra = meta.describe()
+        print(f"sdcrisk: note: keys from {meta.path.name}: {', '.join(meta.keys)} (its "
+              "variables with <IDLEVEL> 1 or more; --keys names others)"
+              + (f"; it also declares {extra}" if extra else ""), file=sys.stderr)
+    if meta.weight and getattr(args, "weights", None) is None:
+        return f" ({meta.path.name} declares the weight variable {meta.weight}: --weights " \
+               f"{meta.weight})"
+    return ""
 
 
 #: what a data argument may be, for the help texts
-FILE_KINDS = ("CSV (also gzip/bz2/zstd), Parquet, Stata .dta, SAS .sas7bdat/.xpt, SPSS "
-              ".sav, duckdb:FILE.db::TABLE, or example:NAME")
+FILE_KINDS = ("CSV (also gzip/bz2/zstd), Parquet, Excel .xlsx[::SHEET], Stata .dta, SAS "
+              ".sas7bdat/.xpt, SPSS .sav, mu-Argus .rda (with its .asc), "
+              "duckdb:FILE.db::TABLE, or example:NAME")
 
 #: the keys of the packaged example in the commands' help examples
 EXAMPLE = "example:uk_census2011 --keys region,sex,age_band,marital_status,ethnic_group"

@@ -1,7 +1,8 @@
 """Whole data frames read from and written to files, with every column (for :mod:`sdcrisk.
 analyses.protect`, which changes the key columns of a file and writes it back): CSV, Parquet,
-Stata and SPSS (value labels kept), SAS read; the output path checked before any work and
-written atomically."""
+Stata and SPSS (value labels kept), mu-Argus (``.asc`` written back in the input's ``.rda``
+layout), SAS and Excel read; the output path checked before any work and written
+atomically."""
 
 from __future__ import annotations
 
@@ -18,17 +19,20 @@ from .io import (
     csv_delimiter,
     decode_text,
     detect_format,
+    excel_frame,
+    named_file,
     names_not_utf8,
     printable,
     resolve_path,
 )
+from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".txt": "csv", ".tsv": "csv", ".tsv.gz": "csv",
            ".parquet": "parquet",
-           ".pq": "parquet", ".dta": "dta", ".sav": "sav"}
+           ".pq": "parquet", ".dta": "dta", ".sav": "sav", ".asc": "asc"}
 #: pyreadstat's reader of each labelled format (as :func:`sdcrisk.data.io.detect_format` names
 #: it); the value labels are kept in ``frame.attrs`` and written back to .dta / .sav
 _LABELLED = {".dta": "read_dta", ".sav": "read_sav", ".zsav": "read_sav",
@@ -37,7 +41,8 @@ _LABELLED = {".dta": "read_dta", ".sav": "read_sav", ".zsav": "read_sav",
 
 
 def output_format(path: str | os.PathLike) -> str:
-    """``csv``, ``parquet``, ``dta`` or ``sav`` from the file name's extension.
+    """``csv``, ``parquet``, ``dta``, ``sav`` or ``asc`` (mu-Argus: the data file, its
+    ``.rda`` written beside it) from the file name's extension.
 
     Raises
     ------
@@ -62,16 +67,23 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
         extension, or its folder does not exist or is not writable.
     """
     out = Path(out)
-    output_format(out)
+    fmt = output_format(out)
+    targets = [out] + ([out.with_suffix(".rda")] if fmt == "asc" else [])
     if isinstance(source, str | os.PathLike) and not str(source).startswith("example:"):
-        src = Path(source)
-        if src.exists() and (src.resolve() == out.resolve()
-                             or (out.exists() and os.path.samefile(src, out))):
-            raise ParameterError(f"--out {str(out)!r} is the input file; protect never "
-                                 "overwrites its input: give another file name")
-    if out.exists() and not overwrite:
-        raise ParameterError(f"--out {str(out)!r} exists; remove it, choose another name or "
-                             "add --overwrite")
+        inputs = list(locate(source)) if named_file(source) == "muargus" else [Path(source)]
+        for target in targets:
+            for src in inputs:
+                if src.exists() and (src.resolve() == target.resolve()
+                                     or (target.exists() and os.path.samefile(src, target))):
+                    what = "is the input file" if target == out else \
+                        f"would write {target.name} beside it, which is the input's metadata"
+                    raise ParameterError(f"--out {str(out)!r} {what}; protect never "
+                                         "overwrites its input: give another file name")
+    for target in targets:
+        if target.exists() and not overwrite:
+            also = "" if target == out else f" (an .asc output writes its {target.name} too)"
+            raise ParameterError(f"--out {str(out)!r}: {str(target)!r} exists{also}; remove "
+                                 "it, choose another name or add --overwrite")
     folder = out.resolve().parent
     if not folder.is_dir():
         raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} does not exist")
@@ -98,6 +110,11 @@ def read_frame(source: Any):
     if isinstance(source, Microdata):
         raise ParameterError("protect() takes the records themselves (a path or DataFrame), not "
                              "a Microdata: it changes and writes back the file's values")
+    special = named_file(source)
+    if special == "excel":
+        return excel_frame(source)
+    if special == "muargus":
+        return _read_muargus(source)
     path = resolve_path(source, formats="a CSV, Parquet, Stata, SPSS or SAS file")
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
@@ -132,6 +149,62 @@ def read_frame(source: Any):
     if len(frame) == 0:
         raise InputError(f"{path.name}: no records (the file has column names but no rows)")
     return frame
+
+
+def _read_muargus(source):
+    """mu-Argus microdata as text columns, a missing value (blank or a missing code) as
+    None; ``attrs["muargus"]`` keeps the layout and ``attrs["muargus_missing"]`` ({column:
+    {row: text}}) the text of each missing value, for :func:`write_frame` to write the
+    file back as it was where protect changed nothing."""
+    import pandas as pd
+
+    meta = read_metadata(source)
+    got, n = read_records(meta, meta.names, typed=False)
+    data, restore = {}, {}
+    for name, (values, miss) in got.items():
+        col = values.astype(object)
+        if miss is not None:
+            rows = np.flatnonzero(miss)
+            restore[name] = {int(i): str(values[i]) for i in rows}
+            col[rows] = None
+        data[name] = col
+    frame = pd.DataFrame(data)
+    frame.attrs["muargus"] = meta
+    frame.attrs["muargus_missing"] = restore
+    return frame
+
+
+def _write_muargus(frame, tmp: str, path: Path) -> None:
+    """The .asc data file in the input's layout, and its .rda beside ``path``."""
+    import pandas as pd
+
+    meta = frame.attrs.get("muargus")
+    if meta is None:
+        raise ParameterError(f"--out {str(path)!r}: a mu-Argus .asc file is written in the "
+                             "layout of a mu-Argus input (its .rda); this input is not one: "
+                             "write .csv or .parquet")
+    lost = [v.name for v in meta.variables if v.name not in frame.columns]
+    if lost:
+        raise ParameterError(f"--out {str(path)!r}: variable {lost[0]!r} of {meta.path.name} "
+                             "is not in the data any more; write .csv or .parquet")
+    columns = {}
+    for var in meta.variables:
+        col = frame[var.name]
+        text: list[str | None] = []
+        for v in col.tolist():
+            if v is None or (not isinstance(v, str) and pd.isna(v)):
+                text.append(None)
+            else:
+                t = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
+                text.append(t or None)
+        columns[var.name] = text
+    try:
+        body = format_records(meta, columns, frame.attrs.get("muargus_missing"))
+    except InputError as exc:
+        raise ParameterError(f"--out {str(path)!r}: {exc}") from None
+    Path(tmp).write_bytes(body)
+    with atomic_path(path.with_suffix(".rda")) as rda:
+        Path(rda).write_bytes(meta.path.read_bytes())
 
 
 def _read_labelled(path: Path, kind: str):
@@ -233,9 +306,11 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                     frame.to_csv(fh, index=False, lineterminator=eol, sep=sep)
             else:
                 frame.to_csv(tmp, index=False, lineterminator=eol, sep=sep)
+        elif fmt == "asc":
+            _write_muargus(frame, tmp, path)
         else:
-            if "lineterminator" in frame.attrs:  # CSV text in, typed format out: the
-                frame = _typed(frame)             # types pandas reads the CSV with
+            if "lineterminator" in frame.attrs or "muargus" in frame.attrs:
+                frame = _typed(frame)  # text in, typed format out: as pandas reads its CSV
             try:
                 if fmt == "parquet":
                     frame.to_parquet(tmp, index=False)

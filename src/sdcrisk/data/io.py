@@ -1,4 +1,5 @@
-"""Files and frames in: the only module that knows file formats and DataFrame libraries.
+"""Files and frames in: the one entry for every file format and DataFrame library (the
+mu-Argus layout itself is parsed by :mod:`sdcrisk.data.muargus`).
 
 Sources accepted by :func:`read_columns`:
 
@@ -11,6 +12,11 @@ Sources accepted by :func:`read_columns`:
   ``duckdb:FILE.db::SELECT ...`` (the rows of a query; anything after ``::`` that starts with
   ``SELECT``, ``WITH``, ``FROM`` or ``(`` is a query), read with duckdb
   (``pip install 'sdcrisk[duckdb]'``) from a read-only connection;
+* mu-Argus microdata: ``FILE.rda`` (the metadata; the data file ``FILE.asc`` beside it),
+  ``FILE.asc`` (its ``FILE.rda`` beside it) or ``FILE.rda::DATAFILE``, fixed or free format,
+  missing codes read as missing values (:mod:`sdcrisk.data.muargus`);
+* an Excel workbook (``.xlsx``, ``.xlsm``; ``.xls`` with xlrd): the first sheet, or
+  ``FILE.xlsx::SHEET``, read with pandas and openpyxl (``pip install 'sdcrisk[excel]'``);
 * ``example:NAME`` for a bundled dataset (see :mod:`sdcrisk.data.datasets`);
 * a pandas or polars DataFrame, a pyarrow Table, or a mapping of column name to array.
 
@@ -35,7 +41,8 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "printable", "resolve_path", "decode_text", "names_not_utf8", "atomic_path"]
+           "printable", "resolve_path", "decode_text", "names_not_utf8", "atomic_path",
+           "named_file", "excel_frame"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -43,6 +50,10 @@ _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 _READSTAT = {".dta": "read_dta", ".sas7bdat": "read_sas7bdat", ".xpt": "read_xport",
              ".sav": "read_sav", ".zsav": "read_sav"}
 _DUCKDB_PREFIX = "duckdb:"
+#: Excel workbooks (read with pandas: openpyxl, or xlrd for .xls)
+_EXCEL = (".xlsx", ".xlsm", ".xls")
+#: mu-Argus metadata and data files (:mod:`sdcrisk.data.muargus`)
+_MUARGUS = (".rda", ".asc")
 _QUERY_STARTS = ("select", "with", "from", "(", "values", "table ")
 #: first bytes -> (compression for pyarrow, or a format name)
 _MAGIC = (
@@ -195,9 +206,14 @@ def detect_format(path: Path) -> tuple[str, str | None]:
 
 
 def _format_of(path: Path) -> tuple[str, str | None]:
-    """(format, compression) of a file: ``csv``, ``parquet`` or a pyreadstat extension."""
-    kind = sniff(path)
+    """(format, compression) of a file: ``csv``, ``parquet``, a pyreadstat extension, or
+    ``muargus`` / ``excel`` (by name: read by :func:`read_columns`, not streamed)."""
     suffix = path.suffix.lower()
+    if suffix in _MUARGUS:
+        return "muargus", None
+    kind = sniff(path)
+    if suffix in _EXCEL and kind in ("zip", "binary"):
+        return "excel", None
     if kind in _READSTAT or (kind is None and suffix in _READSTAT and suffix != ".xpt"):
         return (kind if kind in _READSTAT else suffix), None
     if suffix == ".xpt" and kind in (None, ".xpt"):
@@ -207,11 +223,13 @@ def _format_of(path: Path) -> tuple[str, str | None]:
     if kind in ("gzip", "bz2", "zstd", "lz4"):
         return "csv", kind
     if kind in ("sqlite", "zip", "binary"):
-        what = {"sqlite": "an SQLite database", "zip": "a zip archive (or an Excel file)",
+        what = {"sqlite": "an SQLite database",
+                "zip": "a zip archive (an Excel workbook? name it .xlsx)",
                 "binary": "binary data"}[kind]
         raise InputError(
             f"{path.name}: the file holds {what}, not text; give a CSV (plain or gzip/bz2/zstd "
-            "compressed), Parquet, Stata (.dta), SAS (.sas7bdat, .xpt) or SPSS (.sav) file")
+            "compressed), Parquet, Excel (.xlsx), Stata (.dta), SAS (.sas7bdat, .xpt) or SPSS "
+            "(.sav) file, or mu-Argus microdata (.rda with its .asc)")
     return "csv", None
 
 
@@ -446,6 +464,91 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
     return _frame_columns(frame, columns)
 
 
+def named_file(source: Any) -> str | None:
+    """``muargus`` or ``excel`` when ``source`` names such a file by its extension
+    (``FILE.rda``, ``FILE.asc``, ``FILE.rda::DATA``, ``FILE.xlsx``, ``FILE.xlsx::SHEET``);
+    else None. These are read whole, by :func:`read_columns`."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    head = str(source).partition("::")[0].lower()
+    if head.endswith(_MUARGUS):
+        return "muargus"
+    if head.endswith(_EXCEL):
+        return "excel"
+    return None
+
+
+def _read_muargus(source: str | os.PathLike, columns: Sequence[str]
+                  ) -> tuple[dict[str, Column], int]:
+    from . import muargus
+
+    meta = muargus.read_metadata(source)
+    check_present(columns, meta.names, meta.path.name)
+    got, n = muargus.read_records(meta, list(columns))
+    return {name: Column(name, values, miss) for name, (values, miss) in got.items()}, n
+
+
+def excel_frame(source: str | os.PathLike, columns: Sequence[str] | None = None):
+    """The sheet a ``FILE.xlsx`` or ``FILE.xlsx::SHEET`` source names (the first sheet by
+    default) as a pandas DataFrame, its first row the column names; ``columns``: only these.
+
+    Raises
+    ------
+    InputError
+        openpyxl (xlrd for .xls) not installed, an unknown sheet (listing those there), a
+        file that is not a workbook.
+    """
+    import pandas as pd
+
+    head, sep, sheet = str(source).partition("::")
+    path = resolve_path(head)
+    if path.stat().st_size == 0:
+        raise InputError(f"{path.name}: the file is empty")
+    engine = "xlrd" if path.suffix.lower() == ".xls" else "openpyxl"
+    try:
+        __import__(engine)
+    except ImportError:
+        extra = "pip install xlrd" if engine == "xlrd" else "pip install 'sdcrisk[excel]'"
+        raise InputError(f"{path.name}: reading an Excel file needs {engine}; {extra} (or "
+                         "save the sheet as CSV)") from None
+    try:
+        with pd.ExcelFile(path, engine=engine) as book:
+            names = [str(n) for n in book.sheet_names]
+            name: Any = 0
+            if sep:
+                if sheet not in names:
+                    raise InputError(f"{path.name}: no sheet {sheet!r}"
+                                     f"{_close_name(sheet, names)}; sheets: "
+                                     f"{', '.join(map(repr, names))}")
+                name = sheet
+            if columns is not None:
+                header = [str(c) for c in pd.read_excel(book, sheet_name=name, nrows=0).columns]
+                check_present(columns, header, f"{path.name}::{names[0] if name == 0 else name}")
+            frame = pd.read_excel(book, sheet_name=name)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - openpyxl/xlrd/zipfile raise their own
+        raise InputError(f"{path.name}: could not be read as an Excel workbook "
+                         f"({_clean(str(exc)) or type(exc).__name__})") from exc
+    frame.columns = [str(c) for c in frame.columns]
+    return frame if columns is None else frame[list(columns)]
+
+
+def _read_excel(source: str | os.PathLike, columns: Sequence[str]
+                ) -> tuple[dict[str, Column], int]:
+    frame = excel_frame(source, columns)
+    out = _frame_columns(frame, columns) or {}
+    for name, col in out.items():
+        # a column of whole numbers with empty cells comes back as float (1.0): read it as
+        # the integers a CSV reader gives, so that the labels print alike
+        if col.values.dtype.kind == "f":
+            present = col.values if col.missing is None else col.values[~col.missing]
+            if np.all(np.isfinite(present)) and np.all(present == np.round(present)):
+                values = np.where(np.isnan(col.values), 0, col.values).astype(np.int64)
+                out[name] = Column(name, values, col.missing)
+    return out, len(frame)
+
+
 def _is_query(text: str) -> bool:
     return text.strip().lower().startswith(_QUERY_STARTS)
 
@@ -669,6 +772,11 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         table = _read_duckdb(source, columns)
         out = {name: arrow_column(name, table.column(name)) for name in columns}
         return out, table.num_rows
+    special = named_file(source)
+    if special == "muargus":
+        return _read_muargus(source, columns)
+    if special == "excel":
+        return _read_excel(source, columns)
     if isinstance(source, str | os.PathLike):
         path = resolve_path(source)
         kind = _format_of(path)[0] if path.stat().st_size else "csv"
@@ -708,7 +816,8 @@ def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Col
     """
     columns = list(dict.fromkeys(columns))
     path = None
-    if isinstance(source, str | os.PathLike) and not str(source).startswith(_DUCKDB_PREFIX):
+    if (isinstance(source, str | os.PathLike) and not str(source).startswith(_DUCKDB_PREFIX)
+            and named_file(source) is None):
         path = resolve_path(source)
     if path is not None and path.is_file() and _format_of(path)[0] == "parquet":
         import pyarrow as pa

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..exceptions import InputError
 from . import outofcore
+from .io import named_file
 from .table import DEFAULT_MAX_LEVELS, CellTable
 
 __all__ = ["tabulate_path", "needs_out_of_core", "in_memory_bytes"]
@@ -39,12 +40,12 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
     ids are sorted. A CSV file is parsed
     whole: 8 bytes a record per column plus the same 8; its record count is estimated from
     the first MiB (compressed files count five times their size). None for what is not a
-    file (a folder is streamed).
+    file (a folder is streamed) and for mu-Argus and Excel files (never streamed).
     """
     import pyarrow.parquet as pq
 
     p = Path(path)
-    if not p.is_file():
+    if not p.is_file() or named_file(path) is not None:  # mu-Argus, Excel: read whole
         return None
     columns = list(keys) + list(others)
     if p.suffix.lower() in (".parquet", ".pq"):
