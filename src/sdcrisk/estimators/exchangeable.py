@@ -152,6 +152,7 @@ class NegativeBinomialRisk(Estimator):
     """
 
     name: ClassVar[str] = "nb"
+    census_by_model: ClassVar[bool] = True  # NegBin(f, p = 1): F = f, on wildcard counts too
     mode: BFMode = "exact"
 
     def _validate(self) -> None:
@@ -365,6 +366,7 @@ class SkinnerElliotTheta(Estimator):
     """
 
     name: ClassVar[str] = "skinner-elliot"
+    census_by_model: ClassVar[bool] = True  # theta = 1 at pi = 1: its own measure, exactly
 
     def supports_frequencies(self) -> bool:
         return True
