@@ -197,7 +197,7 @@ OPTION_CASES = [
     ("loglinear", dict(max_iter="x"), "max_iter='x' must be an integer >= 1"),
     ("loglinear", dict(max_iter=None), "max_iter=None"),
     ("loglinear", dict(tol="x"), "tol='x' must be a number"),
-    ("loglinear", dict(tol=float("inf")), "tol=inf must be > 0"),
+    ("loglinear", dict(tol=float("inf")), "tol=inf must be a number in (0, 1]"),
     ("loglinear", dict(sdcmicro_bound=None), "sdcmicro_bound=None must be a number"),
     ("loglinear", dict(max_added_terms="x"), "max_added_terms='x' must be an integer >= 0"),
     ("hdp", dict(rhat_max="x"), "rhat_max='x' must be a number"),

@@ -78,3 +78,33 @@ def test_cli_pitman_yor_on_a_one_record_census(capsys, tmp_path):
                  "--whole-population", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["measures"]["tau1"]["estimate"] == out["measures"]["tau2"]["estimate"] == 1
+
+
+# --- b. tolerance options are bounded --------------------------------------------------------
+
+@pytest.mark.parametrize(("method", "option", "value", "words"), [
+    # an IPF stopping when its margins are a million persons off stopped at once
+    ("loglinear", "tol", 1e6, "tol=1000000.0 must be a number in (0, 1]"),
+    ("loglinear", "tol", 0, "tol=0 must be a number in (0, 1]"),
+    ("loglinear", "tol", float("inf"), "tol=inf must be a number in (0, 1]"),
+    ("latent-class", "tol", 1e6, "tol=1000000.0 must be a number in [0, 0.01]"),
+    ("latent-class", "tol", -1e-9, "tol=-1e-09 must be a number in [0, 0.01]"),
+    ("hdp", "tolerance", 1e6, "tolerance=1000000.0 must be a number in [0, 1]"),
+    ("mixed-membership", "tolerance", 2.0, "tolerance=2.0 must be a number in [0, 1]"),
+    ("hdp", "rhat_max", 1e6, "rhat_max=1000000.0 must be a number in (1, 2]"),
+    ("mixed-membership", "rhat_max", 1.0, "rhat_max=1.0 must be a number in (1, 2]"),
+])
+def test_tolerance_options_are_bounded(method, option, value, words):
+    with pytest.raises(sdcrisk.ParameterError) as info:
+        get_estimator(method, **{option: value})
+    text = str(info.value)
+    assert words in text
+    assert "e.g." in text  # a typical value to give instead
+
+
+@pytest.mark.parametrize(("method", "option", "value"), [
+    ("loglinear", "tol", 1.0), ("loglinear", "tol", 1e-12), ("latent-class", "tol", 0.0),
+    ("latent-class", "tol", 0.01), ("hdp", "tolerance", 0), ("hdp", "tolerance", 1),
+    ("hdp", "rhat_max", 1.1), ("mixed-membership", "rhat_max", 2.0)])
+def test_tolerance_options_in_range_are_taken(method, option, value):
+    assert getattr(get_estimator(method, **{option: value}), option) == value
