@@ -108,3 +108,32 @@ def test_tolerance_options_are_bounded(method, option, value, words):
     ("hdp", "rhat_max", 1.1), ("mixed-membership", "rhat_max", 2.0)])
 def test_tolerance_options_in_range_are_taken(method, option, value):
     assert getattr(get_estimator(method, **{option: value}), option) == value
+
+
+# --- c. a constant key leaves the Gaussian copula's answer as it was --------------------------
+
+@pytest.mark.parametrize("where", ["last", "first", "middle"])
+def test_copula_ignores_a_constant_key(where):
+    """A key with one level carries no information. The copula's tau1 moved 0.2% with it
+    appended (the lattice's random shifts were drawn for one more dimension) and 0.4% with
+    it first (the sign of the correspondence analysis' eigenvector flipped, reversing every
+    key's category order: the model is symmetric under that, its lattice is not)."""
+    from sdcrisk.data.datasets import EXAMPLES, example_path
+
+    frame = pd.read_csv(example_path("uk_census2011"))
+    keys = EXAMPLES["uk_census2011"]["keys"]
+    sample = frame.sample(1000, random_state=0)
+    at = {"last": len(keys), "first": 0, "middle": 3}[where]
+    with_constant = [*keys[:at], "constant", *keys[at:]]
+    got = {}
+    for name, ks, data in (("plain", keys, sample),
+                           ("constant", with_constant, sample.assign(constant="x"))):
+        table = tabulate(Microdata.from_source(data, ks, population_size=len(frame)))
+        res = sdcrisk.GaussianCopulaRisk().fit(table)
+        got[name] = res
+    for m in ("tau1", "tau2"):
+        a, b = got["plain"].measures[m], got["constant"].measures[m]
+        assert b.estimate == pytest.approx(a.estimate, rel=1e-12), m
+        assert b.lower == pytest.approx(a.lower, rel=1e-12)
+        assert b.upper == pytest.approx(a.upper, rel=1e-12)
+    assert got["plain"].measures["tau1"].estimate > 10  # a sample with risk to move
