@@ -137,3 +137,28 @@ def test_copula_ignores_a_constant_key(where):
         assert b.lower == pytest.approx(a.lower, rel=1e-12)
         assert b.upper == pytest.approx(a.upper, rel=1e-12)
     assert got["plain"].measures["tau1"].estimate > 10  # a sample with risk to move
+
+
+# --- d. one check of record and cell indices -------------------------------------------------
+
+@pytest.mark.parametrize(("bad", "rows_words", "cells_words"), [
+    ([7], "rows contains 7: rows must be indices of records, integers in [0, 3] (there are 4)",
+     "cells contains 7: cells must be indices of observed cells, integers in [0, 2] "
+     "(there are 3)"),
+    ([True], "rows is a boolean mask of length 1; a mask must have one entry per record (4)",
+     "cells is a boolean mask of length 1; a mask must have one entry per observed cell (3)"),
+    ("ab", "rows='ab': rows must be indices of records",
+     "cells='ab': cells must be indices of observed cells"),
+])
+def test_subset_and_cell_labels_share_one_index_check(bad, rows_words, cells_words):
+    """Microdata.subset(rows) and CellTable.cell_labels(cells) said the same thing in two
+    formats ('record index 7 is outside 0..3' against 'cells contains 7: ...')."""
+    frame = pd.DataFrame({"a": [1, 2, 2, 3], "b": ["x", "y", "y", "x"]})
+    md = Microdata.from_source(frame, keys=["a", "b"], population_size=40)
+    with pytest.raises(sdcrisk.ParameterError) as rows_info:
+        md.subset(bad)
+    with pytest.raises(sdcrisk.ParameterError) as cells_info:
+        tabulate(md).cell_labels(bad)
+    assert rows_words in str(rows_info.value)
+    assert cells_words in str(cells_info.value)
+    assert md.subset(np.array([True, False, True, True])).n == 3
