@@ -162,3 +162,43 @@ def test_subset_and_cell_labels_share_one_index_check(bad, rows_words, cells_wor
     assert rows_words in str(rows_info.value)
     assert cells_words in str(cells_info.value)
     assert md.subset(np.array([True, False, True, True])).n == 3
+
+
+# --- e. recommend's integer options through the shared check ---------------------------------
+
+def _recommend_sample():
+    data = {"age": [30, 31, 32, 33, 40, 40, 41, 41], "sex": [1, 1, 2, 2, 1, 1, 2, 2]}
+    return Microdata.from_source(data, keys=["age", "sex"], population_size=80)
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("refit_candidates", 0, "refit_candidates=0 must be an integer >= 1"),
+    ("max_pattern_size", True, "max_pattern_size=True must be an integer >= 1"),  # was taken
+    ("max_steps", 2.0, "max_steps=2.0 must be an integer >= 1"),
+    ("workers", -1, "workers=-1 must be an integer >= 1"),
+])
+def test_recommend_integer_options(option, value, words):
+    with pytest.raises(sdcrisk.ParameterError, match=words.replace("(", r"\(")):
+        sdcrisk.recommend(_recommend_sample(), sdcrisk.RiskTarget(value=0.0),
+                          **{option: value})
+
+
+def test_recommend_takes_numpy_integers():
+    """A count from numpy (np.int64(2)) was refused as 'not a positive integer'."""
+    rec = sdcrisk.recommend(_recommend_sample(), sdcrisk.RiskTarget(objective="tau2", value=0.0),
+                            actions=["recoding"], refit_candidates=np.int64(2))
+    assert rec.best.records_changed >= 1
+
+
+@pytest.mark.parametrize(("flag", "words"), [
+    ("--refit-candidates", "--refit-candidates 0 must be an integer >= 1"),
+    ("--max-pattern-size", "--max-pattern-size 0 must be an integer >= 1")])
+def test_cli_recommend_integer_options_named_as_typed(capsys, tmp_path, flag, words):
+    from sdcrisk.cli import main
+
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    assert main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--target", "0", "--method", "nb", flag, "0"]) == 2
+    assert words in capsys.readouterr().err
