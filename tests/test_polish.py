@@ -202,3 +202,22 @@ def test_cli_recommend_integer_options_named_as_typed(capsys, tmp_path, flag, wo
     assert main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
                  "--target", "0", "--method", "nb", flag, "0"]) == 2
     assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("estimator", "frame", "words"), [
+    (lambda: sdcrisk.PoissonGammaRisk(cell_space=2),
+     pd.DataFrame({"a": [1, 2, 3]}), "cell_space=2 is smaller than the 3 observed cells"),
+    (lambda: sdcrisk.LogLinearRisk(terms="independence", weighted=True),
+     pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]}), "weighted=True needs survey weights"),
+    (lambda: sdcrisk.LogLinearRisk(terms="independence", structural_zeros=[{"a": "1", "b": "1"}]),
+     pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]}), "records fall in structural zeros"),
+    (lambda: sdcrisk.HdpRisk(structural_zeros=[{"a": "1", "b": "1"}]),
+     pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]}), "records fall in structural zeros"),
+])
+def test_a_census_still_refuses_options_that_contradict_the_table(estimator, frame, words):
+    """The census answer fits no model, but an option the table contradicts is still the
+    user's error (check_table runs before it)."""
+    table = tabulate(Microdata.from_source(frame, keys=list(frame.columns)))
+    assert table.population_size == table.n
+    with pytest.raises(sdcrisk.SdcRiskError, match=words):
+        estimator().fit(table)

@@ -243,6 +243,18 @@ class Estimator(ABC):
             Naming the option, the value and the keys there are.
         """
 
+    def check_table(self, table: CellTable | FrequencyTable) -> None:  # noqa: B027 - hook
+        """Refuse options that contradict the table (a cell space smaller than the observed
+        cells, structural zeros that sample records fall in, weighted=True without weights):
+        user errors whatever N, so ``fit`` checks them before anything else, and on a census
+        too, whose answer fits no model. Default: nothing to check.
+
+        Raises
+        ------
+        ParameterError, InputError
+            Naming the option, the value and what the table holds.
+        """
+
     def supports_wildcards(self) -> bool:
         """Whether the method uses ``table.wildcard`` (missing = wildcard); default no."""
         return False
@@ -314,6 +326,7 @@ class Estimator(ABC):
         self.check_keys(table.keys)
         if table.n == 0:
             raise InputError("the sample is empty")
+        self.check_table(table)
         wc = table.wildcard
         if wc is not None and wc.n_missing_cells and not self.supports_wildcards():
             raise ParameterError(

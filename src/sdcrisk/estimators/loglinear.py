@@ -410,9 +410,14 @@ class LogLinearRisk(Estimator):
         return (f"IPF stopped after {fit.ipf.iterations} iterations with margins still "
                 f"{fit.ipf.max_deviation[-1]:.3g} from their targets (tol {self.tol})")
 
-    def _fit(self, table: CellTable) -> RiskResult:
+    def check_table(self, table: CellTable) -> None:
         if self.weighted and table.weight_sums is None:
             raise ParameterError("weighted=True needs survey weights in the data")
+        if self.partition is not None:
+            resolve_partition(self.partition, table)  # a band of levels the key lacks
+        structural_zeros_of_table(self.structural_zeros, table)  # records in a zero
+
+    def _fit(self, table: CellTable) -> RiskResult:
         if self.partition is not None:
             return self._fit_partitioned(table)
         full = table

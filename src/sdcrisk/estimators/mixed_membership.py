@@ -169,6 +169,9 @@ class _MixedMembershipBase(Estimator):
         cell = 8 * cells * (_BANK + 24)
         return self.chains * per_chain + min(self.chains, os.cpu_count() or 1) * draws + cell
 
+    def check_table(self, table: CellTable) -> None:
+        structural_zeros_of_table(self.structural_zeros, table)  # records in a zero
+
     # --- shared machinery -----------------------------------------------------------------
     def _prepare(self, table: CellTable) -> tuple[MMData, StructuralZeros | None]:
         sz = structural_zeros_of_table(self.structural_zeros, table)
