@@ -19,9 +19,9 @@ import argparse
 import collections
 import warnings
 
+import corpus
 import numpy as np
 
-import corpus
 from sdcrisk import Microdata, tabulate
 from sdcrisk.estimators.graphical import GraphicalRisk
 
