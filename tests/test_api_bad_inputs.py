@@ -78,15 +78,17 @@ def _md():
 
 
 SUBSET_CASES = [
-    # each was numpy's IndexError/TypeError, or a silent wrong sample
-    (["x"], "subset(rows=['x']): record indices must be integers in 0..59"),
-    ([0.5, 1.5], "record indices must be integers in 0..59"),
-    ([1000], "record index 1000 is outside 0..59"),
-    ([-1], "record index -1 is outside 0..59"),  # was the last record, silently
-    (np.ones(5, bool), "the boolean mask has 5 values for n=60"),  # was the first 5 records
-    (np.zeros((2, 2), int), "give a 1-d sequence of record indices"),
-    (None, "subset(rows=None)"),
-    (3, "subset(rows=3)"),
+    # each was numpy's IndexError/TypeError, or a silent wrong sample; the words are those of
+    # CellTable.cell_labels' cells (one check: data._cells.check_index)
+    (["x"], "rows contains 'x': rows must be indices of records, integers in [0, 59]"),
+    ([0.5, 1.5], "rows contains 0.5: rows must be indices of records, integers in [0, 59]"),
+    ([1000], "rows contains 1000: rows must be indices of records, integers in [0, 59]"),
+    ([-1], "rows contains -1"),  # was the last record, silently
+    (np.ones(5, bool), "rows is a boolean mask of length 5; a mask must have one entry per "
+     "record (60)"),  # was the first 5 records
+    (np.zeros((2, 2), int), "give a list or a 1-d array of them"),
+    (None, "rows=None"),
+    (3, "rows=3"),
 ]
 
 
@@ -197,7 +199,7 @@ OPTION_CASES = [
     ("loglinear", dict(max_iter="x"), "max_iter='x' must be an integer >= 1"),
     ("loglinear", dict(max_iter=None), "max_iter=None"),
     ("loglinear", dict(tol="x"), "tol='x' must be a number"),
-    ("loglinear", dict(tol=float("inf")), "tol=inf must be > 0"),
+    ("loglinear", dict(tol=float("inf")), "tol=inf must be a number in (0, 1]"),
     ("loglinear", dict(sdcmicro_bound=None), "sdcmicro_bound=None must be a number"),
     ("loglinear", dict(max_added_terms="x"), "max_added_terms='x' must be an integer >= 0"),
     ("hdp", dict(rhat_max="x"), "rhat_max='x' must be a number"),

@@ -355,8 +355,9 @@ def test_degenerate_tables(name, case):
     frame, size = DEGENERATE[case]
     table = _tab(frame, **size)
     su, big_n = table.sample_uniques, table.population_size
-    if name == "pitman-yor" and table.n_cells < 2:
+    if name == "pitman-yor" and table.n_cells < 2 and big_n > table.n:
         # the EPPF has no information on (theta, alpha) from one cell: a named refusal
+        # (a census needs no fit: tests/test_polish.py)
         with pytest.raises(sdcrisk.SdcRiskError, match="at least two sample cells"):
             _fit(name, table)
         return
@@ -394,11 +395,9 @@ def test_a_single_level_key_changes_nothing(name):
     plain = _fit(name, _tab(frame, population_size=4000))
     for extra in (frame.assign(d=7), frame.assign(d=7)[["d", "a", "b", "c"]]):
         more = _fit(name, _tab(extra, population_size=4000))
-        # the copula's lattice gains a dimension: quasi-Monte-Carlo error only
-        rel = 1e-2 if name == "copula" else 1e-9
-        for m in ("tau1", "tau2"):
+        for m in ("tau1", "tau2"):  # the copula's too (tests/test_polish.py)
             assert more.measures[m].estimate == pytest.approx(plain.measures[m].estimate,
-                                                              rel=rel, abs=1e-12), m
+                                                              rel=1e-9, abs=1e-12), m
 
 
 def test_loglinear_search_skips_terms_of_a_constant_key():

@@ -364,9 +364,10 @@ def test_poisson_gamma_errors():
     tab = table_from_counts([1, 2, 3])
     with pytest.raises(ParameterError, match="cell_space"):
         PoissonGammaRisk(cell_space=2).fit(tab)
-    # equal counts are not overdispersed
+    # equal counts are not overdispersed (a sample: a census is answered without a fit)
     with pytest.raises(ParameterError, match="overdispersed"):
-        PoissonGammaRisk(fit_method="moments").fit(table_from_counts([2, 2, 2]))
+        PoissonGammaRisk(fit_method="moments").fit(table_from_counts([2, 2, 2],
+                                                                     population_size=600))
 
 
 def test_poisson_gamma_boundary_warns():

@@ -546,3 +546,54 @@ def test_method_options_reach_the_before_after_figures(tmp_path, capsys):
     assert main(["protect", str(path), "--recode", str(rec), "--out", str(out),
                  *common[:6], "--terms", "age:zz"]) == 2
     assert "--terms 'age:zz'" in capsys.readouterr().err and not out.exists()
+
+
+def _assessed(capsys, path, common, *extra):
+    assert main(["assess", str(path), *common, *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("case", ["recode, nb", "k-anonymity, nb sdcmicro"])
+def test_protect_ci_level_and_max_global_risk_as_assess(tmp_path, capsys, case):
+    """protect had no --ci-level or --max-global-risk: its before/after figures took the
+    defaults (95%, 0.01) whatever assess was asked. Now they are assess's on the input
+    (before) and on the protected file (after): estimates, intervals at the level asked and
+    the record-risk threshold for the global-risk target asked."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"age": rng.integers(20, 60, 300), "sex": rng.integers(1, 3, 300),
+                          "region": rng.integers(1, 6, 300)})
+    path = tmp_path / "in.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    settings = ["--ci-level", "0.9", "--max-global-risk", "0.05"]
+    common = ["--keys", "age,sex,region", "--population-size", "1500", "--format", "json",
+              *settings]
+    if case == "recode, nb":
+        rec = tmp_path / "rec.json"
+        rec.write_text(json.dumps({"age": {str(a): a // 10 * 10 for a in range(20, 60)}}))
+        goal, method, after_extra = ["--recode", str(rec)], ["--method", "nb"], []
+    else:  # suppressed values are wildcards: assess counts them so with --missing wildcard
+        goal = ["--k-anonymity", "2"]
+        method = ["--method", "nb", "--mode", "sdcmicro"]
+        after_extra = ["--missing", "wildcard"]
+    assert main(["protect", str(path), *goal, "--out", str(out), *common, *method]) == 0
+    prot = json.loads(capsys.readouterr().out)
+    before = _assessed(capsys, path, common, *method)
+    after = _assessed(capsys, out, common, *method, *after_extra)
+    for got, want in ((prot["risk_before"], before), (prot["risk_after"], after)):
+        assert got["ci_level"] == 0.9 and got["max_global_risk"] == 0.05
+        assert got["record_risk_threshold"] == want["thresholds"]["record_risk_threshold"]
+        for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
+            m = want["measures"][name]
+            assert got[name] == pytest.approx(m["estimate"], rel=1e-12), name
+            if m["lower"] is not None:
+                assert m["level"] == 0.9
+                assert got["intervals"][name] == pytest.approx(
+                    {"lower": m["lower"], "upper": m["upper"]}, rel=1e-12), name
+    assert prot["risk_before"]["record_risk_threshold"] is not None  # the target is not met
+    assert set(prot["risk_before"]["intervals"]) == {"tau1", "tau2"}
+    # the table says the same
+    assert main(["protect", str(path), *goal, "--out", str(tmp_path / "t.csv"),
+                 *common[:-4], "--format", "table", *settings, *method]) == 0
+    text = capsys.readouterr().out
+    assert "lower 90%" in text and "record risk threshold for max global risk 0.05" in text

@@ -231,6 +231,7 @@ class AutoRisk(Estimator):
     """
 
     name: ClassVar[str] = "auto"
+    census_by_model: ClassVar[bool] = True  # _unvalidated: the census answer, with its choice
     candidates: Sequence[Any] | None = None
     replicates: int = 5
     fraction: float | None = None

@@ -339,7 +339,9 @@ class Protection:
         Records with wildcard fk < k before and after.
     risk_before, risk_after : dict
         Measures of the risk method (estimate of tau1, tau2, expected re-identifications,
-        global risk) and its name under ``"method"``.
+        global risk), its name under ``"method"``, the intervals (``"intervals"``: measure
+        -> lower, upper) at its ``"ci_level"`` and the ``"record_risk_threshold"`` for its
+        ``"max_global_risk"``, as assess reports them.
     combinations_before, combinations_after : dict
         ``observed_cells``: observed cells of the key space (complete key combinations);
         ``patterns_with_missing_values``: combinations with a missing value, counted apart
@@ -383,12 +385,22 @@ _RISK_FIGURES = ("tau1", "tau2", "expected_reidentifications", "global_risk")
 
 
 def _risk(estimator, table) -> dict:
+    """The risk method's figures as assess reports them: the estimates, the intervals at
+    the estimator's ``ci_level`` and the record-risk threshold for its ``max_global_risk``
+    (None: the file already meets it)."""
     res = estimator.fit(table)
     out: dict[str, Any] = {"method": res.method}
+    intervals = {}
     for name in _RISK_FIGURES:
         m = res.measures.get(name)
         if m is not None and m.estimate is not None:
             out[name] = float(m.estimate)
+            if m.lower is not None and m.upper is not None:
+                intervals[name] = {"lower": float(m.lower), "upper": float(m.upper)}
+    out["intervals"] = intervals
+    for name in ("ci_level", "max_global_risk", "record_risk_threshold"):
+        if name in res.thresholds:
+            out[name] = res.thresholds[name]
     return out
 
 
@@ -549,8 +561,8 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
                      f"method {est.name!r}, which cannot count missing (suppressed) values as "
                      f"wildcards: the 'before' figures differ from assess --method {est.name} "
                      "on the same file")
-        est = NegativeBinomialRisk(mode="sdcmicro",
-                                   max_global_risk=getattr(est, "max_global_risk", 0.01))
+        est = NegativeBinomialRisk(mode="sdcmicro", ci_level=est.ci_level,
+                                   max_global_risk=est.max_global_risk)
     t0, t2 = tabulate(md0), tabulate(md2)
     est, _ = concrete_estimator(est, t0)
     risk_before, risk_after = _risk(est, t0), _risk(est, t2)

@@ -31,6 +31,7 @@ from ..data import _cells
 from ..data.sizes import check_number
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
+from ..estimators._base import check_int
 from ..exceptions import InputError, ParameterError
 from ..runtime.executors import describe_executor, map_units
 from ..runtime.progress import progress
@@ -353,8 +354,7 @@ def recommend(
     for name, v in (("refit_candidates", refit_candidates), ("max_pattern_size",
                     max_pattern_size), ("max_steps", max_steps),
                     *((("workers", workers),) if workers is not None else ())):
-        if not isinstance(v, int) or v < 1:
-            raise ParameterError(f"{name}={v!r} must be a positive integer")
+        check_int(name, v, 1)
 
     base_table = tabulate(sample)
     with warnings.catch_warnings(record=True) as caught:

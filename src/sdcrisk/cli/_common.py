@@ -193,9 +193,7 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
     k.add_argument("--levels", metavar="FILE",
                    help="JSON file {key: [levels...]} fixing the categories")
     add_method_options(p)
-    p.add_argument("--max-global-risk", type=float, default=None,
-                   help="target global risk for the record-risk threshold (default 0.01)")
-    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
+    add_risk_settings(p)
     if whole_population:
         p.add_argument("--whole-population", action="store_true",
                        help="the file is the whole population (N = n): without this, "
@@ -210,6 +208,15 @@ def add_input_arguments(p: argparse.ArgumentParser, *, formats: Sequence[str] = 
         "random seed of the methods that draw random numbers (MCMC, bootstrap, auto's "
         "validation; default 0): the same seed gives the same figures"))
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def add_risk_settings(p: argparse.ArgumentParser) -> None:
+    """``--max-global-risk`` and ``--ci-level``: every method's ``max_global_risk`` and
+    ``ci_level`` (through :data:`METHOD_FLAGS`), for the commands that print a method's
+    intervals and record-risk threshold (assess, evaluate, report, protect)."""
+    p.add_argument("--max-global-risk", type=float, default=None,
+                   help="target global risk for the record-risk threshold (default 0.01)")
+    p.add_argument("--ci-level", type=float, default=None, help="interval level (default 0.95)")
 
 
 def add_method_options(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,12 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``protect`` subparser (handler via ``set_defaults(run=)``)."""
-    from ._common import add_method_options, add_sample_arguments, command_help
+    from ._common import (
+        add_method_options,
+        add_risk_settings,
+        add_sample_arguments,
+        command_help,
+    )
 
     p = sub.add_parser("protect", **command_help(
         "write a protected file: recodes, local suppression to k-anonymity or to a risk "
@@ -68,6 +73,7 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     add_method_options(p)
+    add_risk_settings(p)
     p.set_defaults(run=_protect, out=None)
 
 
@@ -142,6 +148,15 @@ def _text(prot, out: Path) -> str:
     for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
         if name in b or name in a:
             lines.append(f"  {name:<28}{_fig(b.get(name)):>12}{_fig(a.get(name)):>14}")
+        for side in ("lower", "upper"):
+            bi, ai = (r.get("intervals", {}).get(name, {}).get(side) for r in (b, a))
+            if bi is not None or ai is not None:
+                label = f"  {side} {b.get('ci_level', 0.95):.0%}"
+                lines.append(f"{label:<30}{_fig(bi):>12}{_fig(ai):>14}")
+    if "max_global_risk" in b:
+        lines.append(f"  record risk threshold for max global risk {b['max_global_risk']:g}: "
+                     f"{_fig(b.get('record_risk_threshold'))} before, "
+                     f"{_fig(a.get('record_risk_threshold'))} after (- = already met)")
     il = prot.information_loss
     lines += ["", f"information loss: {il['share_of_key_values_suppressed']:.3%} of key values "
               f"suppressed; entropy loss {il['entropy_loss_bits']:.1f} bits "

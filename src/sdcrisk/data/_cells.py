@@ -365,9 +365,13 @@ def cell_counts(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     return cells.astype(np.int64), counts
 
 
-def cell_index(cells, n_cells: int) -> np.ndarray:
-    """``cells`` as an integer index array into a table's ``n_cells`` observed cells: indices
-    in [0, n_cells) or a boolean mask of length n_cells (see ``CellTable.cell_labels``).
+def check_index(values, size: int, *, name: str, item: str) -> np.ndarray:
+    """``values`` as an integer index array into ``size`` items: indices in [0, size) or a
+    boolean mask of length ``size``. The one check of the record indices of
+    ``Microdata.subset(rows=...)`` and the cell indices of ``CellTable.cell_labels(cells)``.
+
+    ``name`` is the argument as the user typed it (``"rows"``), ``item`` what one index
+    points at (``"record"``).
 
     Raises
     ------
@@ -376,31 +380,30 @@ def cell_index(cells, n_cells: int) -> np.ndarray:
         read from the end), a 2-d or ragged list, text, or a mask of another length; the
         message names the value and the valid range.
     """
-    k = int(n_cells)
-    where = f"cells must be indices of observed cells, integers in [0, {k - 1}] " \
-            f"(the table has n_cells={k})"
-    if isinstance(cells, Iterable) and not isinstance(cells, str | bytes | Mapping
-                                                         | np.ndarray):
-        cells = list(cells)
+    k = int(size)
+    where = f"{name} must be indices of {item}s, integers in [0, {k - 1}] (there are {k})"
+    if isinstance(values, Iterable) and not isinstance(values, str | bytes | Mapping
+                                                       | np.ndarray):
+        values = list(values)
     try:
-        arr = np.asarray(cells)
+        arr = np.asarray(values)
     except (TypeError, ValueError):  # ragged
         arr = np.zeros((0, 0))
-    if isinstance(cells, str | bytes | Mapping) or arr.ndim != 1:
-        raise ParameterError(f"cells={short_repr(cells)}: {where}; give a list or a 1-d "
-                             "array of them")
+    if isinstance(values, str | bytes | Mapping) or arr.ndim != 1:
+        raise ParameterError(f"{name}={short_repr(values)}: {where}; give a list or a 1-d "
+                             f"array of them, or a boolean mask with one entry per {item}")
     if arr.dtype == bool:
         if arr.size != k:
-            raise ParameterError(f"cells is a boolean mask of length {arr.size}; a mask must "
-                                 f"have one entry per observed cell ({k})")
+            raise ParameterError(f"{name} is a boolean mask of length {arr.size}; a mask "
+                                 f"must have one entry per {item} ({k})")
         return np.flatnonzero(arr)
     if arr.size == 0:
         return np.zeros(0, dtype=np.intp)
     if arr.dtype.kind not in "iu":
         bad = next((v for v in arr.ravel().tolist()
                     if isinstance(v, bool) or not isinstance(v, int)), arr.ravel()[0])
-        raise ParameterError(f"cells contains {short_repr(bad)}: {where}")
+        raise ParameterError(f"{name} contains {short_repr(bad)}: {where}")
     out_of_range = (arr < 0) | (arr >= k)
     if out_of_range.any():
-        raise ParameterError(f"cells contains {int(arr[out_of_range][0])}: {where}")
+        raise ParameterError(f"{name} contains {int(arr[out_of_range][0])}: {where}")
     return arr.astype(np.intp, copy=False)

@@ -127,6 +127,26 @@ def check_number(name: str, value) -> float:
     return float(value)
 
 
+def check_range(name: str, value, low: float, high: float, *, low_open: bool = False,
+                what: str = "") -> float:
+    """``value`` as a float in [low, high] (``(low, high]`` with ``low_open``): a
+    tolerance-like option, whose absurd values (``tol=1e6``) would let a fit stop at once or
+    a convergence check pass on anything.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``name``, the value and the accepted range, then ``what`` (the option's
+        meaning and a typical value).
+    """
+    x = check_number(name, value)
+    if not (math.isfinite(x) and (x > low if low_open else x >= low) and x <= high):
+        bracket = "(" if low_open else "["
+        raise ParameterError(f"{name}={short_repr(value)} must be a number in "
+                             f"{bracket}{low:g}, {high:g}]" + (f" ({what})" if what else ""))
+    return x
+
+
 def check_population_size(population_size, n: int) -> float:
     """N as a float: a finite number >= n.
 

@@ -212,7 +212,7 @@ class Microdata:
         Used to draw samples from a population: weights and household ids follow the records;
         N is re-resolved from the arguments (default: the file is its own population).
         """
-        rows = self._check_rows(rows)
+        rows = _cells.check_index(rows, self.n, name="rows", item="record")
         if rows.size == 0:
             raise InputError("the sample is empty: no record was drawn")
         w = None if self.weights is None else self.weights[rows]
@@ -232,30 +232,6 @@ class Microdata:
             missing=self.missing,
             wildcard_alpha=self.wildcard_alpha,
         )
-
-    def _check_rows(self, rows) -> np.ndarray:
-        """``rows`` of :meth:`subset` as record indices: a boolean mask of length n, or
-        integers in 0..n-1 (a negative index would count from the end, silently)."""
-        arr = np.asarray(rows) if rows is not None else np.asarray(None)
-        if arr.ndim != 1:
-            raise ParameterError(f"subset(rows={short_repr(rows)}): give a 1-d sequence of "
-                                 f"record indices (0..{self.n - 1}) or a boolean mask of "
-                                 f"length n={self.n}")
-        if arr.dtype == bool:
-            if arr.size != self.n:
-                raise ParameterError(f"subset(rows=...): the boolean mask has {arr.size} "
-                                     f"values for n={self.n} records; give one per record")
-            return np.flatnonzero(arr)
-        if arr.size == 0:
-            return arr.astype(np.int64)
-        if arr.dtype.kind not in "iu":
-            raise ParameterError(f"subset(rows={short_repr(rows)}): record indices must be "
-                                 f"integers in 0..{self.n - 1} (or a boolean mask)")
-        bad = arr[(arr < 0) | (arr >= self.n)]
-        if bad.size:
-            raise ParameterError(f"subset(rows=...): record index {int(bad[0])} is outside "
-                                 f"0..{self.n - 1} (n={self.n} records)")
-        return arr
 
     def with_population_size(self, population_size: float) -> Microdata:
         """The same records with a given N."""
@@ -651,7 +627,8 @@ class CellTable:
             mask of another length; the message names the value and the valid range.
         """
         codes = (self.cell_codes if cells is None
-                 else self.cell_codes[_cells.cell_index(cells, self.n_cells)])
+                 else self.cell_codes[_cells.check_index(cells, self.n_cells, name="cells",
+                                                        item="observed cell")])
         return [tuple(self.levels[j][c] for j, c in enumerate(row)) for row in codes.tolist()]
 
     def dense_counts(self, *, dtype=np.float64, limit: int | None = None) -> np.ndarray:

@@ -18,7 +18,7 @@ from ..core.measures import (
     household_risk,
     predictive_measures,
 )
-from ..core.predictive import CellPredictive
+from ..core.predictive import CellPredictive, NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.frequencies import FrequencyTable, count_frequencies
 from ..data.sizes import (
@@ -208,6 +208,10 @@ class Estimator(ABC):
     """
 
     name: ClassVar[str] = "estimator"
+    #: whether ``fit`` on a census (N = n) runs the method's own fit, whose answer is already
+    #: the exact one and says more (nb's wildcard counts, skinner-elliot's theta, auto's
+    #: choice); otherwise ``fit`` gives the shared answer of :meth:`_census_result`
+    census_by_model: ClassVar[bool] = False
     #: options the memory estimate grows with: a memory refusal names those set away from
     #: their defaults, with "lower ..." as the first remedy
     memory_options: ClassVar[tuple[str, ...]] = ()
@@ -237,6 +241,18 @@ class Estimator(ABC):
         ------
         ParameterError
             Naming the option, the value and the keys there are.
+        """
+
+    def check_table(self, table: CellTable | FrequencyTable) -> None:  # noqa: B027 - hook
+        """Refuse options that contradict the table (a cell space smaller than the observed
+        cells, structural zeros that sample records fall in, weighted=True without weights):
+        user errors whatever N, so ``fit`` checks them before anything else, and on a census
+        too, whose answer fits no model. Default: nothing to check.
+
+        Raises
+        ------
+        ParameterError, InputError
+            Naming the option, the value and what the table holds.
         """
 
     def supports_wildcards(self) -> bool:
@@ -310,6 +326,7 @@ class Estimator(ABC):
         self.check_keys(table.keys)
         if table.n == 0:
             raise InputError("the sample is empty")
+        self.check_table(table)
         wc = table.wildcard
         if wc is not None and wc.n_missing_cells and not self.supports_wildcards():
             raise ParameterError(
@@ -325,6 +342,11 @@ class Estimator(ABC):
         check_memory_limit(memory_limit)
         if workers is not None:
             check_int("workers", workers, 1)
+        if table.population_size <= table.n and not self.census_by_model:
+            start = time.perf_counter()
+            result = self._census_result(table)
+            return dataclasses.replace(result, diagnostics={
+                **result.diagnostics, "seconds": time.perf_counter() - start})
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
         settings = ", ".join(f"{o}={getattr(self, o)!r}" for o in self.memory_options
                              if getattr(self, o) not in (None, defaults[o]))
@@ -343,6 +365,29 @@ class Estimator(ABC):
     @abstractmethod
     def _fit(self, table: CellTable) -> RiskResult:
         """Fit on a validated table."""
+
+    def _census_result(self, table: CellTable | FrequencyTable) -> RiskResult:
+        """The exact answer on a census (the file is the whole population, N = n): nothing
+        is unseen, F_k = f_k in every cell, so every sample unique is a population unique
+        (tau1 = tau2 = the number of sample uniques, P(PU | SU) = 1), each record's risk is
+        1/f and every interval is its point. No model is fitted: one with nothing unseen to
+        predict has nothing to say (the Pitman-Yor EPPF refused a one-cell census, the MCMC
+        models gave 0.9999999999999999 with a posterior interval)."""
+        groups = count_groups(table) if isinstance(table, FrequencyTable) else None
+        f = (groups.sizes if groups is not None else table.counts).astype(float)
+        pred = NegativeBinomialPredictive(
+            f, size=f, prob=np.ones_like(f), unobserved_prob_one=0.0,
+            law_name="F_k = f_k (N = n: the file is the whole population)")
+        why = (f"N = n: the file is the whole population and nothing is unseen, so F_k = f_k "
+               f"in every cell and tau1 = tau2 = the number of sample uniques; the "
+               f"{self.name!r} model is not fitted (it has nothing to predict)")
+        result = self._predictive_result(
+            table, pred, fitted={"reason": why}, assumptions=(why,),
+            seed=getattr(self, "random_state", None), groups=groups)
+        exact = "exact (N = n: nothing is unseen)"
+        measures = {k: m if m.interval is None else dataclasses.replace(m, interval=exact)
+                    for k, m in result.measures.items()}
+        return dataclasses.replace(result, measures=measures)
 
     # helpers shared by estimators that produce a CellPredictive ------------------------------
     def _predictive_result(

@@ -163,8 +163,19 @@ def mca_orders(table: CellTable) -> list[np.ndarray]:
         op = LinearOperator((cv.size, cv.size), matvec=matvec, dtype=float)
         vec = eigsh(op, k=1, which="LA", v0=np.ones(cv.size) / cv.size)[1][:, 0]
     score = np.full(total, np.inf)
-    score[ok] = vec / cs
+    score[ok] = _signed(vec) / cs
     return [np.argsort(score[offs[j]:offs[j + 1]], kind="stable") for j in range(d)]
+
+
+def _signed(vec: np.ndarray) -> np.ndarray:
+    """An eigenvector with its arbitrary sign fixed by the vector itself (its third moment;
+    its largest component where that is nil): a flip reverses every key's order, which the
+    model is symmetric under but the quasi-Monte-Carlo lattice is not. The solver's sign
+    flipped with a constant key (the zero row of its one category) and moved tau1 by 0.4%."""
+    skew = float(np.sum(vec**3))
+    if abs(skew) > 1e-9 * float(np.sum(np.abs(vec) ** 3)):
+        return vec if skew > 0 else -vec
+    return vec if vec[np.argmax(np.abs(vec))] > 0 else -vec
 
 
 def mutual_information(joint: np.ndarray) -> float:
@@ -274,10 +285,22 @@ def rectangle_probabilities(lower: np.ndarray, upper: np.ndarray, corr: np.ndarr
                             seed=0) -> np.ndarray:
     """P(lower < Z < upper), Z ~ N(0, corr), per row: (rows x replicates) randomised-QMC
     estimates (Genz's method, ``points`` lattice points in all, split over ``replicates``
-    random shifts); their row mean is the probability."""
-    lower = np.ascontiguousarray(lower, float)
-    upper = np.ascontiguousarray(upper, float)
+    random shifts); their row mean is the probability.
+
+    A coordinate whose interval is the whole line in every row (a key with one level) is
+    integrated out exactly, before the lattice is laid: it changes neither the lattice's
+    dimension nor its random shifts, so a constant key leaves every estimate as it was (it
+    moved tau1 by 0.2% through the shifts drawn for one more dimension)."""
+    lower = np.asarray(lower, float)
+    upper = np.asarray(upper, float)
+    bounded = ~(np.all(np.isneginf(lower), axis=0) & np.all(np.isposinf(upper), axis=0))
+    if not bounded.all():
+        lower, upper = lower[:, bounded], upper[:, bounded]
+        corr = np.asarray(corr, float)[np.ix_(bounded, bounded)]
+    lower, upper = np.ascontiguousarray(lower), np.ascontiguousarray(upper)
     d = lower.shape[1]
+    if d == 0:  # every coordinate free: the whole space
+        return np.ones((lower.shape[0], replicates))
     if d > len(kern.PRIMES) + 1:
         raise ParameterError(f"the copula's lattice supports up to {len(kern.PRIMES) + 1} "
                              f"key variables (got {d}); use fewer keys")
@@ -561,7 +584,14 @@ class GaussianCopulaRisk(Estimator):
                     rho, bound = match_correlation(pj, pk, target, sign)
                     corr[j, k] = corr[k, j] = rho
                     at_bound += bound
-        fixed, projected = nearest_correlation(corr)
+        # the correlations of the keys with two levels or more, projected on their own: a
+        # constant key's row is the identity's and stays so, whatever the projection's digits
+        live = np.flatnonzero([len(p) > 1 for p in margins])
+        fixed = np.eye(d)
+        projected = False
+        if live.size:
+            fixed[np.ix_(live, live)], projected = nearest_correlation(
+                corr[np.ix_(live, live)])
         return {"margins": margins, "orders": orders, "raw": corr, "correlation": fixed,
                 "projected": projected, "mutual_information": mi, "pairs_at_bound": at_bound}
 

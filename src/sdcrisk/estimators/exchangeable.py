@@ -152,6 +152,7 @@ class NegativeBinomialRisk(Estimator):
     """
 
     name: ClassVar[str] = "nb"
+    census_by_model: ClassVar[bool] = True  # NegBin(f, p = 1): F = f, on wildcard counts too
     mode: BFMode = "exact"
 
     def _validate(self) -> None:
@@ -283,11 +284,14 @@ class PoissonGammaRisk(Estimator):
     def memory_estimate(self, table) -> int:
         return grouped_memory(table)
 
-    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
+    def check_table(self, table: CellTable | FrequencyTable) -> None:
         k = int(self.cell_space or table.cell_space)
         if k < table.n_cells:
             raise ParameterError(f"cell_space={k} is smaller than the {table.n_cells} "
                                  "observed cells")
+
+    def _fit(self, table: CellTable | FrequencyTable) -> RiskResult:
+        k = int(self.cell_space or table.cell_space)
         n, big_n = table.n, table.population_size
         groups = count_groups(table)
         counts = groups.sizes.astype(float)
@@ -365,6 +369,7 @@ class SkinnerElliotTheta(Estimator):
     """
 
     name: ClassVar[str] = "skinner-elliot"
+    census_by_model: ClassVar[bool] = True  # theta = 1 at pi = 1: its own measure, exactly
 
     def supports_frequencies(self) -> bool:
         return True

@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..core.result import RiskResult
+from ..data.sizes import check_range
 from ..data.table import CellTable
 from ..exceptions import ParameterError
 from ._base import (
@@ -56,6 +57,9 @@ HELDOUT = 0.2
 START_ITERATIONS = 15
 #: EM iterations of each warm-started bootstrap replicate
 BOOTSTRAP_ITERATIONS = 20
+#: largest ``tol`` (change of the EM objective per record, in nats): at 0.01 a fit already
+#: stops on its first steps; a larger value (tol=1e6) stopped EM at its start
+MAX_TOL = 0.01
 
 
 def indicator_matrix(codes: np.ndarray, sizes: list[int]):
@@ -228,7 +232,8 @@ class LatentClassRisk(Estimator):
     max_iter : int
         EM iterations per K at most (default 300).
     tol : float
-        EM stops when the objective changes by less than ``tol`` per record (default 1e-6).
+        EM stops when the objective changes by less than ``tol`` per record (default 1e-6;
+        in [0, 0.01]).
     bootstrap : int
         Bayesian-bootstrap replicates of the fit for the interval (default 16; 0 = the
         predictive interval given the fit only; at most 10,000). Each re-weights the
@@ -312,13 +317,13 @@ class LatentClassRisk(Estimator):
                                  "starts find the best optimum); give e.g. 10")
         count(self.max_iter, "max_iter", 1, "EM iterations, e.g. 300")
         check_bootstrap(self.bootstrap)
-        for name in ("smoothing", "tol"):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
-                    or not math.isfinite(value) or value < 0):
-                what = ("pseudo-count per level, e.g. 0.5" if name == "smoothing"
-                        else "change of the EM objective per record, e.g. 1e-6")
-                raise ParameterError(f"{name}={value!r} must be a finite number >= 0 ({what})")
+        value = self.smoothing
+        if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
+                or not math.isfinite(value) or value < 0):
+            raise ParameterError(f"smoothing={value!r} must be a finite number >= 0 "
+                                 "(pseudo-count per level, e.g. 0.5)")
+        check_range("tol", self.tol, 0, MAX_TOL, what="change of the EM objective per "
+                    "record, in nats, below which EM stops; e.g. 1e-6")
 
     def memory_estimate(self, table: CellTable) -> int:
         d = len(table.keys)

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.measures import Measure
 from ..core.predictive import PoissonPredictive
 from ..core.result import RiskResult
-from ..data.sizes import check_number, short_repr
+from ..data.sizes import check_number, check_range, short_repr
 from ..data.structural_zeros import (
     structural_zeros_of_table,
     structural_zeros_option,
@@ -41,6 +41,9 @@ __all__ = ["LogLinearRisk", "fit_loglinear", "fit_loglinear_factored", "LogLinea
 _CHUNK = 1 << 22
 #: engine="auto" fits by blocks on join supports (:mod:`._factored`) above this many cells
 FACTORED_ABOVE = 10**7
+#: largest ``tol`` (deviation of a fitted margin from its count, in persons): beyond one
+#: person the fitted margins need not match the sample's; tol=1e6 stopped IPF at its start
+MAX_TOL = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,7 +209,8 @@ class LogLinearRisk(Estimator):
     max_added_terms : int, optional
         Cap on the number of terms the search adds.
     max_iter, tol : int, float
-        IPF sweeps and convergence tolerance in count units (SDCNway defaults 40, 1e-3).
+        IPF sweeps and convergence tolerance in count units (SDCNway defaults 40, 1e-3;
+        ``tol`` in (0, 1]).
     dtype : {"auto", "float32", "float64"}
         Storage of the dense fitted table; ``auto`` uses float32 above 10^7 cells.
     engine : {"auto", "dense", "factored"}
@@ -295,8 +299,9 @@ class LogLinearRisk(Estimator):
         if self.target not in ("tau1", "tau2"):
             raise ParameterError(f"target={self.target!r}; use 'tau1' or 'tau2'")
         check_int("max_iter", self.max_iter, 1)
-        if not (check_number("tol", self.tol) > 0 and math.isfinite(self.tol)):
-            raise ParameterError(f"tol={self.tol} must be > 0")
+        check_range("tol", self.tol, 0, MAX_TOL, low_open=True,
+                    what="largest deviation of a fitted margin from its count, in persons, "
+                    "at which IPF stops; e.g. 1e-3")
         if self.dtype not in ("auto", "float32", "float64"):
             raise ParameterError(f"dtype={self.dtype!r}; use auto, float32 or float64")
         check_bootstrap(self.bootstrap)
@@ -405,9 +410,14 @@ class LogLinearRisk(Estimator):
         return (f"IPF stopped after {fit.ipf.iterations} iterations with margins still "
                 f"{fit.ipf.max_deviation[-1]:.3g} from their targets (tol {self.tol})")
 
-    def _fit(self, table: CellTable) -> RiskResult:
+    def check_table(self, table: CellTable) -> None:
         if self.weighted and table.weight_sums is None:
             raise ParameterError("weighted=True needs survey weights in the data")
+        if self.partition is not None:
+            resolve_partition(self.partition, table)  # a band of levels the key lacks
+        structural_zeros_of_table(self.structural_zeros, table)  # records in a zero
+
+    def _fit(self, table: CellTable) -> RiskResult:
         if self.partition is not None:
             return self._fit_partitioned(table)
         full = table

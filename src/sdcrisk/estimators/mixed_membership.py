@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.measures import DESCRIPTIONS, Measure
 from ..core.result import RiskResult
-from ..data.sizes import check_number
+from ..data.sizes import check_number, check_range
 from ..data.structural_zeros import (
     StructuralZeros,
     structural_zeros_of_table,
@@ -74,6 +74,9 @@ def _check_prior(name: str, value) -> None:
 #: most MCMC iterations per chain (``iterations``, ``burn_in``, ``max_iterations``): more is
 #: a slip that would run for months
 MAX_ITERATIONS = 10_000_000
+#: largest ``tolerance`` (records): split-chain means of tau1 or tau2 that differ by more
+#: than one person are not "practically equal" (tolerance=1e6 turned every check off)
+MAX_TOLERANCE = 1.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -139,6 +142,9 @@ class _MixedMembershipBase(Estimator):
                                  "records per observed one (BR: 100; float('inf'): no cap)")
         Thresholds(self.rhat_max, self.ess_per_chain, self.mode_gap,
                    self.tolerance)  # validates them
+        check_range("tolerance", self.tolerance, 0, MAX_TOLERANCE,
+                    what="records: tau1 or tau2 whose split-chain means agree to within it "
+                    "pass without R-hat and ESS; e.g. 0.1, 0 turns the rule off")
         object.__setattr__(self, "structural_zeros",
                            structural_zeros_option(self.structural_zeros))
 
@@ -162,6 +168,9 @@ class _MixedMembershipBase(Estimator):
         draws = 8 * self.mc_draws * comps * D * (3 if self.structural_zeros is not None else 1)
         cell = 8 * cells * (_BANK + 24)
         return self.chains * per_chain + min(self.chains, os.cpu_count() or 1) * draws + cell
+
+    def check_table(self, table: CellTable) -> None:
+        structural_zeros_of_table(self.structural_zeros, table)  # records in a zero
 
     # --- shared machinery -----------------------------------------------------------------
     def _prepare(self, table: CellTable) -> tuple[MMData, StructuralZeros | None]:
@@ -416,7 +425,8 @@ class HdpRisk(_MixedMembershipBase):
         ``tolerance`` is *settled* and passes without R-hat and ESS (it still needs
         ``ess_per_chain`` draws per chain). Rank-normalised R-hat and ESS are scale-free: a
         risk that is practically 0 in every draw (1e-60 to 0.5 records) mixes slowly at
-        that scale and would fail them up to ``max_iterations``. 0 turns the rule off.
+        that scale and would fail them up to ``max_iterations``. 0 turns the rule off; at
+        most 1 (one person).
     n_jobs : int, optional
         Chains run in this many threads (default: one per chain, up to the number of CPUs);
         results do not depend on it.

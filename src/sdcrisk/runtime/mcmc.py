@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.sizes import check_number
+from ..data.sizes import check_number, check_range
 from ..exceptions import ConvergenceWarning, ParameterError, user_stacklevel
 from . import diagnostics as dg
 from .executors import SerialExecutor, current_executor, describe_executor
@@ -76,6 +76,11 @@ class Kernel:
     name: str = "model"
 
 
+#: largest ``rhat_max``: Gelman and Rubin's first rule of thumb was 1.2 and Vehtari et al. (2021)
+#: ask 1.01; past 2 chains that have not mixed pass (rhat_max=1e6 passed every run)
+MAX_RHAT = 2.0
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Convergence thresholds, printed with every result that used them.
@@ -83,7 +88,8 @@ class Thresholds:
     Parameters
     ----------
     rhat_max : float
-        Largest acceptable rank-normalised split R-hat (Vehtari et al. 2021 recommend 1.01).
+        Largest acceptable rank-normalised split R-hat (Vehtari et al. 2021 recommend 1.01),
+        in (1, 2].
     ess_per_chain : float
         Required bulk and tail ESS per chain (100 per chain, i.e. 400 for 4 chains, as
         Vehtari et al. 2021 recommend).
@@ -110,8 +116,8 @@ class Thresholds:
     def __post_init__(self):
         for name in ("rhat_max", "ess_per_chain", "mode_gap", "tolerance"):
             check_number(name, getattr(self, name))
-        if not self.rhat_max > 1.0:
-            raise ParameterError(f"rhat_max={self.rhat_max} must exceed 1")
+        check_range("rhat_max", self.rhat_max, 1.0, MAX_RHAT, low_open=True,
+                    what="largest acceptable split R-hat; e.g. 1.01")
         if not self.ess_per_chain > 0:
             raise ParameterError(f"ess_per_chain={self.ess_per_chain} must be positive")
         if not self.mode_gap > 0:
