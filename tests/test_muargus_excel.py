@@ -377,3 +377,15 @@ def test_protect_free_format_round_trip(capsys, tmp_path):
                           "--whole-population", "--format", "json")
     assert code == 0, err
     assert json.loads(text)["sample_uniques"] == 0
+
+
+def test_empty_sheet_says_it_has_no_header(capsys, tmp_path):
+    """An empty sheet: the missing key is named and the column list says there is none."""
+    pytest.importorskip("openpyxl")
+    path = tmp_path / "empty.xlsx"
+    pd.DataFrame().to_excel(path, index=False)
+    code = main(["assess", str(path), "--keys", "age", "--population-size", "100",
+                 "--method", "nb"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "missing column 'age'; available columns: none (no header)" in err

@@ -401,7 +401,7 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
     available = [str(a) for a in available]
     missing = [c for c in columns if c not in available]
     if missing:
-        shown = ", ".join(map(repr, list(available)[:20]))
+        shown = ", ".join(map(repr, list(available)[:20])) or "none (no header)"
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
         hint = _close_name(missing[0], available)
         raise InputError(f"{what}: missing column {missing[0]!r}{hint}; available columns: "
