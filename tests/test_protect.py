@@ -597,3 +597,45 @@ def test_protect_ci_level_and_max_global_risk_as_assess(tmp_path, capsys, case):
                  *common[:-4], "--format", "table", *settings, *method]) == 0
     text = capsys.readouterr().out
     assert "lower 90%" in text and "record risk threshold for max global risk 0.05" in text
+
+
+@pytest.mark.parametrize("method", [["--method", "poisson-gamma"], ["--method", "pitman-yor"]])
+def test_method_without_wildcards_also_shows_its_own_figures(tmp_path, capsys, method):
+    """With a method that cannot count suppressed values as wildcards, the before/after table
+    is nb (mode sdcmicro)'s; the method's own figures, with missing values as a category,
+    come beside it and equal assess's on the input (before) and on the protected file
+    (after, assess's default missing policy). Before, only the nb table was shown, so a
+    --target plan's 'tau2 291 -> 100' sat next to a table reading 80 -> 40."""
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"age": rng.integers(20, 60, 400), "sex": rng.integers(1, 3, 400),
+                          "region": rng.integers(1, 8, 400)})
+    path = tmp_path / "in.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    common = ["--keys", "age,sex,region", "--population-size", "8000", "--format", "json"]
+    assert main(["protect", str(path), "--k-anonymity", "2", "--out", str(out), *common,
+                 *method]) == 0
+    prot = json.loads(capsys.readouterr().out)
+    assert prot["risk_before"]["method"] == "nb"
+    own = prot["risk_missing_as_category"]
+    assert own["missing"] == "category"
+    before = _assessed(capsys, path, common, *method)
+    after = _assessed(capsys, out, common, *method)
+    assert pd.read_csv(out)[["age", "sex", "region"]].isna().any().any()  # values suppressed
+    for got, want in ((own["before"], before), (own["after"], after)):
+        assert got["method"] == method[1]
+        for name in ("tau1", "tau2"):
+            assert got[name] == pytest.approx(want["measures"][name]["estimate"], rel=1e-12)
+    # a suppressed value as a category of its own is not credited as a wildcard is: the
+    # exchangeable models' tau2 hardly moves, while nb on wildcard counts falls
+    assert prot["risk_after"]["tau2"] < 0.8 * prot["risk_before"]["tau2"]
+    assert own["after"]["tau2"] > 0.8 * own["before"]["tau2"]
+    assert main(["protect", str(path), "--k-anonymity", "2", "--out",
+                 str(tmp_path / "t.csv"), *common[:-2], *method]) == 0
+    text = capsys.readouterr().out
+    assert f"risk ({method[1]}, missing as a category)" in text
+    # a method that counts wildcards itself: one table, no second block
+    assert main(["protect", str(path), "--k-anonymity", "2", "--out",
+                 str(tmp_path / "n.csv"), *common, "--method", "nb", "--mode",
+                 "sdcmicro"]) == 0
+    assert json.loads(capsys.readouterr().out)["risk_missing_as_category"] is None

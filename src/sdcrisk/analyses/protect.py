@@ -350,6 +350,12 @@ class Protection:
         :func:`information_loss`.
     notes : tuple of str
         How the risk was computed, what the recommendation chose.
+    risk_missing_as_category : dict or None
+        When the risk method cannot count suppressed values as wildcards (so that
+        ``risk_before``/``risk_after`` are nb's, mode sdcmicro): that method's own figures
+        (``"before"``, ``"after"``, each as ``risk_before``) with missing values as a
+        category of their own, as ``assess`` reads the input and the protected file by
+        default; None otherwise.
     """
 
     frame: Any
@@ -366,6 +372,7 @@ class Protection:
     microdata_after: Microdata | None = field(default=None)
     combinations_before: dict | None = None
     combinations_after: dict | None = None
+    risk_missing_as_category: dict | None = None
 
     def to_dict(self) -> dict:
         """Everything but the records (no key values)."""
@@ -378,6 +385,7 @@ class Protection:
                 "key_combinations_before": self.combinations_before,
                 "key_combinations_after": self.combinations_after,
                 "risk_before": self.risk_before, "risk_after": self.risk_after,
+                "risk_missing_as_category": self.risk_missing_as_category,
                 "information_loss": self.information_loss, "notes": list(self.notes)}
 
 
@@ -556,11 +564,19 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     md2 = microdata_of(frame, keys, **opts)
     est = estimator if estimator is not None else NegativeBinomialRisk(mode="sdcmicro")
     has_wildcards = any(None in lv for lv in md2.levels) or any(None in lv for lv in md0.levels)
+    as_category = None
     if has_wildcards and not est.supports_wildcards():
         notes.append(f"risk before and after by nb (mode sdcmicro) on wildcard counts, not by "
                      f"method {est.name!r}, which cannot count missing (suppressed) values as "
                      f"wildcards: the 'before' figures differ from assess --method {est.name} "
-                     "on the same file")
+                     f"on the same file; {est.name}'s own figures follow, with missing values "
+                     "as a category of their own, as assess reads the files by default (a "
+                     "suppressed value then looks rarer than it is: those figures tend to "
+                     "overstate the risk of the records with suppressed values)")
+        own = [tabulate(dataclasses.replace(md, missing="category")) for md in (md0, md2)]
+        mine, _ = concrete_estimator(est, own[0])
+        as_category = {"missing": "category", "before": _risk(mine, own[0]),
+                       "after": _risk(mine, own[1])}
         est = NegativeBinomialRisk(mode="sdcmicro", ci_level=est.ci_level,
                                    max_global_risk=est.max_global_risk)
     t0, t2 = tabulate(md0), tabulate(md2)
@@ -577,5 +593,5 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
         risk_before=risk_before, risk_after=risk_after,
         combinations_before=_combinations(t0), combinations_after=_combinations(t2),
         information_loss=information_loss(md0, md2),
-        notes=tuple(notes), microdata_after=md2)
+        notes=tuple(notes), microdata_after=md2, risk_missing_as_category=as_category)
 

@@ -120,6 +120,24 @@ def _fig(x) -> str:
     return "-" if x is None else f"{x:.6g}"
 
 
+def _risk_table(b: dict, a: dict, title: str) -> list[str]:
+    """Before/after rows of one method's figures, intervals and record-risk threshold."""
+    lines = ["", f"{title:<36}before{'after':>14}"]
+    for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
+        if name in b or name in a:
+            lines.append(f"  {name:<28}{_fig(b.get(name)):>12}{_fig(a.get(name)):>14}")
+        for side in ("lower", "upper"):
+            bi, ai = (r.get("intervals", {}).get(name, {}).get(side) for r in (b, a))
+            if bi is not None or ai is not None:
+                label = f"  {side} {b.get('ci_level', 0.95):.0%}"
+                lines.append(f"{label:<30}{_fig(bi):>12}{_fig(ai):>14}")
+    if "max_global_risk" in b:
+        lines.append(f"  record risk threshold for max global risk {b['max_global_risk']:g}: "
+                     f"{_fig(b.get('record_risk_threshold'))} before, "
+                     f"{_fig(a.get('record_risk_threshold'))} after (- = already met)")
+    return lines
+
+
 def _text(prot, out: Path) -> str:
     d = prot.to_dict()
     lines = [f"protected file written: {out}"]
@@ -143,20 +161,12 @@ def _text(prot, out: Path) -> str:
                      + (f" (and patterns with missing values, each matching several: "
                         f"{patterns[1]:,} before, {patterns[0]:,} after)" if any(patterns)
                         else ""))
-    b, a = prot.risk_before, prot.risk_after
-    lines += ["", f"risk ({b['method']})            before         after"]
-    for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
-        if name in b or name in a:
-            lines.append(f"  {name:<28}{_fig(b.get(name)):>12}{_fig(a.get(name)):>14}")
-        for side in ("lower", "upper"):
-            bi, ai = (r.get("intervals", {}).get(name, {}).get(side) for r in (b, a))
-            if bi is not None or ai is not None:
-                label = f"  {side} {b.get('ci_level', 0.95):.0%}"
-                lines.append(f"{label:<30}{_fig(bi):>12}{_fig(ai):>14}")
-    if "max_global_risk" in b:
-        lines.append(f"  record risk threshold for max global risk {b['max_global_risk']:g}: "
-                     f"{_fig(b.get('record_risk_threshold'))} before, "
-                     f"{_fig(a.get('record_risk_threshold'))} after (- = already met)")
+    lines += _risk_table(prot.risk_before, prot.risk_after,
+                         f"risk ({prot.risk_before['method']})")
+    own = prot.risk_missing_as_category
+    if own is not None:
+        lines += _risk_table(own["before"], own["after"],
+                             f"risk ({own['before']['method']}, missing as a category)")
     il = prot.information_loss
     lines += ["", f"information loss: {il['share_of_key_values_suppressed']:.3%} of key values "
               f"suppressed; entropy loss {il['entropy_loss_bits']:.1f} bits "
