@@ -138,7 +138,8 @@ def load(selected) -> tuple[pd.DataFrame, list[str]]:
         p1, r2 = z["p1"].astype(float), z["r2"].astype(float)
         big_f = z["big_f"]
         frames.append(pd.DataFrame({
-            "case": case.index, "population": case.population, "su": su,
+            "case": case.index, "population": case.population, "design": case.design,
+            "fraction": case.fraction, "su": su,
             "p1": p1, "r2": r2,
             "p1_auto": np.clip(p1 * t1 / g1, 0, 1) if g1 else p1,
             "r2_auto": np.clip(r2 * t2 / g2, 0, 1) if g2 else r2,
@@ -175,7 +176,7 @@ def scores(pred: np.ndarray, obs: np.ndarray) -> dict:
     return {"brier": float(np.mean((pred - obs) ** 2)),
             "reliability": float(np.sum(w * (rel["mean_pred"] - rel["observed"]) ** 2)),
             "resolution": float(np.sum(w * (rel["observed"] - obar) ** 2)),
-            "uncertainty": float(obar * (1 - obar)),
+            "uncertainty": float(np.var(obs)),  # obar (1 - obar) for a 0/1 truth
             "ece": float(np.sum(w * np.abs(rel["mean_pred"] - rel["observed"]))),
             "mean_pred": float(pred.mean()), "observed": float(obar)}
 
@@ -248,7 +249,7 @@ def per_population_md(df: pd.DataFrame) -> list[str]:
     lines = ["| left-out population | cases | SU records | observed PU share | g50 mean "
              "predicted | auto mean predicted | Brier g50 | Brier auto | Brier constant "
              "(auto tau1/SU) | Brier constant (true tau1/SU) | ECE g50 | ECE auto | AUC median "
-             "g50 | share PU at auto >= 0.5 (records) |",
+             "g50 | auto >= 0.5: mean predicted / observed PU share (records) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     groups = [*df.groupby("population"), ("all", df)]
     for pop, g in groups:
@@ -258,7 +259,8 @@ def per_population_md(df: pd.DataFrame) -> list[str]:
         bt = np.mean((g["const_true"] - g["pu"]) ** 2)
         auc, _ = auc_median(g, "p1")
         m = g["p1_auto"] >= 0.5
-        at = f"{g.loc[m, 'pu'].mean():.3f} ({int(m.sum()):,})" if m.any() else "- (0)"
+        at = (f"{g.loc[m, 'p1_auto'].mean():.3f} / {g.loc[m, 'pu'].mean():.3f} "
+              f"({int(m.sum()):,})" if m.any() else "- (0)")
         lines.append(f"| {pop} | {g['case'].nunique()} | {len(g):,} | {_f(sg['observed'])} | "
                      f"{_f(sg['mean_pred'])} | {_f(sa['mean_pred'])} | {_f(sg['brier'], 4)} | "
                      f"{_f(sa['brier'], 4)} | {_f(bc, 4)} | {_f(bt, 4)} | {_f(sg['ece'])} | "
@@ -281,6 +283,106 @@ def case_weighted_md(df: pd.DataFrame) -> list[str]:
             f"g50 {_f((r['g'] / r['obs']).replace(np.inf, np.nan).median(), 2)}, auto "
             f"{_f((r['a'] / r['obs']).replace(np.inf, np.nan).median(), 2)} "
             f"({len(r)} cases)."]
+
+
+COARSE = (0.0, 0.2, 0.5, 0.8, 1.0 + 1e-12)
+
+
+def coarse_md(df: pd.DataFrame, by: str, col: str) -> list[str]:
+    """Observed share / mean predicted of ``col`` in coarse bins, per value of ``by``."""
+    names = [f"{COARSE[i]:.1f}-{min(COARSE[i + 1], 1):.1f}" for i in range(len(COARSE) - 1)]
+    lines = [f"| {by} | cases | " + " | ".join(f"{b}: records, obs / pred" for b in names)
+             + " |", "|---|---:|" + "---:|" * len(names)]
+    for key, g in [*df.groupby(by), ("all", df)]:
+        b = np.clip(np.searchsorted(COARSE, g[col].to_numpy(), side="right") - 1, 0,
+                    len(names) - 1)
+        cells = []
+        for i in range(len(names)):
+            m = b == i
+            if not m.any():
+                cells.append("0")
+                continue
+            ratio = g["pu"].to_numpy()[m].mean() / g[col].to_numpy()[m].mean()
+            cells.append(f"{int(m.sum()):,}, {ratio:.2f}")
+        lines.append(f"| {key} | {g['case'].nunique()} | " + " | ".join(cells) + " |")
+    return lines
+
+
+# --- what a recalibration would give (exploration; nothing here is shipped) ----------------
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def fit_platt(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted logistic regression of y on [1, logit p] (Newton)."""
+    x = np.column_stack([np.ones(len(p)), _logit(p)])
+    beta = np.array([0.0, 1.0])
+    for _ in range(50):
+        q = 1 / (1 + np.exp(-(x @ beta)))
+        g = x.T @ (w * (y - q))
+        h = (x * (w * q * (1 - q))[:, None]).T @ x
+        step = np.linalg.solve(h, g)
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return beta
+
+
+def fit_isotonic(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted isotonic (pool-adjacent-violators) fit of y on p: knots (x, fitted y)."""
+    o = np.argsort(p, kind="stable")
+    xs, ys, ws = p[o], y[o], w[o]
+    vals, wts, xmax = [], [], []
+    for xv, yv, wv in zip(xs, ys, ws, strict=True):
+        vals.append(yv)
+        wts.append(wv)
+        xmax.append(xv)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            v, wt = vals.pop(), wts.pop()
+            xmax.pop()
+            vals[-1] = (vals[-1] * wts[-1] + v * wt) / (wts[-1] + wt)
+            wts[-1] += wt
+            xmax[-1] = xv
+    return np.array(xmax), np.array(vals)
+
+
+def lopo_recalibrated(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    """``col`` recalibrated per held-out population by a monotone map fitted on the records
+    of the other populations (each population weighted equally): Platt (logistic on the
+    logit) and isotonic."""
+    out = df.copy()
+    out["platt"] = np.nan
+    out["isotonic"] = np.nan
+    pops = df["population"].to_numpy()
+    w = 1.0 / df.groupby("population")["pu"].transform("size").to_numpy()
+    p, y = df[col].to_numpy(), df["pu"].to_numpy()
+    for pop in np.unique(pops):
+        tr, te = pops != pop, pops == pop
+        beta = fit_platt(p[tr], y[tr], w[tr])
+        out.loc[te, "platt"] = 1 / (1 + np.exp(-(beta[0] + beta[1] * _logit(p[te]))))
+        kx, ky = fit_isotonic(p[tr], y[tr], w[tr])
+        idx = np.clip(np.searchsorted(kx, p[te], side="left"), 0, len(kx) - 1)
+        out.loc[te, "isotonic"] = ky[idx]
+    return out
+
+
+def recalibration_md(df: pd.DataFrame) -> list[str]:
+    r = lopo_recalibrated(df, "p1_auto")
+    beta = fit_platt(df["p1_auto"].to_numpy(), df["pu"].to_numpy(),
+                     1.0 / df.groupby("population")["pu"].transform("size").to_numpy())
+    lines = scores_md(r, [("auto LOPO rescaled", "p1_auto"),
+                          ("+ LOPO Platt", "platt"), ("+ LOPO isotonic", "isotonic")], "pu")
+    lines += ["", f"Platt map fitted on all six populations: logit p' = {beta[0]:.3f} + "
+              f"{beta[1]:.3f} logit p. Records at or above 0.5 after the LOPO maps:", ""]
+    lines += ["| risk | records at or above 0.5 | mean predicted | observed PU share | "
+              "tau1 implied / true (pooled) |", "|---|---:|---:|---:|---:|"]
+    for label, c in (("auto LOPO rescaled", "p1_auto"), ("+ LOPO Platt", "platt"),
+                     ("+ LOPO isotonic", "isotonic")):
+        m = r[c].to_numpy() >= 0.5
+        lines.append(f"| {label} | {int(m.sum()):,} | {_f(r.loc[m, c].mean())} | "
+                     f"{_f(r.loc[m, 'pu'].mean())} | {r[c].sum() / r['pu'].sum():.3f} |")
+    return lines
 
 
 def report(df: pd.DataFrame, notes: list[str]) -> list[str]:
@@ -308,6 +410,16 @@ def report(df: pd.DataFrame, notes: list[str]) -> list[str]:
     out += ["", "Per left-out population (auto's tau1 for a case of population P was learned "
             "without P):", ""]
     out += per_population_md(df)
+    out += ["", "auto's rescaled risk, observed PU share / mean predicted in coarse bins, per "
+            "left-out population:", ""]
+    out += coarse_md(df, "population", "p1_auto")
+    out += ["", "The same per sampling design and fraction:", ""]
+    out += coarse_md(df.assign(design=df["design"] + " " + df["fraction"].astype(str)),
+                     "design", "p1_auto")
+    out += ["", "What a monotone recalibration of auto's rescaled risk would give, fitted "
+            "leave-one-population-out on the records (populations weighted equally; "
+            "exploration, not shipped; it no longer adds up to auto's tau1):", ""]
+    out += recalibration_md(df)
     out += ["", "**E[1/F | f = 1] against the truth 1/F** (pooled sample-unique records; "
             "observed = mean of 1/F in the bin):", ""]
     out += reliability_md(df, [("g50 raw", "r2"), ("auto LOPO rescaled", "r2_auto")], "inv_f")
