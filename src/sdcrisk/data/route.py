@@ -40,14 +40,18 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
     ids are sorted. A CSV file is parsed
     whole: 8 bytes a record per column plus the same 8; its record count is estimated from
     the first MiB (compressed files count five times their size). None for what is not a
-    file (a folder is streamed) and for mu-Argus and Excel files (never streamed).
+    file (a folder is streamed) and for Excel files (never streamed); a mu-Argus file's
+    estimate is that of its reader (:func:`_muargus_bytes`).
     """
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.is_file() or named_file(path) is not None:  # mu-Argus, Excel: read whole
-        return None
     columns = list(keys) + list(others)
+    special = named_file(path)
+    if special == "muargus":
+        return _muargus_bytes(path, columns)
+    p = Path(path)
+    if not p.is_file() or special is not None:  # Excel: read whole
+        return None
     if p.suffix.lower() in (".parquet", ".pq"):
         try:
             meta = pq.ParquetFile(p)
@@ -72,6 +76,28 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
     lines = max(head.count(b"\n"), 1)
     rows = (5 * size) // 8 if compressed else size * lines // max(len(head), 1)
     return rows * (8 * len(columns) + _IN_MEMORY_RECORD_BYTES)
+
+
+def _muargus_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | None:
+    """Bytes :func:`sdcrisk.data.asc.read` needs: the raw values of every column (their
+    width up to 8 bytes packed in fixed format; 16 bytes a value in free format), then
+    each column's values (8 bytes a record) and lookup (4), plus 8 bytes a record; the
+    record count estimated from the first MiB of the data file."""
+    from .muargus import read_metadata
+
+    try:
+        meta = read_metadata(path)
+        size = meta.data.stat().st_size
+        with open(meta.data, "rb") as fh:
+            head = fh.read(_CSV_ROW_SAMPLE)
+    except (InputError, OSError):  # the reader reports it, naming the file
+        return None
+    rows = size * max(head.count(b"\n"), 1) // max(len(head), 1)
+    known = {v.name: v for v in meta.variables}
+    raw = sum((16 if meta.separator is not None else
+               next(b for b in (1, 2, 4, 8, known[c].width) if b >= known[c].width))
+              for c in columns if c in known)
+    return rows * (raw + 12 * len(columns) + _IN_MEMORY_RECORD_BYTES)
 
 
 def _key_space_bound(meta, columns: Sequence[str]) -> int:
