@@ -105,6 +105,9 @@ def test_streamed_blocks_equal_the_table_read_whole(tmp_path, monkeypatch, ends,
         monkeypatch.setattr(asc, "BLOCK_BYTES", size)
         same_table(whole, tabulate_file(rda, KEYS, weights="WGT"))
         same_table(whole, tabulate_source(rda, KEYS, weights="WGT"))
+        unweighted = tabulate_source(rda, KEYS)
+        for engine in ("pyarrow", "duckdb"):  # Arrow's batches, DuckDB over the batches
+            same_table(unweighted, tabulate_file(rda, KEYS, engine=engine))
 
 
 def test_streamed_equals_the_csv(tmp_path, monkeypatch):

@@ -210,19 +210,23 @@ class Stream:
 
     def values(self, name: str, raw: Any, typed: bool = True
                ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The values of raw Arrow values of ``name`` and their missing mask (None if none)."""
+        """The values of raw Arrow values of ``name`` and their missing mask (None if none);
+        worked out on the distinct raw values."""
+        import pyarrow.compute as pc
+
         var = self.variable(name)
-        values, miss = type_values(var, _unpack(raw, var.width), typed)
+        uniq = pc.unique(raw)
+        values, miss = type_values(var, _unpack(uniq, var.width), typed)
+        if len(uniq) < len(raw):
+            at = pc.index_in(raw, value_set=uniq).to_numpy(zero_copy_only=False)
+            values, miss = values[at], miss[at]
         return values, (miss if miss.any() else None)
 
     def _text(self, name: str, raw: Any) -> Any:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        uniq = pc.unique(raw)
-        values, miss = self.values(name, uniq, typed=False)
-        at = pc.index_in(raw, value_set=uniq).to_numpy(zero_copy_only=False)
-        return pa.array(values[at], mask=None if miss is None else miss[at], type=pa.string())
+        values, miss = self.values(name, raw, typed=False)
+        return pa.array(values, mask=miss, type=pa.string())
 
 
 def _fixed(meta: Metadata, arr: np.ndarray, first: int, variables: list[Variable]) -> dict:
@@ -311,7 +315,6 @@ def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
     """The named variables of the whole data file, in memory: ``{name: (values, missing
     mask or None)}`` and the record count (see :func:`sdcrisk.data.muargus.read_records`)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     stream = Stream(meta, block_bytes=block_bytes)
     chunks: dict[str, list] = {c: [] for c in columns}
@@ -324,10 +327,5 @@ def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
         raise InputError(f"{meta.data.name}: no records (the data file is empty)")
     out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for c in columns:
-        raw = pa.chunked_array(chunks.pop(c))
-        uniq = pc.unique(raw)
-        at = pc.index_in(raw, value_set=uniq).to_numpy(zero_copy_only=False)
-        del raw
-        values, miss = stream.values(c, uniq, typed)
-        out[c] = (values[at], None if miss is None else miss[at])
+        out[c] = stream.values(c, pa.chunked_array(chunks.pop(c)), typed)
     return out, n

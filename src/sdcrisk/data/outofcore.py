@@ -313,7 +313,9 @@ def tabulate_file(
     data, is_csv = _dataset(path, columns, weights, (weights, household))
     typer = getattr(data, "values", None)  # a mu-Argus stream types its raw key values
     counted = None
-    if engine != "pyarrow" and not is_csv and household is None:
+    if engine != "pyarrow" and household is None and typer is not None and weights is None:
+        counted = _count_duckdb_stream(data, keys, required=engine == "duckdb")
+    elif engine != "pyarrow" and not is_csv and household is None:
         counted = _count_duckdb(path, keys, weights, missing, required=engine == "duckdb")
     if counted is None:
         counted = _count(data, keys, weights, household, missing, batch_rows, is_csv)
@@ -433,6 +435,52 @@ def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> Part
         combos = pa.table({c: (_prepare(combos.column(c)) if c in keys else combos.column(c))
                            for c in combos.column_names})
     return PartCounts(combos, n, wsum, False, None)
+
+
+def _count_duckdb_stream(data, keys, *, required: bool) -> PartCounts | None:
+    """Pass 1 of a mu-Argus stream (:class:`sdcrisk.data.asc.Stream`) as one DuckDB
+    ``GROUP BY`` over its record batches (3.5x faster than Arrow's batch-wise hash
+    aggregation at 3e7 records x 8 keys); None when duckdb is not installed."""
+    duckdb = import_duckdb(required)
+    if duckdb is None:
+        return None
+    import pyarrow as pa
+
+    from .sizes import memory_limit
+
+    batches = iter(data.to_batches(columns=list(keys)))
+    first = next(batches, None)
+    typer = data.values
+    if first is None:
+        return PartCounts(None, 0, 0.0, True, None, typer)
+
+    failed: list[Exception] = []
+
+    def all_batches():
+        yield first
+        try:
+            yield from batches
+        except InputError as exc:  # a malformed record: DuckDB would wrap the message
+            failed.append(exc)
+            raise
+
+    reader = pa.RecordBatchReader.from_batches(first.schema, all_batches())  # noqa: F841
+    try:
+        with duckdb_session(duckdb, memory_limit() // 2) as con:
+            q = ", ".join(f'"{k}"' for k in keys)
+            rel = con.sql(f"SELECT {q}, count(*) AS {_COUNT} FROM reader GROUP BY ALL")
+            fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+            combos = fetch()
+    except duckdb.Error as exc:
+        if failed:
+            raise failed[0] from None
+        if required:
+            raise InputError(f"DuckDB could not count the records ({exc})") from exc
+        return None
+    # the raw key columns typed as the stream gives them (pass 2 looks them up by type)
+    combos = combos.cast(pa.schema(list(first.schema) + [pa.field(_COUNT, pa.int64())]))
+    n = int(pa.compute.sum(combos.column(_COUNT)).as_py() or 0)
+    return PartCounts(combos if n else None, n, 0.0, True, None, typer)
 
 
 @dataclass(frozen=True)
@@ -642,6 +690,10 @@ def count_part(path: str | os.PathLike, keys: Sequence[str], *, weights: str | N
     keys = tuple(keys)
     data, is_csv = _dataset(path, list(keys) + ([weights] if weights else []), weights,
                             (weights,))
+    if hasattr(data, "values") and weights is None:  # a mu-Argus stream
+        counted = _count_duckdb_stream(data, keys, required=False)
+        if counted is not None:
+            return counted
     return _count(data, keys, weights, None, missing, batch_rows, is_csv)
 
 
