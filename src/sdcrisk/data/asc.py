@@ -217,6 +217,10 @@ class Stream:
         var = self.variable(name)
         uniq = pc.unique(raw)
         values, miss = type_values(var, _unpack(uniq, var.width), typed)
+        if values.dtype.kind == "i" and len(values):  # the smallest integers that hold them
+            lo, hi = int(values.min()), int(values.max())
+            values = values.astype(next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                                        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max))
         if len(uniq) < len(raw):
             at = pc.index_in(raw, value_set=uniq).to_numpy(zero_copy_only=False)
             values, miss = values[at], miss[at]

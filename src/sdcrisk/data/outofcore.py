@@ -87,8 +87,9 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         return Stream(meta, text=[c for c in text if c]), True
     kind, compression = ("parquet", None) if path.is_dir() else detect_format(path)
     if kind not in ("csv", "parquet"):
-        raise InputError(f"{path.name}: the out-of-core reader streams CSV and Parquet files; "
-                         f"read this {kind} file without --out-of-core (in memory)")
+        raise InputError(f"{path.name}: the out-of-core reader streams CSV, Parquet and "
+                         f"mu-Argus files; read this {kind} file without --out-of-core "
+                         "(in memory)")
     ext = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst", "lz4": ".lz4"}.get(compression or "")
     if ext and not path.name.lower().endswith(ext):
         raise InputError(f"{path.name}: the file holds {compression}-compressed data but its "
@@ -246,7 +247,8 @@ def tabulate_file(
     workdir: str | os.PathLike | None = None,
     engine: Literal["auto", "duckdb", "pyarrow"] = "auto",
 ) -> CellTable:
-    """Tabulate a CSV/Parquet file (or a directory of Parquet files) without loading it.
+    """Tabulate a CSV/Parquet file, a directory of Parquet files or mu-Argus microdata
+    (``FILE.rda``, read by :class:`sdcrisk.data.asc.Stream`) without loading it.
 
     Parameters
     ----------

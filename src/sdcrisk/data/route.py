@@ -25,7 +25,8 @@ __all__ = ["tabulate_path", "needs_out_of_core", "in_memory_bytes"]
 #: that becomes the record map, one key's codes and the coding blocks
 _IN_MEMORY_RECORD_BYTES = 8
 _CSV_ROW_SAMPLE = 1 << 20
-#: a mu-Argus file streams once its in-memory read needs this share of the memory limit
+#: a fixed-format mu-Argus file streams once its in-memory read needs this share of the
+#: memory limit
 MUARGUS_SHARE = 4
 #: extra bytes a record when the key space needs int64 ids found by sorting (K >= 2^31)
 _SORTED_RECORD_BYTES = 28
@@ -102,6 +103,15 @@ def _muargus_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | Non
     return rows * (raw + 12 * len(columns) + _IN_MEMORY_RECORD_BYTES)
 
 
+def _fixed_format(path: str | os.PathLike) -> bool:
+    from .muargus import read_metadata
+
+    try:
+        return read_metadata(path).separator is None
+    except InputError:  # the reader reports it
+        return False
+
+
 def _key_space_bound(meta, columns: Sequence[str]) -> int:
     """An upper bound on K from the Parquet statistics: max - min + 1 for integer columns
     (plus one for nulls), ``DEFAULT_MAX_LEVELS`` for any other column."""
@@ -145,7 +155,8 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     """Whether ``path`` should be streamed: a folder of Parquet parts, or a file whose
     in-memory tabulation (:func:`in_memory_bytes`) exceeds the memory limit
     (``limit``, default :func:`sdcrisk.data.sizes.memory_limit`: ``SDCRISK_MEMORY_LIMIT``,
-    else 8 GiB); a mu-Argus file past a quarter of that limit (:data:`MUARGUS_SHARE`)."""
+    else 8 GiB); a fixed-format mu-Argus file past a quarter of that limit
+    (:data:`MUARGUS_SHARE`)."""
     from .sizes import memory_limit
 
     p = Path(path)
@@ -159,10 +170,11 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     if need is None:
         return False
     budget = memory_limit() if limit is None else int(limit)
-    if named_file(path) == "muargus":
-        # streamed, a mu-Argus file is read as fast as in memory with a third of the memory
-        # (3e7 records x 8 keys, default method: 18.6 s and 1.0 GiB against 19.0 s and
-        # 2.4 GiB): it streams as soon as its read would take a quarter of the budget
+    if named_file(path) == "muargus" and _fixed_format(path):
+        # streamed, a fixed-format mu-Argus file is read as fast as in memory with less than
+        # half the memory (3e7 records x 8 keys, default method: 18.1 s and 1.0 GiB against
+        # 17.9 s and 2.4 GiB): it streams as soon as its read would take a quarter of the
+        # budget. Free format streamed holds its values as text: no gain.
         budget = min(budget, memory_limit() // MUARGUS_SHARE)
     return need > budget
 
