@@ -25,9 +25,6 @@ __all__ = ["tabulate_path", "needs_out_of_core", "in_memory_bytes"]
 #: that becomes the record map, one key's codes and the coding blocks
 _IN_MEMORY_RECORD_BYTES = 8
 _CSV_ROW_SAMPLE = 1 << 20
-#: a fixed-format mu-Argus file streams once its in-memory read needs this share of the
-#: memory limit
-MUARGUS_SHARE = 4
 #: extra bytes a record when the key space needs int64 ids found by sorting (K >= 2^31)
 _SORTED_RECORD_BYTES = 28
 
@@ -82,10 +79,13 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
 
 
 def _muargus_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | None:
-    """Bytes :func:`sdcrisk.data.asc.read` needs: the raw values of every column (their
-    width up to 8 bytes packed in fixed format; 16 bytes a value in free format), then
-    each column's values (8 bytes a record) and lookup (4), plus 8 bytes a record; the
-    record count estimated from the first MiB of the data file."""
+    """Bytes :func:`sdcrisk.data.asc.read` needs: the raw values of every column (fixed
+    format: its width rounded up to 1, 2, 4 or 8 bytes; free format: 8 bytes a value), then
+    a column's lookup (4 bytes a record) and each column's values (2 bytes a record for a
+    column of width 4 or less, read as small integers, else 4 bytes a character, read as
+    text), plus 8 bytes a record; the record count estimated from the first MiB of the data
+    file. 3e7 records x 8 keys of fixed format: 1.1 GB estimated, 0.77 GiB peak RSS with
+    the nb fit (``benchmarks/RESULTS.md``, "mu-Argus at scale")."""
     from .muargus import read_metadata
 
     try:
@@ -97,19 +97,14 @@ def _muargus_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | Non
         return None
     rows = size * max(head.count(b"\n"), 1) // max(len(head), 1)
     known = {v.name: v for v in meta.variables}
-    raw = sum((16 if meta.separator is not None else
-               next(b for b in (1, 2, 4, 8, known[c].width) if b >= known[c].width))
-              for c in columns if c in known)
-    return rows * (raw + 12 * len(columns) + _IN_MEMORY_RECORD_BYTES)
-
-
-def _fixed_format(path: str | os.PathLike) -> bool:
-    from .muargus import read_metadata
-
-    try:
-        return read_metadata(path).separator is None
-    except InputError:  # the reader reports it
-        return False
+    per_record = 4 + _IN_MEMORY_RECORD_BYTES
+    for c in columns:
+        if c in known:
+            width = known[c].width
+            per_record += 8 if meta.separator is not None else \
+                next(b for b in (1, 2, 4, 8, width) if b >= width)
+            per_record += 2 if width <= 4 else 4 * width
+    return rows * per_record
 
 
 def _key_space_bound(meta, columns: Sequence[str]) -> int:
@@ -155,8 +150,7 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     """Whether ``path`` should be streamed: a folder of Parquet parts, or a file whose
     in-memory tabulation (:func:`in_memory_bytes`) exceeds the memory limit
     (``limit``, default :func:`sdcrisk.data.sizes.memory_limit`: ``SDCRISK_MEMORY_LIMIT``,
-    else 8 GiB); a fixed-format mu-Argus file past a quarter of that limit
-    (:data:`MUARGUS_SHARE`)."""
+    else 8 GiB)."""
     from .sizes import memory_limit
 
     p = Path(path)
@@ -170,12 +164,6 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     if need is None:
         return False
     budget = memory_limit() if limit is None else int(limit)
-    if named_file(path) == "muargus" and _fixed_format(path):
-        # streamed, a fixed-format mu-Argus file is read as fast as in memory with less than
-        # half the memory (3e7 records x 8 keys, default method: 18.1 s and 1.0 GiB against
-        # 17.9 s and 2.4 GiB): it streams as soon as its read would take a quarter of the
-        # budget. Free format streamed holds its values as text: no gain.
-        budget = min(budget, memory_limit() // MUARGUS_SHARE)
     return need > budget
 
 
