@@ -195,3 +195,21 @@ def test_free_format_bad_line_deep_in_the_file(capsys, tmp_path, monkeypatch, ou
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("sdcrisk: error: f.asc, line 251: 4 values "
                                                "separated by ';', but f.rda declares 3")
+
+
+def test_household_and_weights_streamed_equal_whole(tmp_path, monkeypatch):
+    rng = np.random.default_rng(4)
+    n = 300
+    hh = np.sort(rng.integers(1, 120, n))
+    lines = [f"{h:>4}{a:>2}{s}{w:>6.2f}" for h, a, s, w in
+             zip(hh, rng.integers(1, 9, n), rng.choice(list("FM"), n), rng.uniform(1, 9, n),
+                 strict=True)]
+    (tmp_path / "h.asc").write_text("\n".join(lines) + "\n")
+    (tmp_path / "h.rda").write_text("HH 1 4\n <HOUSE_ID>\nAGE 5 2\nSEX 7 1\nW 8 6\n <WEIGHT>\n")
+    rda = str(tmp_path / "h.rda")
+    whole = tabulate_source(rda, ["AGE", "SEX"], weights="W", household="HH")
+    monkeypatch.setattr(asc, "BLOCK_BYTES", 50)
+    streamed = tabulate_file(rda, ["AGE", "SEX"], weights="W", household="HH")
+    same_table(whole, streamed)
+    np.testing.assert_array_equal(np.asarray(whole.household), np.asarray(streamed.household))
+    assert len(np.unique(np.asarray(streamed.household))) == len(np.unique(hh))
