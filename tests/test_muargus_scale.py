@@ -213,3 +213,12 @@ def test_household_and_weights_streamed_equal_whole(tmp_path, monkeypatch):
     same_table(whole, streamed)
     np.testing.assert_array_equal(np.asarray(whole.household), np.asarray(streamed.household))
     assert len(np.unique(np.asarray(streamed.household))) == len(np.unique(hh))
+
+
+def test_missing_error_counts_the_records(tmp_path):
+    rda = str(write(tmp_path))
+    with pytest.raises(Exception, match=r"column 'AGE' has 21 missing value") as streamed:
+        tabulate_file(rda, KEYS, missing="error")
+    assert AGE.count("999") == 21
+    with pytest.raises(type(streamed.value), match="column 'AGE' has 21 missing value"):
+        tabulate_source(rda, KEYS, missing="error")

@@ -611,6 +611,11 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
         raw = combos.column(k).combine_chunks()
         if typer is not None:
             values, miss = typer(k, raw)
+            if miss is not None and missing == "error":  # no row number: records not kept
+                many = int(combos.column(_COUNT).to_numpy()[miss].sum())
+                raise InputError(f"column {k!r} has {many} missing value(s) (blank, or one of "
+                                 "its missing codes); use missing='category' to treat missing "
+                                 "as its own level, or fill them")
         else:
             col = arrow_column(k, _infer(raw) if is_csv else raw)
             values, miss = col.values, col.missing
