@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..exceptions import InputError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .muargus import Metadata, Variable
+# a parsed .rda (sdcrisk.data.muargus.Metadata) and one of its variables (muargus.Variable):
+# not imported, since muargus reads its records through this module
+Metadata = Any
+Variable = Any
 
 __all__ = ["BLOCK_BYTES", "blocks", "Stream", "read", "decode", "type_values"]
 
