@@ -12,6 +12,14 @@ in memory: integer keys (int16) of census-like shapes drawn from skewed distribu
 observed cells and many small ones. ``--keys 8`` has K = 11,007,360 cells; ``--keys 10``
 K = 1.09e10 (the shapes of ``bench_outofcore.py``).
 
+``asc`` writes the records of such a Parquet file as mu-Argus microdata: ``OUT.asc`` (fixed
+format, each key right-aligned in as many columns as its largest code has digits, no blanks
+between; ``--free``: values separated by ``;``) and ``OUT.rda`` beside it, so that
+``run OUT.rda`` measures the same records read from mu-Argus files::
+
+    python benchmarks/bench_scale.py asc /tmp/scale30m.parquet /tmp/scale30m.rda
+    python benchmarks/bench_scale.py run /tmp/scale30m.rda --keys 8 --method nb -- --out-of-core
+
 ``run`` starts ``python -m sdcrisk assess FILE --keys ... --population-size N --format json``
 as a fresh process under ``/usr/bin/time -v`` (the sources of this checkout first on
 PYTHONPATH) and prints wall seconds, CPU seconds (user + system: the figure to compare on a
@@ -85,6 +93,65 @@ def generate(path: Path, rows: int, n_keys: int, *, chunk: int = 5_000_000,
     return time.perf_counter() - t0
 
 
+def write_asc(parquet: Path, rda: Path, free: bool = False) -> float:
+    """The Parquet file's records as ``rda`` + its ``.asc`` (row group by row group, with
+    numpy: no Python work per record); returns seconds."""
+    import pyarrow.parquet as pq
+
+    t0 = time.perf_counter()
+    src = pq.ParquetFile(parquet)
+    names = src.schema_arrow.names
+    top = {}
+    for g in range(src.metadata.num_row_groups):
+        for j, c in enumerate(names):
+            st = src.metadata.row_group(g).column(j).statistics
+            top[c] = max(top.get(c, 0), int(st.max))
+    widths = [len(str(top[c])) for c in names]
+    starts = np.concatenate([[0], np.cumsum(widths)])
+    if free:
+        meta = '<SEPARATOR> ";"\n' + "".join(f"{c} {w}\n  <IDLEVEL> 1\n"
+                                             for c, w in zip(names, widths, strict=True))
+    else:
+        meta = "".join(f"{c} {a + 1} {w}\n  <IDLEVEL> 1\n"
+                       for c, a, w in zip(names, starts[:-1], widths, strict=True))
+    rda.write_text(meta)
+    length = int(starts[-1]) + (len(names) - 1 if free else 0) + 1
+    with open(rda.with_suffix(".asc"), "wb") as out:
+        for g in range(src.metadata.num_row_groups):
+            tbl = src.read_row_group(g)
+            m = tbl.num_rows
+            if free:  # values as text, joined by ";": pyarrow's CSV writer
+                import pyarrow.csv as pacsv
+
+                pacsv.write_csv(tbl, out, pacsv.WriteOptions(include_header=False,
+                                                             delimiter=";", quoting_style="none"))
+                continue
+            rec = np.full((m, length), ord(" "), np.uint8)
+            rec[:, -1] = ord("\n")
+            for c, a, w in zip(names, starts[:-1], widths, strict=True):
+                v = tbl.column(c).to_numpy().astype(np.int64)
+                for d in range(w):  # digit d from the right, blank where the number ends
+                    digit = (v // 10 ** d) % 10
+                    col = int(a) + w - 1 - d
+                    rec[:, col] = np.where((v >= 10 ** d) | (d == 0), ord("0") + digit,
+                                           ord(" "))
+            out.write(rec.tobytes())
+    return time.perf_counter() - t0
+
+
+def _rows(path: Path) -> int:
+    """Records of a Parquet file, or of the data file of an ``.rda``."""
+    if path.suffix.lower() == ".rda":
+        n = 0
+        with open(path.with_suffix(".asc"), "rb") as fh:
+            while chunk := fh.read(1 << 24):
+                n += chunk.count(b"\n")
+        return n
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
 def _time_v(stderr: str) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (user + system) and peak RSS bytes from ``time -v``."""
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", stderr)
@@ -141,6 +208,11 @@ def main(argv=None) -> int:
                    help="10 int8 keys drawn as benchmarks/bench_outofcore.py draws them "
                    "(steeper skew: 25 million cells at 1e8 rows, the file of issue 20's "
                    "220 s / 4.2 GiB figure)")
+    a = sub.add_parser("asc", help="write a generated Parquet file's records as mu-Argus "
+                       "microdata (.rda + .asc)")
+    a.add_argument("parquet")
+    a.add_argument("rda")
+    a.add_argument("--free", action="store_true", help="free format (';') instead of fixed")
     r = sub.add_parser("run")
     r.add_argument("path")
     r.add_argument("--keys", type=int, choices=sorted(SHAPES), default=8)
@@ -157,7 +229,7 @@ def main(argv=None) -> int:
         p.error(f"unrecognized arguments: {' '.join(unknown)}")
     if unknown:
         args.extra = [*args.extra, *unknown[1:]]
-    path = Path(args.path)
+    path = Path(getattr(args, "path", "") or ".")
     if args.cmd == "generate" and args.outofcore_shapes:
         import bench_outofcore
 
@@ -165,14 +237,18 @@ def main(argv=None) -> int:
         print(f"generated {args.rows:,} rows x 10 keys (bench_outofcore shapes) in {s:.1f} s "
               f"({path.stat().st_size / 1e6:.0f} MB)")
         return 0
+    if args.cmd == "asc":
+        out = Path(args.rda)
+        s = write_asc(Path(args.parquet), out, args.free)
+        print(f"wrote {out} and {out.with_suffix('.asc')} in {s:.1f} s "
+              f"({out.with_suffix('.asc').stat().st_size / 1e6:.0f} MB)")
+        return 0
     if args.cmd == "generate":
         s = generate(path, args.rows, args.keys)
         print(f"generated {args.rows:,} rows x {args.keys} keys in {s:.1f} s "
               f"({path.stat().st_size / 1e6:.0f} MB)")
         return 0
-    import pyarrow.parquet as pq
-
-    rows = pq.ParquetFile(path).metadata.num_rows
+    rows = _rows(path)
     names = None
     if args.outofcore_shapes:
         import bench_outofcore

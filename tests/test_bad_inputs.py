@@ -1278,7 +1278,7 @@ def test_cli_one_record_file(capsys, files):
     ("gzip_named.csv", ("gzip-compressed data", "rename it to gzip_named.csv.gz")),
     ("dup.csv", ("multiple columns named a",)),
     ("binary.csv", ("binary data",)),
-    ("csv_named.dta", ("streams csv and parquet",)),
+    ("csv_named.dta", ("streams csv, parquet and mu-argus",)),
 ])
 def test_cli_out_of_core_bad_files(capsys, files, name, words):
     keys = "a,b" if name == "dup.csv" else KEYS
@@ -1292,7 +1292,7 @@ def test_cli_out_of_core_refuses_agency_formats(capsys, files):
     _frame().drop(columns=["name"]).to_stata(files / "ooc.dta", write_index=False)
     code, _, err = run(capsys, "assess", files / "ooc.dta", "--keys", KEYS,
                        "--population-size", "1e4", "--method", "nb", "--out-of-core")
-    assert_clear(code, err, 2, ("streams csv and parquet", "without --out-of-core"))
+    assert_clear(code, err, 2, ("streams csv, parquet and mu-argus", "without --out-of-core"))
 
 
 @pytest.mark.parametrize(("content", "words"), [

@@ -49,7 +49,6 @@ back in the same layout).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +70,6 @@ _IGNORED = {"<RECODEABLE>", "<RECODABLE>", "<NUMERIC>", "<DECIMALS>", "<CODELIST
             "<SAFE>", "<UNSAFE>", "<PROTECT>", "<PEEPCODE>", "<SHADOW>", "<COST>"}
 #: tags of the file (before the first variable)
 _FILE_TAGS = {"<SEPARATOR>", "<NAMESINFRONT>", "<SPSS>", "<SAFE>", "<UNSAFE>", "<PROTECT>"}
-_WHOLE = re.compile(r"[+-]?(0|[1-9][0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -332,110 +330,6 @@ def _check_overlaps(name: str, variables: tuple[Variable, ...]) -> None:
                 f"{a.start + a.width - 1}, line {a.line}); correct the start or width")
 
 
-def _data_lines(meta: Metadata) -> list[bytes]:
-    try:
-        raw = meta.data.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{meta.data.name}: could not be opened ({exc.strerror})") from exc
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    lines = raw.replace(b"\r\n", b"\n").split(b"\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if meta.names_in_front and lines:
-        lines = lines[1:]
-    if not lines:
-        raise InputError(f"{meta.data.name}: no records (the data file is empty)")
-    return lines
-
-
-def _decode(values: np.ndarray) -> np.ndarray:
-    """A bytes array as text: UTF-8, else Latin-1 (every byte is a character)."""
-    if values.size and values.view(np.uint8).max() < 0x80:  # ASCII: numpy's cast, 10x faster
-        return values.astype(f"U{max(values.itemsize, 1)}")
-    try:
-        return np.char.decode(values, "utf-8")
-    except UnicodeDecodeError:
-        return np.char.decode(values, "latin-1")
-
-
-def _fixed_field(meta: Metadata, lines: list[bytes], var: Variable,
-                 block: np.ndarray | None) -> np.ndarray:
-    assert var.start is not None
-    lo, hi = var.start - 1, var.start - 1 + var.width
-    if block is not None and block.shape[1] >= hi:
-        field = np.ascontiguousarray(block[:, lo:hi]).view(f"S{var.width}").ravel()
-    else:
-        short = next((i for i, ln in enumerate(lines) if len(ln) < hi), None)
-        if short is not None:
-            number = short + 1 + meta.names_in_front
-            raise InputError(
-                f"{meta.data.name}, line {number}: the record has {len(lines[short])} "
-                f"characters; variable {var.name!r} of {meta.path.name} (line {var.line}) "
-                f"runs to column {hi}; check that the data file goes with this metadata "
-                "(or correct START WIDTH there)")
-        field = np.array([ln[lo:hi] for ln in lines], dtype=f"S{var.width}")
-    return _decode(np.char.strip(field))
-
-
-def _free_fields(meta: Metadata, lines: list[bytes], columns: list[str]) -> dict[str, np.ndarray]:
-    """The named variables of a free-format file as text (double quotes around a value that
-    holds the separator are removed), read with pyarrow's CSV parser."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    sep = meta.separator or ";"
-    count = len(meta.variables)
-    names = [f"f{i}" for i in range(count)]
-    index = {v.name: i for i, v in enumerate(meta.variables)}
-    if count > 1:  # pyarrow reads an empty line as a record of missing values
-        empty = next((i for i, ln in enumerate(lines) if not ln.strip()), None)
-        if empty is not None:
-            raise InputError(f"{meta.data.name}, line {empty + 1 + meta.names_in_front}: an "
-                             f"empty line, but {meta.path.name} declares {count} variables a "
-                             "record; remove the line")
-    try:
-        table = pacsv.read_csv(
-            pa.py_buffer(b"\n".join(lines) + b"\n"),
-            read_options=pacsv.ReadOptions(column_names=names),
-            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False,
-                                             ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(
-                include_columns=[names[index[c]] for c in columns],
-                column_types={n: pa.binary() for n in names}, null_values=[],
-                quoted_strings_can_be_null=False))
-    except pa.ArrowInvalid:
-        table = None
-    if table is None or table.num_rows != len(lines):
-        # find the record with the wrong number of values, for the message
-        import csv
-
-        for i, line in enumerate(lines):
-            row = next(csv.reader([line.decode("latin-1")], delimiter=sep), [])
-            if len(row) != count:
-                number = i + 1 + meta.names_in_front
-                raise InputError(
-                    f"{meta.data.name}, line {number}: {len(row)} "
-                    f"value{'s' if len(row) != 1 else ''} separated by {sep!r}, but "
-                    f"{meta.path.name} declares {count} variables; check the separator "
-                    "(<SEPARATOR>) and that the data file goes with this metadata")
-        raise InputError(f"{meta.data.name}: could not be read as values separated by "
-                         f"{sep!r}; check the separator (<SEPARATOR>) in {meta.path.name}")
-    out = {}
-    for c in columns:
-        raw = table.column(names[index[c]]).to_numpy(zero_copy_only=False).astype(bytes)
-        out[c] = _decode(np.char.strip(raw))
-    return out
-
-
-def _utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the data file: ``{name: (values, missing mask or None)}``
@@ -443,7 +337,8 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
 
     ``typed`` (for the risk): missing entries hold ``""`` (or 0), and columns of whole
     numbers without leading zeros come back as int64. Else (for protect, which writes the
-    file back) every column is the text read, missing codes included.
+    file back) every column is the text read, missing codes included. Read block by block
+    without Python work per record (:mod:`sdcrisk.data.asc`).
 
     Raises
     ------
@@ -451,34 +346,9 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
         A record too short for a variable (fixed format), a record with another number of
         values than variables (free format), an empty data file.
     """
-    lines = _data_lines(meta)
-    block = None
-    if meta.separator is None:
-        width = len(lines[0])
-        if all(len(ln) == width for ln in lines):  # records of one length: one 2-d view
-            block = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(len(lines), width)
-        free = None
-    else:
-        free = _free_fields(meta, lines, columns)
-    index = {v.name: i for i, v in enumerate(meta.variables)}
-    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-    for name in columns:
-        var = meta.variables[index[name]]
-        values = _fixed_field(meta, lines, var, block) if free is None else free[name]
-        miss = values == ""
-        for code in var.missing:
-            miss |= values == code
-        missing = miss if miss.any() else None
-        if typed and missing is not None:
-            values = np.where(miss, "", values)
-        if typed:
-            present = values[~miss] if missing is not None else values
-            if len(present) and all(_WHOLE.fullmatch(v) for v in np.unique(present)):
-                ints = np.zeros(len(values), dtype=np.int64)
-                ints[~miss] = present.astype(np.int64)
-                values = ints
-        out[name] = (values, missing)
-    return out, len(lines)
+    from .asc import read
+
+    return read(meta, columns, typed=typed)
 
 
 def format_records(meta: Metadata, columns: dict[str, list[str | None]],

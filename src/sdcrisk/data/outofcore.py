@@ -51,6 +51,7 @@ from .io import (
     csv_delimiter,
     decimal_comma_numbers,
     detect_format,
+    named_file,
     printable,
     weights_not_numeric,
 )
@@ -66,15 +67,29 @@ _COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
 _NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
-def _dataset(path: Path, columns: Sequence[str], weights: str | None):
+def _dataset(path: Path, columns: Sequence[str], weights: str | None,
+             text: Sequence[str | None] = ()):
+    """The dataset to stream and whether its columns are text to type (CSV, mu-Argus).
+
+    ``text``: the columns other than keys (weights, household ids), which a mu-Argus
+    file gives as text; its keys come as raw values (:class:`sdcrisk.data.asc.Stream`).
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.dataset as ds
 
+    if named_file(path) == "muargus":
+        from .asc import Stream
+        from .muargus import read_metadata
+
+        meta = read_metadata(path)
+        check_present(columns, meta.names, meta.path.name)
+        return Stream(meta, text=[c for c in text if c]), True
     kind, compression = ("parquet", None) if path.is_dir() else detect_format(path)
     if kind not in ("csv", "parquet"):
-        raise InputError(f"{path.name}: the out-of-core reader streams CSV and Parquet files; "
-                         f"read this {kind} file without --out-of-core (in memory)")
+        raise InputError(f"{path.name}: the out-of-core reader streams CSV, Parquet and "
+                         f"mu-Argus files; read this {kind} file without --out-of-core "
+                         "(in memory)")
     ext = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst", "lz4": ".lz4"}.get(compression or "")
     if ext and not path.name.lower().endswith(ext):
         raise InputError(f"{path.name}: the file holds {compression}-compressed data but its "
@@ -211,7 +226,7 @@ def check_stream_options(path, keys, levels, missing, engine, batch_rows,
     if levels:
         check_level_keys(levels, keys)
     path = check_path(path, function)
-    if not path.exists():
+    if not path.exists() and named_file(path) != "muargus":  # FILE.rda::DATA: locate() checks
         raise InputError(f"file not found: {str(path)!r}")
     return path
 
@@ -232,7 +247,8 @@ def tabulate_file(
     workdir: str | os.PathLike | None = None,
     engine: Literal["auto", "duckdb", "pyarrow"] = "auto",
 ) -> CellTable:
-    """Tabulate a CSV/Parquet file (or a directory of Parquet files) without loading it.
+    """Tabulate a CSV/Parquet file, a directory of Parquet files or mu-Argus microdata
+    (``FILE.rda``, read by :class:`sdcrisk.data.asc.Stream`) without loading it.
 
     Parameters
     ----------
@@ -296,9 +312,12 @@ def tabulate_file(
         raise ParameterError(f"record_cell={record_cell!r}; use 'memmap' or 'memory'")
     path = check_stream_options(path, keys, levels, missing, engine, batch_rows)
     columns = list(keys) + [c for c in (weights, household) if c]
-    data, is_csv = _dataset(path, columns, weights)
+    data, is_csv = _dataset(path, columns, weights, (weights, household))
+    typer = getattr(data, "values", None)  # a mu-Argus stream types its raw key values
     counted = None
-    if engine != "pyarrow" and not is_csv and household is None:
+    if engine != "pyarrow" and household is None and typer is not None and weights is None:
+        counted = _count_duckdb_stream(data, keys, required=engine == "duckdb")
+    elif engine != "pyarrow" and not is_csv and household is None:
         counted = _count_duckdb(path, keys, weights, missing, required=engine == "duckdb")
     if counted is None:
         counted = _count(data, keys, weights, household, missing, batch_rows, is_csv)
@@ -308,7 +327,7 @@ def tabulate_file(
     hh_ids = counted.households
     hh_levels, hh_type = hh_ids.levels(is_csv) if hh_ids is not None else (None, None)
     plan = _code_combos(counted.combos, keys, is_csv, bool(weights), levels, missing,
-                        max_levels)
+                        max_levels, typer)
     del counted
 
     # pass 2: the record -> cell map ---------------------------------------------------------
@@ -420,6 +439,52 @@ def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> Part
     return PartCounts(combos, n, wsum, False, None)
 
 
+def _count_duckdb_stream(data, keys, *, required: bool) -> PartCounts | None:
+    """Pass 1 of a mu-Argus stream (:class:`sdcrisk.data.asc.Stream`) as one DuckDB
+    ``GROUP BY`` over its record batches (3.5x faster than Arrow's batch-wise hash
+    aggregation at 3e7 records x 8 keys); None when duckdb is not installed."""
+    duckdb = import_duckdb(required)
+    if duckdb is None:
+        return None
+    import pyarrow as pa
+
+    from .sizes import memory_limit
+
+    batches = iter(data.to_batches(columns=list(keys)))
+    first = next(batches, None)
+    typer = data.values
+    if first is None:
+        return PartCounts(None, 0, 0.0, True, None, typer)
+
+    failed: list[Exception] = []
+
+    def all_batches():
+        yield first
+        try:
+            yield from batches
+        except InputError as exc:  # a malformed record: DuckDB would wrap the message
+            failed.append(exc)
+            raise
+
+    reader = pa.RecordBatchReader.from_batches(first.schema, all_batches())  # noqa: F841
+    try:
+        with duckdb_session(duckdb, memory_limit() // 2) as con:
+            q = ", ".join(f'"{k}"' for k in keys)
+            rel = con.sql(f"SELECT {q}, count(*) AS {_COUNT} FROM reader GROUP BY ALL")
+            fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+            combos = fetch()
+    except duckdb.Error as exc:
+        if failed:
+            raise failed[0] from None
+        if required:
+            raise InputError(f"DuckDB could not count the records ({exc})") from exc
+        return None
+    # the raw key columns typed as the stream gives them (pass 2 looks them up by type)
+    combos = combos.cast(pa.schema(list(first.schema) + [pa.field(_COUNT, pa.int64())]))
+    n = int(pa.compute.sum(combos.column(_COUNT)).as_py() or 0)
+    return PartCounts(combos if n else None, n, 0.0, True, None, typer)
+
+
 @dataclass(frozen=True)
 class PartCounts:
     """Pass 1 over one file (or part): its distinct raw key combinations and their counts.
@@ -434,6 +499,8 @@ class PartCounts:
     weight_sum: float
     is_csv: bool
     households: Any = None
+    #: types raw key values (a mu-Argus stream's :meth:`~sdcrisk.data.asc.Stream.values`)
+    typer: Any = None
 
 
 def _count(data, keys, weights, household, missing, batch_rows, is_csv) -> PartCounts:
@@ -475,7 +542,7 @@ def _count(data, keys, weights, household, missing, batch_rows, is_csv) -> PartC
     else:
         combos = _group(pa.concat_tables(partial), keys, sums) if len(partial) > 1 \
             else partial[0]
-    return PartCounts(combos, n, wsum, is_csv, hh_ids)
+    return PartCounts(combos, n, wsum, is_csv, hh_ids, getattr(data, "values", None))
 
 
 def merge_counts(parts: Sequence[PartCounts], keys: Sequence[str], *, weights: bool) -> Any:
@@ -530,17 +597,30 @@ class CellPlan:
             inclusion_sums=self.inclusion_sums)
 
 
-def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels) -> CellPlan:
-    """Code the distinct combinations exactly as the in-memory path codes records."""
+def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
+                 typer=None) -> CellPlan:
+    """Code the distinct combinations exactly as the in-memory path codes records.
+
+    ``typer(key, raw)``: the values and missing mask of a key's raw Arrow values, for a
+    source whose raw values are not its values (mu-Argus: :meth:`sdcrisk.data.asc.Stream.values`).
+    """
     import pyarrow.compute as pc
 
     codes, lv, raw_lookup = [], [], []
     for k in keys:
         raw = combos.column(k).combine_chunks()
-        typed = _infer(raw) if is_csv else raw
-        col = arrow_column(k, typed)
+        if typer is not None:
+            values, miss = typer(k, raw)
+            if miss is not None and missing == "error":  # no row number: records not kept
+                many = int(combos.column(_COUNT).to_numpy()[miss].sum())
+                raise InputError(f"column {k!r} has {many} missing value(s) (blank, or one of "
+                                 "its missing codes); use missing='category' to treat missing "
+                                 "as its own level, or fill them")
+        else:
+            col = arrow_column(k, _infer(raw) if is_csv else raw)
+            values, miss = col.values, col.missing
         c, levs = _cells.encode_column(
-            k, col.values, col.missing, levels=None if not levels or k not in levels
+            k, values, miss, levels=None if not levels or k not in levels
             else levels[k], missing_policy=missing, max_levels=max_levels)
         codes.append(c)
         lv.append(levs)
@@ -612,10 +692,15 @@ def count_part(path: str | os.PathLike, keys: Sequence[str], *, weights: str | N
     The unit of work a cluster worker runs in :func:`sdcrisk.runtime.tabulate_parts`.
     """
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and named_file(path) != "muargus":
         raise InputError(f"file not found: {str(path)!r}")
     keys = tuple(keys)
-    data, is_csv = _dataset(path, list(keys) + ([weights] if weights else []), weights)
+    data, is_csv = _dataset(path, list(keys) + ([weights] if weights else []), weights,
+                            (weights,))
+    if hasattr(data, "values") and weights is None:  # a mu-Argus stream
+        counted = _count_duckdb_stream(data, keys, required=False)
+        if counted is not None:
+            return counted
     return _count(data, keys, weights, None, missing, batch_rows, is_csv)
 
 
@@ -639,7 +724,9 @@ def plan_cells(parts: Sequence[PartCounts], keys: Sequence[str], *, weighted: bo
     if combos is None:
         raise InputError("no records (the sample is empty)")
     is_csv = any(p.is_csv for p in parts)
-    return _code_combos(combos, tuple(keys), is_csv, weighted, levels, missing, max_levels)
+    typer = next((p.typer for p in parts if p.typer is not None), None)
+    return _code_combos(combos, tuple(keys), is_csv, weighted, levels, missing, max_levels,
+                        typer)
 
 
 def parquet_parts(path: str | os.PathLike) -> list[Path]:

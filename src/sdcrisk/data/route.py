@@ -40,14 +40,18 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
     ids are sorted. A CSV file is parsed
     whole: 8 bytes a record per column plus the same 8; its record count is estimated from
     the first MiB (compressed files count five times their size). None for what is not a
-    file (a folder is streamed) and for mu-Argus and Excel files (never streamed).
+    file (a folder is streamed) and for Excel files (never streamed); a mu-Argus file's
+    estimate is that of its reader (:func:`_muargus_bytes`).
     """
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.is_file() or named_file(path) is not None:  # mu-Argus, Excel: read whole
-        return None
     columns = list(keys) + list(others)
+    special = named_file(path)
+    if special == "muargus":
+        return _muargus_bytes(path, columns)
+    p = Path(path)
+    if not p.is_file() or special is not None:  # Excel: read whole
+        return None
     if p.suffix.lower() in (".parquet", ".pq"):
         try:
             meta = pq.ParquetFile(p)
@@ -72,6 +76,35 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
     lines = max(head.count(b"\n"), 1)
     rows = (5 * size) // 8 if compressed else size * lines // max(len(head), 1)
     return rows * (8 * len(columns) + _IN_MEMORY_RECORD_BYTES)
+
+
+def _muargus_bytes(path: str | os.PathLike, columns: Sequence[str]) -> int | None:
+    """Bytes :func:`sdcrisk.data.asc.read` needs: the raw values of every column (fixed
+    format: its width rounded up to 1, 2, 4 or 8 bytes; free format: 8 bytes a value), then
+    a column's lookup (4 bytes a record) and each column's values (2 bytes a record for a
+    column of width 4 or less, read as small integers, else 4 bytes a character, read as
+    text), plus 8 bytes a record; the record count estimated from the first MiB of the data
+    file. 3e7 records x 8 keys of fixed format: 1.1 GB estimated, 0.77 GiB peak RSS with
+    the nb fit (``benchmarks/RESULTS.md``, "mu-Argus at scale")."""
+    from .muargus import read_metadata
+
+    try:
+        meta = read_metadata(path)
+        size = meta.data.stat().st_size
+        with open(meta.data, "rb") as fh:
+            head = fh.read(_CSV_ROW_SAMPLE)
+    except (InputError, OSError):  # the reader reports it, naming the file
+        return None
+    rows = size * max(head.count(b"\n"), 1) // max(len(head), 1)
+    known = {v.name: v for v in meta.variables}
+    per_record = 4 + _IN_MEMORY_RECORD_BYTES
+    for c in columns:
+        if c in known:
+            width = known[c].width
+            per_record += 8 if meta.separator is not None else \
+                next(b for b in (1, 2, 4, 8, width) if b >= width)
+            per_record += 2 if width <= 4 else 4 * width
+    return rows * per_record
 
 
 def _key_space_bound(meta, columns: Sequence[str]) -> int:
@@ -130,7 +163,8 @@ def needs_out_of_core(path: str | os.PathLike, keys: Sequence[str], *,
     need = in_memory_bytes(p, keys, [c for c in (weights, household) if c])
     if need is None:
         return False
-    return need > (memory_limit() if limit is None else int(limit))
+    budget = memory_limit() if limit is None else int(limit)
+    return need > budget
 
 
 def tabulate_path(path: str | os.PathLike, keys: Sequence[str] | str, *,
