@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from sdcrisk.cli import main
-from sdcrisk.data.io import csv_delimiter
+from sdcrisk.data.text import csv_delimiter
 
 RNG = np.random.default_rng(3)
 N_RECORDS = 400

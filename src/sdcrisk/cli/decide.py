@@ -17,7 +17,7 @@ import math
 import os
 from pathlib import Path
 
-from ..data.io import printable
+from ..data.text import printable
 from ..exceptions import InputError, ParameterError
 from ._output import atomic_path
 

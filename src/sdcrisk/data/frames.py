@@ -14,19 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
-from .io import (
-    atomic_path,
-    csv_delimiter,
-    decode_text,
-    detect_format,
-    excel_frame,
-    named_file,
-    names_not_utf8,
-    printable,
-    resolve_path,
-)
+from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
+from .text import csv_delimiter, decode_text, names_not_utf8, printable
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 

@@ -45,18 +45,10 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
-from .io import (
-    arrow_column,
-    check_present,
-    csv_delimiter,
-    decimal_comma_numbers,
-    detect_format,
-    named_file,
-    printable,
-    weights_not_numeric,
-)
+from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
+from .text import csv_delimiter, decimal_comma_numbers, printable, weights_not_numeric
 
 __all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options", "check_path",
            "PartCounts", "CellPlan", "count_part", "plan_cells", "part_record_cells",

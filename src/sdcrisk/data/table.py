@@ -19,13 +19,14 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells, wildcard
-from .io import decimal_comma_numbers, iter_columns, source_name, weights_not_numeric
+from .io import iter_columns, source_name
 from .population import PopulationCounts, population_counts
 from .sizes import (
     check_memory,
     resolve_population_size,
     short_repr,
 )
+from .text import decimal_comma_numbers, weights_not_numeric
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
            "check_keys", "check_level_keys"]

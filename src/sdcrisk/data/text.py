@@ -1,0 +1,165 @@
+"""Text files and text values: what a CSV file's first bytes say (its separator, its header
+line), how a value's bytes become text, decimal commas, and one-line message fragments.
+
+Every reader of text (assess's pyarrow reader, the streaming reader, protect's pandas reader,
+the mu-Argus reader) takes these rules from here, so that the same file reads alike
+everywhere; :mod:`sdcrisk.data.io` dispatches sources to their readers.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import InputError
+
+__all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
+           "weights_not_numeric", "decode_text", "names_not_utf8"]
+
+
+def printable(text: str, limit: int = 160) -> str:
+    """The first line of ``text`` with unprintable characters as ``?``, at most ``limit``
+    characters: safe to put in a one-line message whatever bytes the file held (for
+    pyarrow's dataset errors, the reason after their context)."""
+    first = text.splitlines()[0] if text else ""
+    if "Invalid: " in first:  # pyarrow's dataset errors: the reason comes after the context
+        first = first.rsplit("Invalid: ", 1)[1]
+    out = "".join(ch if ch.isprintable() else "?" for ch in first)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def csv_header(path: Path, delimiter: str, compression: str | None = None) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    opts = pacsv.ReadOptions(block_size=1 << 16)
+    try:
+        with pa.input_stream(str(path), compression=compression) as stream:
+            reader = pacsv.open_csv(
+                stream, read_options=opts, parse_options=pacsv.ParseOptions(delimiter=delimiter)
+            )
+            return list(reader.schema.names)
+    except UnicodeDecodeError as exc:
+        raise names_not_utf8(path.name, exc.object) from exc
+    except Exception as exc:  # empty files and garbage end up here
+        msg = printable(str(exc)) if str(exc) else type(exc).__name__
+        if "Empty CSV file" in msg or "empty" in msg.lower():
+            # pyarrow says "empty" for blank content and also for a first block without a
+            # line break (a JSON file, a header line without records or line end)
+            if not head_bytes(path, compression).strip():
+                raise InputError(f"{path.name}: the file is empty") from exc
+            raise InputError(
+                f"{path.name}: no line break in the first {opts.block_size >> 10} KiB, so this "
+                "is not a CSV file of a header line and records (JSON or another format?); "
+                "give a CSV (one record per line), Parquet, Stata, SAS or SPSS file") from exc
+        raise InputError(f"{path.name}: could not be read as CSV ({msg})") from exc
+
+
+#: separators a CSV may use besides the comma, in the order a tie is settled
+_OTHER_SEPARATORS = (";", "\t", "|")
+
+
+def csv_delimiter(path: Path, compression: str | None = None) -> str:
+    r"""The field separator of a CSV file, read from its header line.
+
+    A ``.tsv`` name means tab. Otherwise the comma, unless the header line has no comma
+    (outside double quotes) and does have semicolons, tabs or pipes: then the most frequent
+    of those (a semicolon-separated export, as spreadsheets write it where the comma is the
+    decimal mark). One column with none of them is read as comma-separated.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.csv").write_text("age;sex\n30;1\n")
+    >>> csv_delimiter(d / "a.csv")
+    ';'
+    >>> _ = (d / "b.csv").write_text('"a;b",c\n1,2\n')
+    >>> csv_delimiter(d / "b.csv")
+    ','
+    """
+    if ".tsv" in [s.lower() for s in path.suffixes]:
+        return "\t"
+    head = head_bytes(path, compression)
+    first = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    outside = "".join(re.split(r'"[^"]*"', first))  # drop quoted names
+    if "," in outside:
+        return ","
+    counts = {sep: outside.count(sep) for sep in _OTHER_SEPARATORS}
+    best = max(_OTHER_SEPARATORS, key=lambda sep: counts[sep])
+    return best if counts[best] else ","
+
+
+_DECIMAL_COMMA = r"^\s*[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?\s*$"
+
+
+def decimal_comma_numbers(values) -> np.ndarray | None:
+    """Text numbers written with a decimal comma (``"1234,5"``, as semicolon-separated exports
+    write them) as floats; None unless every value is such a number. A value holding a
+    point as well (``"1.234,5"``: a thousands separator) is not read, so it cannot be
+    misread by a factor of 1,000. ``values``: a NumPy array of text or an Arrow string
+    array (vectorised: a census file's weights take seconds, not minutes).
+
+    >>> decimal_comma_numbers(np.array(["33,5", "12", "0,25"], dtype=object))
+    array([33.5 , 12.  ,  0.25])
+    >>> decimal_comma_numbers(np.array(["1.234,5"], dtype=object)) is None
+    True
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        text = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
+            np.asarray(values, dtype=object), type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text
+        return None
+    ok = pc.match_substring_regex(text, _DECIMAL_COMMA)
+    if text.null_count or not pc.all(ok).as_py():
+        return None
+    swapped = pc.replace_substring(pc.utf8_trim_whitespace(text), ",", ".")
+    return pc.cast(swapped, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def weights_not_numeric(name: str, values) -> InputError:
+    """The error for a weights column of text that is not all numbers: it names the first
+    value that is no number, or says that decimal points and commas are mixed."""
+    for v in values:
+        text = str(v)
+        try:
+            float(text)
+        except ValueError:
+            if not re.fullmatch(_DECIMAL_COMMA, text):
+                return InputError(f"weights column {name!r} is not numeric: value "
+                                  f"{printable(text)!r}")
+    return InputError(f"weights column {name!r} mixes decimal points and decimal commas; "
+                      "write every weight the same way")
+
+
+def head_bytes(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:
+    """The first ``size`` bytes of a (possibly compressed) file; b"" if unreadable."""
+    import pyarrow as pa
+
+    try:
+        with pa.input_stream(str(path), compression=compression) as stream:
+            return stream.read(size)
+    except (OSError, pa.ArrowException):
+        return b""
+
+
+def decode_text(raw: bytes) -> str:
+    """One CSV value's bytes as text: UTF-8, else Latin-1 (every byte is a character there),
+    so that a Windows-1252/Latin-1 export tabulates as it is. Every reader of CSV values
+    (assess's pyarrow reader, protect's pandas reader) decodes through this one rule."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def names_not_utf8(name: str, raw: bytes) -> InputError:
+    """The error for a CSV whose header line names a column ``raw`` that is not UTF-8: values
+    are decoded by :func:`decode_text`, but a key or column named on the command line must
+    match its name exactly, so a guessed encoding there is refused."""
+    return InputError(f"{name}: the column name {raw!r} in the header line is not UTF-8 text; "
+                      "re-save the file as UTF-8 (values that are not UTF-8 are read as "
+                      "Latin-1, column names are not)")
