@@ -26,8 +26,9 @@ import numpy as np
 
 from ..exceptions import InputError
 from . import _cells, outofcore
-from .io import arrow_column, check_present, detect_format
-from .outofcore import check_stream_options, duckdb_session, import_duckdb, parquet_parts
+from .duckdb_engine import duckdb_session, import_duckdb
+from .io import arrow_column, check_present, detect_format, parquet_parts
+from .outofcore import check_stream_options
 from .sizes import memory_limit, resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 

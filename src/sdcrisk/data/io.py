@@ -41,7 +41,7 @@ from ..exceptions import InputError
 from .text import csv_delimiter, csv_header, decode_text, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
-           "resolve_path", "atomic_path", "named_file", "excel_frame"]
+           "resolve_path", "atomic_path", "named_file", "excel_frame", "parquet_parts"]
 
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -330,6 +330,21 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         if col.dtype == object or str(col.dtype).startswith(("str", "string")):
             frame[name] = col.mask(col.astype(str).str.strip() == "")
     return _frame_columns(frame, columns)
+
+
+def parquet_parts(path: str | os.PathLike) -> list[Path]:
+    """The files of a dataset: a folder's Parquet files (recursively, in path order, as
+    ``pyarrow.dataset`` lists them) or the file itself."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"file not found: {str(path)!r}")
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.is_file()
+                   and not p.name.startswith((".", "_")))
+    if not files:
+        raise InputError(f"{path.name}: the folder holds no Parquet files")
+    return files
 
 
 def named_file(source: Any) -> str | None:

@@ -31,12 +31,10 @@ does not fit; the out-of-core path goes from the file straight to the CellTable.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -45,17 +43,16 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
+from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import csv_delimiter, decimal_comma_numbers, printable, weights_not_numeric
 
-__all__ = ["tabulate_file", "import_duckdb", "duckdb_session", "check_stream_options", "check_path",
-           "PartCounts", "CellPlan", "count_part", "plan_cells", "part_record_cells",
-           "parquet_parts"]
+__all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
+           "count_part", "plan_cells", "part_record_cells"]
 
 RecordCell = Literal["memmap", "memory"]
-_COUNT, _WSUM, _ISUM = "__sdcrisk_n", "__sdcrisk_w", "__sdcrisk_iw"
 _NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
@@ -335,148 +332,6 @@ def tabulate_file(
     return plan.table(out, hh_out, big_n, how, path.name)
 
 
-def import_duckdb(required: bool):
-    """The ``duckdb`` module; None when it is not installed (a ParameterError naming the
-    extra when ``required``)."""
-    try:
-        import duckdb
-    except ImportError:
-        if required:
-            raise ParameterError("engine='duckdb' needs the duckdb package: pip install "
-                                 "'sdcrisk[duckdb]'") from None
-        return None
-    return duckdb
-
-
-@contextlib.contextmanager
-def duckdb_session(duckdb, memory_bytes: int) -> Iterator[Any]:
-    """A DuckDB connection that spills to a private folder past ``memory_bytes`` (at least
-    128 MiB) and uses every core; closed, and its spill folder removed, on exit."""
-    spill = tempfile.mkdtemp(prefix="sdcrisk-duckdb-")
-    con = None
-    try:
-        con = duckdb.connect(config={
-            "memory_limit": f"{max(int(memory_bytes), 1 << 27) // (1 << 20)}MB",
-            "temp_directory": spill, "preserve_insertion_order": False})
-        con.execute("SET threads TO ?", [os.cpu_count() or 1])
-        yield con
-    finally:
-        if con is not None:
-            con.close()
-        shutil.rmtree(spill, ignore_errors=True)
-
-
-def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> PartCounts | None:
-    """Pass 1 as one DuckDB ``GROUP BY`` over the Parquet file(s); None (use Arrow's
-    batches) when duckdb is missing, or when the data need an error message with a row
-    number (missing keys under ``missing="error"``, bad weights): the Arrow pass gives it."""
-    duckdb = import_duckdb(required)
-    if duckdb is None:
-        return None
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .sizes import memory_limit
-
-    files = [str(f) for f in parquet_parts(path)]
-    schema = pq.read_schema(files[0])
-    try:
-        with duckdb_session(duckdb, memory_limit() // 2) as con:
-            q = [f'"{k}"' for k in keys]
-            aggs = [f"count(*) AS {_COUNT}"]
-            checks = []
-            if weights:
-                w = f'"{weights}"'
-                aggs += [f"sum({w}::DOUBLE) AS {_WSUM}", f"sum(1.0 / {w}::DOUBLE) AS {_ISUM}"]
-                checks.append(f"count(*) FILTER (WHERE {w} IS NULL OR NOT "
-                              f"isfinite({w}::DOUBLE) OR {w} <= 0)")
-            if missing == "error":
-                checks += [f"count(*) FILTER (WHERE {c} IS NULL"
-                           + (f" OR isnan({c}))" if pa.types.is_floating(schema.field(k).type)
-                              else ")") for k, c in zip(keys, q, strict=True)]
-            source = f"read_parquet({files!r})"
-            if checks:
-                bad = con.sql(f"SELECT {', '.join(checks)} FROM {source}").fetchall()[0]
-                if any(bad):
-                    return None
-            # a relation, not a DB-API result: duckdb 2.x warns (UserWarning, shown to the
-            # user) that Arrow output of the latter makes an extra copy of the rows
-            rel = con.sql(f"SELECT {', '.join(q)}, {', '.join(aggs)} FROM {source} "
-                          f"GROUP BY ALL")
-            # duckdb 2.x: to_arrow_table; 1.x: arrow
-            fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
-            combos = fetch()
-    except duckdb.Error as exc:
-        if required:
-            raise InputError(f"{path.name}: DuckDB could not read it ({exc})") from exc
-        return None
-    # the key columns typed as pyarrow reads them (pass 2 looks their values up by type)
-    fields = []
-    for f in combos.schema:
-        if f.name in keys:
-            typ = schema.field(f.name).type
-            fields.append(pa.field(f.name, typ.value_type if pa.types.is_dictionary(typ)
-                                   else typ))
-        else:
-            fields.append(pa.field(f.name, pa.int64() if f.name == _COUNT else pa.float64()))
-    combos = combos.cast(pa.schema(fields))
-    n = int(pa.compute.sum(combos.column(_COUNT)).as_py() or 0)
-    wsum = float(pa.compute.sum(combos.column(_WSUM)).as_py()) if weights and n else 0.0
-    if n == 0:
-        combos = None
-    else:
-        # NaN keys are missing, like null: the Arrow pass turns them into null first
-        combos = pa.table({c: (_prepare(combos.column(c)) if c in keys else combos.column(c))
-                           for c in combos.column_names})
-    return PartCounts(combos, n, wsum, False, None)
-
-
-def _count_duckdb_stream(data, keys, *, required: bool) -> PartCounts | None:
-    """Pass 1 of a mu-Argus stream (:class:`sdcrisk.data.asc.Stream`) as one DuckDB
-    ``GROUP BY`` over its record batches (3.5x faster than Arrow's batch-wise hash
-    aggregation at 3e7 records x 8 keys); None when duckdb is not installed."""
-    duckdb = import_duckdb(required)
-    if duckdb is None:
-        return None
-    import pyarrow as pa
-
-    from .sizes import memory_limit
-
-    batches = iter(data.to_batches(columns=list(keys)))
-    first = next(batches, None)
-    typer = data.values
-    if first is None:
-        return PartCounts(None, 0, 0.0, True, None, typer)
-
-    failed: list[Exception] = []
-
-    def all_batches():
-        yield first
-        try:
-            yield from batches
-        except InputError as exc:  # a malformed record: DuckDB would wrap the message
-            failed.append(exc)
-            raise
-
-    reader = pa.RecordBatchReader.from_batches(first.schema, all_batches())  # noqa: F841
-    try:
-        with duckdb_session(duckdb, memory_limit() // 2) as con:
-            q = ", ".join(f'"{k}"' for k in keys)
-            rel = con.sql(f"SELECT {q}, count(*) AS {_COUNT} FROM reader GROUP BY ALL")
-            fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
-            combos = fetch()
-    except duckdb.Error as exc:
-        if failed:
-            raise failed[0] from None
-        if required:
-            raise InputError(f"DuckDB could not count the records ({exc})") from exc
-        return None
-    # the raw key columns typed as the stream gives them (pass 2 looks them up by type)
-    combos = combos.cast(pa.schema(list(first.schema) + [pa.field(_COUNT, pa.int64())]))
-    n = int(pa.compute.sum(combos.column(_COUNT)).as_py() or 0)
-    return PartCounts(combos if n else None, n, 0.0, True, None, typer)
-
-
 @dataclass(frozen=True)
 class PartCounts:
     """Pass 1 over one file (or part): its distinct raw key combinations and their counts.
@@ -495,12 +350,37 @@ class PartCounts:
     typer: Any = None
 
 
+def _count_duckdb(path: Path, keys, weights, missing, *, required: bool) -> PartCounts | None:
+    """Pass 1 over Parquet as one DuckDB ``GROUP BY`` (:func:`~.duckdb_engine.group_parquet`);
+    None when the Arrow pass must do it."""
+    import pyarrow as pa
+
+    got = group_parquet(path, keys, weights, missing, required=required)
+    if got is None:
+        return None
+    combos, n, wsum = got
+    if combos is not None:  # NaN keys are missing, like null: the Arrow pass nulls them first
+        combos = pa.table({c: (_prepare(combos.column(c)) if c in keys else combos.column(c))
+                           for c in combos.column_names})
+    return PartCounts(combos, n, wsum, False, None)
+
+
+def _count_duckdb_stream(data, keys, *, required: bool) -> PartCounts | None:
+    """Pass 1 of a mu-Argus stream as one DuckDB ``GROUP BY``
+    (:func:`~.duckdb_engine.group_stream`); None without duckdb."""
+    got = group_stream(data, keys, required=required)
+    if got is None:
+        return None
+    combos, n = got
+    return PartCounts(combos, n, 0.0, True, None, data.values)
+
+
 def _count(data, keys, weights, household, missing, batch_rows, is_csv) -> PartCounts:
     """Pass 1: distinct key combinations with counts (and weight sums) of a dataset."""
     import pyarrow as pa
 
     columns = list(keys) + [c for c in (weights, household) if c]
-    sums = [_COUNT] + ([_WSUM, _ISUM] if weights else [])
+    sums = [COUNT] + ([WSUM, ISUM] if weights else [])
     partial, held, merged, n, wsum = [], 0, 0, 0, 0.0
     hh_ids = _DistinctIds(household, 4 * batch_rows) if household else None
     for tbl in _batches(data, columns, batch_rows):
@@ -513,11 +393,11 @@ def _count(data, keys, weights, household, missing, batch_rows, is_csv) -> PartC
                     raise InputError(f"column {k!r} has missing values (first at row "
                                      f"{row + 1}); use missing='category' to treat missing "
                                      "as its own level, or fill them")
-        cols[_COUNT] = pa.array(np.ones(tbl.num_rows, np.int64))
+        cols[COUNT] = pa.array(np.ones(tbl.num_rows, np.int64))
         if weights:
             w = _check_weights(weights, _prepare(tbl.column(weights)), n)
             wsum += float(w.sum())
-            cols[_WSUM], cols[_ISUM] = pa.array(w), pa.array(1.0 / w)
+            cols[WSUM], cols[ISUM] = pa.array(w), pa.array(1.0 / w)
         if hh_ids is not None:
             hh_ids.add(_prepare(tbl.column(household)), n)
         part = _group(pa.table(cols), keys, sums)
@@ -544,7 +424,7 @@ def merge_counts(parts: Sequence[PartCounts], keys: Sequence[str], *, weights: b
     tables = [p.combos for p in parts if p.combos is not None]
     if not tables:
         return None
-    sums = [_COUNT] + ([_WSUM, _ISUM] if weights else [])
+    sums = [COUNT] + ([WSUM, ISUM] if weights else [])
     if len(tables) == 1:
         return tables[0]
     # parts of a CSV folder may type a column differently: all as text then
@@ -604,7 +484,7 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
         if typer is not None:
             values, miss = typer(k, raw)
             if miss is not None and missing == "error":  # no row number: records not kept
-                many = int(combos.column(_COUNT).to_numpy()[miss].sum())
+                many = int(combos.column(COUNT).to_numpy()[miss].sum())
                 raise InputError(f"column {k!r} has {many} missing value(s) (blank, or one of "
                                  "its missing codes); use missing='category' to treat missing "
                                  "as its own level, or fill them")
@@ -629,15 +509,15 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
     cells, inv = np.unique(ids, return_inverse=True)
     inv = inv.ravel()
     m = len(cells)
-    counts = np.bincount(inv, weights=combos.column(_COUNT).to_numpy(),
+    counts = np.bincount(inv, weights=combos.column(COUNT).to_numpy(),
                          minlength=m).round().astype(np.int64)
     weight_sums = inclusion_sums = None
     total = 0.0
     if weighted:
-        wsum = combos.column(_WSUM).to_numpy()
+        wsum = combos.column(WSUM).to_numpy()
         total = float(wsum.sum())
         weight_sums = np.bincount(inv, weights=wsum, minlength=m)
-        inclusion_sums = np.bincount(inv, weights=combos.column(_ISUM).to_numpy(), minlength=m)
+        inclusion_sums = np.bincount(inv, weights=combos.column(ISUM).to_numpy(), minlength=m)
     cell_codes = _cells.decode_cells(cells, n_levels, np.result_type(*codes))
     return CellPlan(keys=tuple(keys), levels=tuple(lv), cells=cells, counts=counts,
                     cell_codes=cell_codes, weight_sums=weight_sums,
@@ -719,21 +599,6 @@ def plan_cells(parts: Sequence[PartCounts], keys: Sequence[str], *, weighted: bo
     typer = next((p.typer for p in parts if p.typer is not None), None)
     return _code_combos(combos, tuple(keys), is_csv, weighted, levels, missing, max_levels,
                         typer)
-
-
-def parquet_parts(path: str | os.PathLike) -> list[Path]:
-    """The files of a dataset: a folder's Parquet files (recursively, in path order, as
-    ``pyarrow.dataset`` lists them) or the file itself."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"file not found: {str(path)!r}")
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.is_file()
-                   and not p.name.startswith((".", "_")))
-    if not files:
-        raise InputError(f"{path.name}: the folder holds no Parquet files")
-    return files
 
 
 class _DistinctIds:

@@ -26,13 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data.outofcore import (
-    check_path,
-    count_part,
-    parquet_parts,
-    part_record_cells,
-    plan_cells,
-)
+from ..data.io import parquet_parts
+from ..data.outofcore import check_path, count_part, part_record_cells, plan_cells
 from ..data.sizes import resolve_population_size
 from ..data.table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 from ..exceptions import ParameterError
