@@ -47,7 +47,7 @@ from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import csv_delimiter, decimal_comma_numbers, printable, weights_not_numeric
+from .text import csv_delimiter, decimal_comma_weights, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
@@ -172,10 +172,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
         try:
             values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
-            text = w.to_numpy(zero_copy_only=False)
-            values = decimal_comma_numbers(text)
-            if values is None:
-                raise weights_not_numeric(name, text) from None
+            values = decimal_comma_weights(name, w)
     elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:

@@ -26,7 +26,7 @@ from .sizes import (
     resolve_population_size,
     short_repr,
 )
-from .text import decimal_comma_numbers, weights_not_numeric
+from .text import decimal_comma_weights
 
 __all__ = ["Microdata", "CellTable", "PopulationCounts", "tabulate", "tabulate_source",
            "check_keys", "check_level_keys"]
@@ -433,10 +433,7 @@ def _validate_weights(name: str, col) -> np.ndarray:
         try:
             values = values.astype(float)
         except ValueError:
-            comma = decimal_comma_numbers(values)
-            if comma is None:
-                raise weights_not_numeric(name, values) from None
-            values = comma
+            values = decimal_comma_weights(name, values)
     w = values.astype(float)
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():

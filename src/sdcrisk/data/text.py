@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
-           "weights_not_numeric", "decode_text", "names_not_utf8"]
+           "decimal_comma_weights", "decode_text", "names_not_utf8"]
 
 
 def printable(text: str, limit: int = 160) -> str:
@@ -61,13 +61,15 @@ def csv_header(path: Path, delimiter: str, compression: str | None = None) -> li
 _OTHER_SEPARATORS = (";", "\t", "|")
 
 
-def csv_delimiter(path: Path, compression: str | None = None) -> str:
+def csv_delimiter(path: Path, compression: str | None = None, head: bytes | None = None
+                  ) -> str:
     r"""The field separator of a CSV file, read from its header line.
 
     A ``.tsv`` name means tab. Otherwise the comma, unless the header line has no comma
     (outside double quotes) and does have semicolons, tabs or pipes: then the most frequent
     of those (a semicolon-separated export, as spreadsheets write it where the comma is the
-    decimal mark). One column with none of them is read as comma-separated.
+    decimal mark). One column with none of them is read as comma-separated. ``head``: the
+    file's first bytes when the caller has read them already (:func:`head_bytes`).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -80,7 +82,8 @@ def csv_delimiter(path: Path, compression: str | None = None) -> str:
     """
     if ".tsv" in [s.lower() for s in path.suffixes]:
         return "\t"
-    head = head_bytes(path, compression)
+    if head is None:
+        head = head_bytes(path, compression)
     first = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")
     outside = "".join(re.split(r'"[^"]*"', first))  # drop quoted names
     if "," in outside:
@@ -120,19 +123,24 @@ def decimal_comma_numbers(values) -> np.ndarray | None:
     return pc.cast(swapped, pa.float64()).to_numpy(zero_copy_only=False)
 
 
-def weights_not_numeric(name: str, values) -> InputError:
-    """The error for a weights column of text that is not all numbers: it names the first
-    value that is no number, or says that decimal points and commas are mixed."""
+def decimal_comma_weights(name: str, values) -> np.ndarray:
+    """A weights column of text that did not read as numbers with a decimal point, read
+    with a decimal comma (:func:`decimal_comma_numbers`); every reader of weights falls back
+    on this one step. InputError naming the first value that is no number, or saying that
+    decimal points and commas are mixed."""
+    got = decimal_comma_numbers(values)
+    if got is not None:
+        return got
     for v in values:
         text = str(v)
         try:
             float(text)
         except ValueError:
             if not re.fullmatch(_DECIMAL_COMMA, text):
-                return InputError(f"weights column {name!r} is not numeric: value "
-                                  f"{printable(text)!r}")
-    return InputError(f"weights column {name!r} mixes decimal points and decimal commas; "
-                      "write every weight the same way")
+                raise InputError(f"weights column {name!r} is not numeric: value "
+                                 f"{printable(text)!r}") from None
+    raise InputError(f"weights column {name!r} mixes decimal points and decimal commas; "
+                     "write every weight the same way")
 
 
 def head_bytes(path: Path, compression: str | None, size: int = 1 << 16) -> bytes:
