@@ -17,7 +17,7 @@ from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
-from .text import csv_delimiter, decode_text, names_not_utf8, printable
+from .text import csv_delimiter, decode_text, head_bytes, names_not_utf8, printable
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 
@@ -83,11 +83,6 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
     return out
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
-
-
 def read_frame(source: Any):
     """The whole file as a pandas DataFrame. CSV cells are kept as their text (so that the
     columns protect does not change are written back byte for byte); compression and format
@@ -116,8 +111,9 @@ def read_frame(source: Any):
         elif kind in _LABELLED:
             frame = _read_labelled(path, kind)
         else:
-            compression = "gzip" if _is_gzip(path) else "infer"
-            sep = csv_delimiter(path, packed)  # as assess reads it: ';' and tab too
+            compression = "gzip" if packed == "gzip" else "infer"
+            head = head_bytes(path, packed)
+            sep = csv_delimiter(path, packed, head)  # as assess reads it: ';' and tab too
             try:
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False,
                                     compression=compression, sep=sep)
@@ -126,9 +122,6 @@ def read_frame(source: Any):
                                     compression=compression, encoding="latin-1", sep=sep)
                 _decode_values(frame, path.name)
             frame.attrs["delimiter"] = sep
-            opener = gzip.open if compression == "gzip" else open
-            with opener(path, "rb") as fh:
-                head = fh.read(1 << 16)
             frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
             _refuse_duplicate_names(path, head, sep)
     except InputError:
