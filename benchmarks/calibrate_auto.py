@@ -43,8 +43,14 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE))
 
-from sdcrisk.analyses._auto_calibrated import base_features, model_features  # noqa: E402
+from sdcrisk.analyses._auto_calibrated import (  # noqa: E402
+    RECORD_FEATURE,
+    base_features,
+    model_features,
+    record_map,
+)
 
 PARAMS = HERE.parent / "src" / "sdcrisk" / "analyses" / "auto_params.json"
 CANDIDATE_SETS = {
@@ -58,6 +64,16 @@ LAMBDAS = (0.3, 3.0, 30.0, 300.0)
 SHRINK_TOWARDS = "graphical(prior_weight=50)"
 SHRINK_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 HUBER = 0.1
+#: the record-level calibration (issue 17, 2026-11-25; ``benchmarks/record_rule.py``): the
+#: candidate whose sample-unique record risks are mapped by logit p' = a + b logit p +
+#: c log(n / N), fitted on the corpus's records; the sum of the mapped risks is the feature
+#: RECORD_FEATURE, and the regression is blended towards it instead of towards
+#: SHRINK_TOWARDS's own figure
+RECORD_SOURCE = "graphical(prior_weight=50)"
+RECORD_LABEL = f"the sum of {RECORD_SOURCE}'s record risks after the corpus-learned map"
+RECORD_CLIP = 1e-6
+#: per measure: the record table's risk column and truth column
+RECORD_COLUMNS = {"tau1": ("p1", "pu"), "tau2": ("r2", "inv_f")}
 SCALE_FEATURES = ["log_fraction", "log_su"]
 #: the last feature of the scale model: the model's own prediction of log(tau / SU) (<= 0)
 PREDICTED = "predicted_log_share"
@@ -175,7 +191,8 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
     ok = np.isfinite(y)
     final = fit_huber_ridge(x[ok], y[ok], _weights(pops[ok]), lam)
     alpha = 1.0
-    shrink = f"log_{SHRINK_TOWARDS}"
+    shrink, towards = ((RECORD_FEATURE, RECORD_LABEL) if RECORD_FEATURE in names
+                       else (f"log_{SHRINK_TOWARDS}", f"{SHRINK_TOWARDS}'s own figure"))
     blended = shrink_to_g50 and shrink in names and len(np.unique(pops)) >= 2
     if blended:
         # blend with graphical(pw=50): a * model + (1 - a) * log(g50 / SU), a chosen on the
@@ -207,7 +224,7 @@ def fit_model(x, y, pops, sx, names, scale_names, *, scale_prediction: bool = Tr
             "scale_features": list(scale_names), "scale_coef": gamma.tolist(),
             "scale_min": sx[ok].min(axis=0).tolist(), "scale_max": sx[ok].max(axis=0).tolist(),
             "conformal_levels": list(LEVELS), "conformal_quantiles": qs,
-            **({"shrink": {"towards": SHRINK_TOWARDS, "alpha": alpha}} if blended else {})}
+            **({"shrink": {"towards": towards, "alpha": alpha}} if blended else {})}
 
 
 def _weighted_quantile(v, w, q):
@@ -251,12 +268,127 @@ def usable(df: pd.DataFrame, cands: list[str]) -> pd.DataFrame:
     return df[ok].reset_index(drop=True)
 
 
+# --- the record-level map ---------------------------------------------------------------
+def load_records(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per sample-unique record of the corpus cases in ``df``: RECORD_SOURCE's risks
+    (``benchmarks/record_calibration.py``'s cache, filled here for the cases not in it, about
+    a minute for the whole corpus), the truth, SU and log(n / N) of its case."""
+    import corpus
+    import record_calibration as rc
+
+    wanted = set(df["case"])
+    cases = [c for c in corpus.cases() if c.index in wanted]
+    rc.run_all(cases, None)
+    recs = pd.concat([_case_records(rc, c) for c in cases], ignore_index=True)
+    size = df.set_index("case")
+    recs["log_fraction"] = np.log(recs["case"].map(size["n"]).to_numpy(float)
+                                  / recs["case"].map(size["N"]).to_numpy(float))
+    return recs
+
+
+def _case_records(rc, case) -> pd.DataFrame:
+    z = dict(np.load(rc.cache_path(case), allow_pickle=False))
+    if str(z["error"]) or "p1" not in z:
+        return pd.DataFrame()
+    big_f = z["big_f"].astype(float)
+    return pd.DataFrame({"case": case.index, "population": case.population,
+                         "su": float(z["su"]), "p1": z["p1"].astype(float),
+                         "r2": z["r2"].astype(float), "pu": (big_f == 1).astype(float),
+                         "inv_f": 1.0 / big_f})
+
+
+def _record_design(recs: pd.DataFrame, measure: str) -> np.ndarray:
+    p = np.clip(recs[RECORD_COLUMNS[measure][0]].to_numpy(float), RECORD_CLIP, 1 - RECORD_CLIP)
+    return np.column_stack([np.ones(len(p)), np.log(p / (1 - p)),
+                            recs["log_fraction"].to_numpy(float)])
+
+
+def fit_record_map(recs: pd.DataFrame, measure: str) -> list[float]:
+    """a, b, c of the map by (quasi-)binomial likelihood (1/F is a fractional outcome for
+    tau2); each record weighted 1 / SU of its case and populations equally, so every case
+    counts once."""
+    from scipy.optimize import minimize
+
+    x = _record_design(recs, measure)
+    y = recs[RECORD_COLUMNS[measure][1]].to_numpy(float)
+    per_pop = recs.groupby("population")["case"].transform("nunique").to_numpy(float)
+    w = 1.0 / recs["su"].to_numpy(float) / per_pop
+    w *= len(w) / w.sum() / 1000.0
+
+    def loss(b):
+        z = x @ b
+        return (float(np.sum(w * (np.logaddexp(0.0, z) - y * z))),
+                x.T @ (w * (1.0 / (1.0 + np.exp(-z)) - y)))
+
+    return minimize(loss, np.zeros(3), jac=True, method="L-BFGS-B").x.tolist()
+
+
+def record_sums(recs: pd.DataFrame, record: dict, measure: str, by: list[str]) -> pd.Series:
+    """Per group (case): the sum of the mapped risks, as auto computes it
+    (``_auto_calibrated.record_map``)."""
+    mapped = np.empty(len(recs))
+    for frac, idx in recs.groupby("log_fraction").indices.items():
+        mapped[idx] = record_map(recs[RECORD_COLUMNS[measure][0]].to_numpy(float)[idx],
+                                 math.exp(frac), record, measure)
+    return pd.Series(mapped, index=recs.index).groupby([recs[b] for b in by]).sum()
+
+
+class RecordMaps:
+    """Record maps fitted on sets of corpus populations (cached), and the record-calibrated
+    estimates they give the corpus cases."""
+
+    def __init__(self, recs: pd.DataFrame):
+        self.recs = recs
+        self._maps: dict = {}
+
+    def record(self, pops) -> dict:
+        """The ``record_map`` parameters fitted on ``pops``."""
+        key = tuple(sorted(pops))
+        if key not in self._maps:
+            sub = self.recs[self.recs["population"].isin(key)]
+            self._maps[key] = {"source": RECORD_SOURCE, "clip": RECORD_CLIP,
+                               "terms": ["1", "logit p", "log(n / N)"],
+                               **{m: fit_record_map(sub, m) for m in MEASURES}}
+        return self._maps[key]
+
+    def column(self, df: pd.DataFrame, measure: str, fitted_on) -> np.ndarray:
+        """Each case's record-calibrated estimate, from the map fitted on
+        ``fitted_on(population of the case)``; NaN where the case has no records."""
+        out = np.full(len(df), np.nan)
+        pops = df["population"].to_numpy()
+        for p in np.unique(pops):
+            r = self.recs[self.recs["population"] == p]
+            idx = np.where(pops == p)[0]
+            if r.empty:
+                continue
+            s = record_sums(r, self.record(fitted_on(p)), measure, ["case"])
+            out[idx] = s.reindex(df["case"].to_numpy()[idx]).to_numpy()
+        return out
+
+
+def with_record(df: pd.DataFrame, x: np.ndarray, names: list[str], col: np.ndarray,
+                measure: str) -> tuple[np.ndarray, list[str]]:
+    """The feature matrix with RECORD_FEATURE added: log(record-calibrated estimate / SU),
+    floored as the candidates are; a case without records takes RECORD_SOURCE's own
+    estimate."""
+    su = df["sample_uniques"].to_numpy(float)
+    own = df[f"{RECORD_SOURCE}:{measure}"].to_numpy(float)
+    col = np.where(np.isfinite(col), col, own)
+    share = np.log(np.maximum(col, 1e-4 * su) / su)
+    return np.column_stack([x, share]), [*names, RECORD_FEATURE]
+
+
 def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
-         scale_prediction: bool = True, shrink_to_g50: bool = True) -> pd.DataFrame:
+         scale_prediction: bool = True, shrink_to_g50: bool = True,
+         records: RecordMaps | None = None) -> pd.DataFrame:
     """Outer LOPO: per held-out population, the model fitted on the others (with the
     ``extra`` feature columns of :func:`matrices`, if given; ``scale_extra(df, measure)``
     and ``scale_prediction`` vary the interval's scale model, ``shrink_to_g50`` the blend,
-    see :func:`fit_model`)."""
+    see :func:`fit_model`). ``records``: the record-level calibration (the shipped rule when
+    RECORD_SOURCE is a candidate), nested: for a held-out population p the map is fitted on
+    the others, and each training case's own record feature comes from a map fitted without
+    p and without the case's population (stacking), so that neither the regression nor the
+    blend weight sees a map fitted on the case it is fitted on."""
     df = usable(df, cands)
     pops = df["population"].to_numpy()
     out = df[["case", "population", "keyset", "design", "fraction", "n", "sample_uniques",
@@ -273,12 +405,20 @@ def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
         est = np.full(len(df), np.nan)
         lo = est.copy()
         hi = est.copy()
+        nested = records is not None and RECORD_SOURCE in cands
+        every = sorted(set(pops))
         for p in np.unique(pops):
             tr = pops != p
-            model = fit_model(x[tr], y[tr], pops[tr], sx[tr], names, scale_names,
+            xp, names_p = x, names
+            if nested:
+                others = [q for q in every if q != p]
+                col = records.column(df, m, lambda q, p=p, o=others:
+                                     o if q == p else [r for r in o if r != q])
+                xp, names_p = with_record(df, x, names, col, m)
+            model = fit_model(xp[tr], y[tr], pops[tr], sx[tr], names_p, scale_names,
                               scale_prediction=scale_prediction, shrink_to_g50=shrink_to_g50)
             te = pops == p
-            yh, yl, yu = apply(model, x[te], sx[te])
+            yh, yl, yu = apply(model, xp[te], sx[te])
             est[te], lo[te], hi[te] = su[te] * np.exp(yh), su[te] * np.exp(yl), \
                 np.minimum(su[te], su[te] * np.exp(yu))
         out[f"auto:{m}"], out[f"auto:{m}_lo"], out[f"auto:{m}_hi"] = est, lo, hi
@@ -394,7 +534,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     df = load(Path(args.corpus))
     print(f"{len(df)} cases, {df['population'].nunique()} populations")
-    res = lopo(df, CANDIDATE_SETS["full"])
+    records = RecordMaps(load_records(df))
+    res = lopo(df, CANDIDATE_SETS["full"], records=records)
     res_x = lopo(df, CANDIDATE_SETS["exchangeable"])
     cols = [c for c in res.columns if c.startswith("auto:")]
     both = df.merge(res[["case", *cols]], on="case", how="left")
@@ -415,15 +556,19 @@ def main(argv=None) -> None:
     print("\n".join(ll_lines))
     if not args.write:
         return
-    params = {"version": 1, "corpus_cases": int(len(df)),
-              "populations": sorted(df["population"].unique().tolist()),
-              "candidate_sets": CANDIDATE_SETS, "models": {}}
+    every = sorted(df["population"].unique().tolist())
+    params = {"version": 1, "corpus_cases": int(len(df)), "populations": every,
+              "candidate_sets": CANDIDATE_SETS, "record_map": records.record(every),
+              "models": {}}
     for set_name, cands in CANDIDATE_SETS.items():
         params["models"][set_name] = {}
         dfu = usable(df, cands)
         pops = dfu["population"].to_numpy()
         for m in MEASURES:
             x, sx, names = matrices(dfu, m, cands)
+            if RECORD_SOURCE in cands:  # each case's feature from the map without its population
+                col = records.column(dfu, m, lambda q: [r for r in every if r != q])
+                x, names = with_record(dfu, x, names, col, m)
             y = _target(dfu, m)
             params["models"][set_name][m] = fit_model(x, y, pops, sx, names, SCALE_FEATURES)
     PARAMS.write_text(json.dumps(params, indent=1) + "\n")

@@ -2,8 +2,11 @@
 fitted on?
 
 ``auto`` (calibrated rule) reports graphical(prior_weight=50)'s per-cell risks P(F = 1 | f = 1)
-and E[1/F | f], rescaled on the sample uniques so that they add up to its combined tau1 and
-tau2 (``AutoRisk._calibrated_result``: ``clip(r * tau_auto / tau_g50, 0, 1)``). For every
+and E[1/F | f] after the corpus-learned record map (``calibrate_auto.RecordMaps``; since
+2026-11-25), held on the sample uniques to its combined tau1 and tau2
+(``AutoRisk._calibrated_result``: ``clip(r' * tau_auto / sum r', 0, 1)``; before, the raw risks
+were rescaled, ``clip(r * tau_auto / tau_g50, 0, 1)``). Here the map is the one fitted on the
+other populations (leave-one-population-out, as the tau are). For every
 corpus case (``benchmarks/corpus.py``) this script draws the sample, fits
 graphical(prior_weight=50) as auto does, and keeps, for each sample-unique record, its raw
 risks, the truth (its cell's population count F) and the case's leave-one-population-out
@@ -47,7 +50,7 @@ THRESHOLDS = (0.5, 0.8, 0.9)
 
 
 # --- per case ----------------------------------------------------------------------------
-def _cache_path(case) -> Path:
+def cache_path(case) -> Path:
     return CACHE / f"case-{case.index}.npz"
 
 
@@ -77,9 +80,9 @@ def run_case(case) -> dict:
                    sum_p1=float(p1[su_cells].sum()), sum_r2=float(r2[su_cells].sum()),
                    su=int(su_cells.sum()), n=table.n, N=table.population_size)
     CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = _cache_path(case).with_suffix(".tmp.npz")
+    tmp = cache_path(case).with_suffix(".tmp.npz")
     np.savez(tmp, **out)
-    tmp.replace(_cache_path(case))
+    tmp.replace(cache_path(case))
     return out
 
 
@@ -91,7 +94,7 @@ def _order(cs):
 
 
 def run_all(selected, limit: float | None) -> None:
-    todo = [c for c in _order(selected) if not _cache_path(c).exists()]
+    todo = [c for c in _order(selected) if not cache_path(c).exists()]
     print(f"{len(selected)} cases selected, {len(todo)} to run", flush=True)
     start = time.time()
     for i, case in enumerate(todo):
@@ -120,7 +123,7 @@ def load(selected) -> tuple[pd.DataFrame, list[str]]:
     cal = pd.read_csv(HERE / "calibration.csv").set_index("case")
     frames, notes = [], []
     for case in selected:
-        path = _cache_path(case)
+        path = cache_path(case)
         if not path.exists():
             continue
         z = dict(np.load(path, allow_pickle=False))
@@ -134,25 +137,48 @@ def load(selected) -> tuple[pd.DataFrame, list[str]]:
         if su == 0 or case.index not in cal.index:
             continue
         t1, t2 = auto_taus(cal.loc[case.index], su, float(z["n"]), float(z["N"]))
-        g1, g2 = float(z["g50_tau1"]), float(z["g50_tau2"])
+        g1 = float(z["g50_tau1"])
         p1, r2 = z["p1"].astype(float), z["r2"].astype(float)
         big_f = z["big_f"]
         frames.append(pd.DataFrame({
             "case": case.index, "population": case.population, "design": case.design,
             "fraction": case.fraction, "su": su,
             "p1": p1, "r2": r2,
-            "p1_auto": np.clip(p1 * t1 / g1, 0, 1) if g1 else p1,
-            "r2_auto": np.clip(r2 * t2 / g2, 0, 1) if g2 else r2,
+            "t1_auto": t1, "t2_auto": t2,
+            "log_fraction": math.log(float(z["n"]) / float(z["N"])),
             "const_auto": t1 / su, "const_auto2": t2 / su,
-            "pu": (big_f == 1).astype(float), "inv_f": 1.0 / big_f,
+            "pu": (big_f == 1).astype(float), "inv_f": 1.0 / big_f, "big_f": big_f,
             "sum_gap": abs(float(z["sum_p1"]) - g1) / max(g1, 1e-12),
         }))
     df = pd.concat(frames, ignore_index=True)
+    _auto_risks(df)
     # the oracle constant: each case's true tau1 / SU (tau2 / SU) for every sample unique
     g = df.groupby("case")
     df["const_true"] = g["pu"].transform("mean")
     df["const_true2"] = g["inv_f"].transform("mean")
     return df, notes
+
+
+def _auto_risks(df: pd.DataFrame) -> None:
+    """auto's record risks (in place: ``p1_auto``, ``r2_auto``): g50's risks after the
+    record map fitted on the **other** populations (``calibrate_auto.RecordMaps``, as
+    ``AutoRisk`` maps them with the shipped one), held to the case's LOPO tau1 / tau2."""
+    import calibrate_auto as ca
+
+    from sdcrisk.analyses._auto_calibrated import record_map
+
+    recs = df.assign(pu=(df["big_f"] == 1).astype(float), inv_f=1.0 / df["big_f"])
+    maps = ca.RecordMaps(recs)
+    every = sorted(df["population"].unique())
+    for measure, risk, out, tau in (("tau1", "p1", "p1_auto", "t1_auto"),
+                                    ("tau2", "r2", "r2_auto", "t2_auto")):
+        mapped = np.empty(len(df))
+        for (pop, frac), idx in df.groupby(["population", "log_fraction"]).indices.items():
+            record = maps.record([q for q in every if q != pop])
+            mapped[idx] = record_map(df[risk].to_numpy(float)[idx], math.exp(frac), record,
+                                     measure)
+        total = pd.Series(mapped).groupby(df["case"].to_numpy()).transform("sum").to_numpy()
+        df[out] = np.clip(mapped * df[tau].to_numpy(float) / np.maximum(total, 1e-300), 0, 1)
 
 
 # --- scores ------------------------------------------------------------------------------
@@ -233,7 +259,7 @@ def threshold_md(df: pd.DataFrame) -> list[str]:
     lines = ["| risk | threshold | records at or above | share of SU | mean predicted | "
              "observed PU share | PU caught (recall) |", "|---|---:|---:|---:|---:|---:|---:|"]
     total_pu = df["pu"].sum()
-    for label, c in (("g50 raw", "p1"), ("auto (LOPO rescaled)", "p1_auto")):
+    for label, c in (("g50 raw", "p1"), ("auto (LOPO mapped)", "p1_auto")):
         for t in THRESHOLDS:
             m = df[c].to_numpy() >= t
             if not m.any():
@@ -371,13 +397,13 @@ def recalibration_md(df: pd.DataFrame) -> list[str]:
     r = lopo_recalibrated(df, "p1_auto")
     beta = fit_platt(df["p1_auto"].to_numpy(), df["pu"].to_numpy(),
                      1.0 / df.groupby("population")["pu"].transform("size").to_numpy())
-    lines = scores_md(r, [("auto LOPO rescaled", "p1_auto"),
+    lines = scores_md(r, [("auto LOPO mapped", "p1_auto"),
                           ("+ LOPO Platt", "platt"), ("+ LOPO isotonic", "isotonic")], "pu")
     lines += ["", f"Platt map fitted on all six populations: logit p' = {beta[0]:.3f} + "
               f"{beta[1]:.3f} logit p. Records at or above 0.5 after the LOPO maps:", ""]
     lines += ["| risk | records at or above 0.5 | mean predicted | observed PU share | "
               "tau1 implied / true (pooled) |", "|---|---:|---:|---:|---:|"]
-    for label, c in (("auto LOPO rescaled", "p1_auto"), ("+ LOPO Platt", "platt"),
+    for label, c in (("auto LOPO mapped", "p1_auto"), ("+ LOPO Platt", "platt"),
                      ("+ LOPO isotonic", "isotonic")):
         m = r[c].to_numpy() >= 0.5
         lines.append(f"| {label} | {int(m.sum()):,} | {_f(r.loc[m, c].mean())} | "
@@ -392,17 +418,17 @@ def report(df: pd.DataFrame, notes: list[str]) -> list[str]:
     out = [f"{df['case'].nunique()} cases, {len(df):,} sample-unique records, "
            f"{df['population'].nunique()} populations; observed PU share among them "
            f"{df['pu'].mean():.3f}. ROC AUC per case (cases with both classes, {n_auc}): "
-           f"median g50 raw {auc_g:.3f}, auto rescaled {auc_a:.3f} (only the cap at 1 can "
+           f"median g50 raw {auc_g:.3f}, auto {auc_a:.3f} (only the cap at 1 can "
            f"change the ranking). Check: g50's tau1 = sum of its SU cell risks within "
            f"{gap.max():.1e} relative (max over cases).", ""]
     out += ["**P(F = 1 | f = 1) against population uniqueness** (pooled records; "
             "obs / pred = observed PU share / mean predicted):", ""]
-    out += reliability_md(df, [("g50 raw", "p1"), ("auto LOPO rescaled", "p1_auto")], "pu")
+    out += reliability_md(df, [("g50 raw", "p1"), ("auto LOPO mapped", "p1_auto")], "pu")
     out += ["", "Brier score (binned decomposition: Brier ≈ reliability − resolution + "
             "uncertainty; reliability is the miscalibration term) against constants per case: "
             "auto's LOPO tau1/SU (what an exchangeable model with auto's tau1 gives) and the "
             "oracle true tau1/SU:", ""]
-    out += scores_md(df, [("g50 raw", "p1"), ("auto LOPO rescaled", "p1_auto"),
+    out += scores_md(df, [("g50 raw", "p1"), ("auto LOPO mapped", "p1_auto"),
                           ("constant auto tau1/SU", "const_auto"),
                           ("constant true tau1/SU (oracle)", "const_true")], "pu")
     out += ["", *case_weighted_md(df), "", "Records a threshold picks (pooled):", ""]
@@ -410,21 +436,21 @@ def report(df: pd.DataFrame, notes: list[str]) -> list[str]:
     out += ["", "Per left-out population (auto's tau1 for a case of population P was learned "
             "without P):", ""]
     out += per_population_md(df)
-    out += ["", "auto's rescaled risk, observed PU share / mean predicted in coarse bins, per "
+    out += ["", "auto's risk, observed PU share / mean predicted in coarse bins, per "
             "left-out population:", ""]
     out += coarse_md(df, "population", "p1_auto")
     out += ["", "The same per sampling design and fraction:", ""]
     out += coarse_md(df.assign(design=df["design"] + " " + df["fraction"].astype(str)),
                      "design", "p1_auto")
-    out += ["", "What a monotone recalibration of auto's rescaled risk would give, fitted "
+    out += ["", "What a monotone recalibration of auto's risk would give, fitted "
             "leave-one-population-out on the records (populations weighted equally; "
             "exploration, not shipped; it no longer adds up to auto's tau1):", ""]
     out += recalibration_md(df)
     out += ["", "**E[1/F | f = 1] against the truth 1/F** (pooled sample-unique records; "
             "observed = mean of 1/F in the bin):", ""]
-    out += reliability_md(df, [("g50 raw", "r2"), ("auto LOPO rescaled", "r2_auto")], "inv_f")
+    out += reliability_md(df, [("g50 raw", "r2"), ("auto LOPO mapped", "r2_auto")], "inv_f")
     out += [""]
-    out += scores_md(df, [("g50 raw", "r2"), ("auto LOPO rescaled", "r2_auto"),
+    out += scores_md(df, [("g50 raw", "r2"), ("auto LOPO mapped", "r2_auto"),
                           ("constant auto tau2/SU", "const_auto2"),
                           ("constant true tau2/SU (oracle)", "const_true2")], "inv_f")
     if notes:

@@ -394,6 +394,7 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
         model_features,
         predict,
     )
+    from sdcrisk.analyses.validation import Candidate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -402,19 +403,37 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
     assert choice["rule"] == "calibrated" and choice["model"] == "full"
     params = load_params()
     assert params["corpus_cases"] >= 100 and len(params["populations"]) >= 2
-    # the figure is the shipped regression applied to the candidates' estimates
+    # the figure is the shipped regression applied to the candidates' estimates and to the
+    # record-calibrated estimate: graphical(prior_weight=50)'s sample-unique record risks
+    # mapped by logit p' = a + b logit p + c log(n / N) (a, b, c in auto_params.json), summed
     su = uk_table.sample_uniques
-    est = {r["candidate"]: r["tau1"] for r in res.diagnostics["candidates"]}
-    feats = model_features(res.fitted["features"], est, "tau1", su, choice["candidates"])
-    t1, lo, hi, _ = predict(params["models"]["full"]["tau1"], feats, su)
+    g50 = Candidate.parse("graphical:prior_weight=50").estimator().fit(uk_table)
+    record = params["record_map"]
+    assert record["source"] == "graphical(prior_weight=50)"
+    su_cells = uk_table.counts == 1
+    mapped = {}
+    for m, kind in (("tau1", "population_unique"), ("tau2", "reidentification")):
+        a, b, c = record[m]
+        p = np.clip(g50.cell_risk_values[kind][su_cells], 1e-6, 1 - 1e-6)
+        z = a + b * np.log(p / (1 - p)) + c * math.log(uk_table.n / uk_table.population_size)
+        mapped[m] = 1 / (1 + np.exp(-z))
+    for m in ("tau1", "tau2"):
+        est = {r["candidate"]: r[m] for r in res.diagnostics["candidates"]}
+        feats = model_features(res.fitted["features"], est, m, su, choice["candidates"])
+        feats["log_record"] = math.log(mapped[m].sum() / su)
+        want = predict(params["models"]["full"][m], feats, su)[:3]
+        got = res.measures[m]
+        assert (got.estimate, got.lower, got.upper) == pytest.approx(want)
+        assert 0 < got.lower < got.estimate < got.upper <= su
     m = res.measures["tau1"]
-    assert (m.estimate, m.lower, m.upper) == pytest.approx((t1, lo, hi))
-    assert 0 < m.lower < m.estimate < m.upper <= su
     assert res.measures["p_pu_given_su"].estimate == pytest.approx(m.estimate / su)
-    # record risks rescaled so that the sample uniques' risks add up to tau2
-    risk = res.cell_risk_values["reidentification"]
-    assert risk[uk_table.counts == 1].sum() == pytest.approx(res.measures["tau2"].estimate,
-                                                             rel=1e-9)
+    # record risks: the mapped ones, held to the estimate (their sum over the sample uniques)
+    for m, kind in (("tau1", "population_unique"), ("tau2", "reidentification")):
+        risk = res.cell_risk_values[kind][su_cells]
+        tau = res.measures[m].estimate
+        assert risk == pytest.approx(np.clip(mapped[m] * tau / mapped[m].sum(), 0, 1),
+                                     rel=1e-9)
+        assert risk.sum() == pytest.approx(tau, rel=1e-9)
     base = base_features(n=uk_table.n, population_size=uk_table.population_size,
                          sample_uniques=su, n_cells=uk_table.n_cells,
                          f2=int(np.sum(uk_table.counts == 2)),
@@ -423,11 +442,38 @@ def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
                                                    uk_table.cell_codes.T])), n_keys=5,
                          py_alpha=res.fitted["features"]["py_alpha"])
     assert base == res.fitted["features"]
-    # the blend with graphical(prior_weight=50) is told in the reason and the choice
-    assert choice["blend"] == {m: {"towards": "graphical(prior_weight=50)",
-                                   "weight_on_regression": 0.75} for m in ("tau1", "tau2")}
-    assert ("blended with graphical(prior_weight=50)'s own figure (weight 0.25 on it)"
-            in res.fitted["reason"])
+    # the blend with the record-calibrated estimate is told in the reason and the choice
+    towards = "the sum of graphical(prior_weight=50)'s record risks after the corpus-learned map"
+    assert choice["blend"] == {m: {"towards": towards, "weight_on_regression":
+                                   params["models"]["full"][m]["shrink"]["alpha"]}
+                               for m in ("tau1", "tau2")}
+    assert choice["record_risks_mapped"] is True
+    assert f"blended with {towards} (0.75 for tau1, 1 for tau2 on it)" in res.fitted["reason"]
+
+
+def test_record_map_by_hand():
+    """logit p' = a + b logit p + c log(n / N), p clipped to [clip, 1 - clip] first:
+    p = 0.5 at n / N = 1 gives sigmoid(a); p = 0.9 at 1% gives sigmoid(a + b log 9 + c log
+    0.01); p = 0 is held at the clip (no infinite logit)."""
+    from sdcrisk.analyses._auto_calibrated import record_map
+
+    record = {"clip": 1e-6, "tau1": [0.2, 0.5, 0.1], "tau2": [-1.0, 1.0, 0.0]}
+    sig = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
+    assert record_map(np.array([0.5]), 1.0, record, "tau1")[0] == pytest.approx(sig(0.2))
+    got = record_map(np.array([0.9, 0.0]), 0.01, record, "tau1")
+    assert got[0] == pytest.approx(sig(0.2 + 0.5 * math.log(9) + 0.1 * math.log(0.01)))
+    assert got[1] == pytest.approx(sig(0.2 + 0.5 * math.log(1e-6 / (1 - 1e-6))
+                                       + 0.1 * math.log(0.01)))
+    # b = 1, c = 0: the odds times e^a, at any fraction
+    p = np.array([0.1, 0.5, 0.99])
+    odds = p / (1 - p) * math.exp(-1.0)
+    assert record_map(p, 0.03, record, "tau2") == pytest.approx(odds / (1 + odds))
+    # the shipped map: fitted on the corpus, it pulls extreme risks in (0 < b < 1)
+    from sdcrisk.analyses._auto_calibrated import load_params
+
+    shipped = load_params()["record_map"]
+    for m in ("tau1", "tau2"):
+        assert 0 < shipped[m][1] < 1, m
 
 
 def test_calibrated_interval_scale_by_hand():

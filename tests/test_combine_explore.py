@@ -89,14 +89,17 @@ def test_blend_with_graphical50_ships_as_plain_coefficients(ce, monkeypatch, gri
     np.testing.assert_allclose(got, want, atol=1e-12)
 
 
-def test_shipped_rule_is_blended_with_graphical50():
-    """The shipped parameters carry the blend weight chosen on the corpus (0.75 for both
-    measures of the full candidate set, 2026-11-24), and the exchangeable fallback, which has
-    no graphical candidate, none."""
-    from sdcrisk.analyses._auto_calibrated import load_params
+def test_shipped_rule_is_blended_with_the_record_calibrated_graphical50():
+    """The shipped parameters carry the blend weight chosen on the corpus (since 2026-11-25
+    towards the record-calibrated graphical(prior_weight=50): 0.25 on the regression for
+    tau1, 0 for tau2; benchmarks/record_rule.py), the full model has the record feature, and
+    the exchangeable fallback, which has no graphical candidate, neither."""
+    from sdcrisk.analyses._auto_calibrated import RECORD_FEATURE, load_params
 
     models = load_params()["models"]
-    for m in ("tau1", "tau2"):
-        assert models["full"][m]["shrink"] == {"towards": "graphical(prior_weight=50)",
-                                               "alpha": 0.75}
+    towards = "the sum of graphical(prior_weight=50)'s record risks after the corpus-learned map"
+    for m, alpha in (("tau1", 0.25), ("tau2", 0.0)):
+        assert models["full"][m]["shrink"] == {"towards": towards, "alpha": alpha}
+        assert models["full"][m]["features"][-1] == RECORD_FEATURE
         assert "shrink" not in models["exchangeable"][m]
+        assert RECORD_FEATURE not in models["exchangeable"][m]["features"]

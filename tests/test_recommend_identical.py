@@ -5,7 +5,8 @@
 from the fit of the file itself instead of re-fitting it (``_Context.base``), and the
 negative-binomial series of E[1/(f+U)] and E[1/(f+U)^2] take their steps in blocks
 (sequential accumulation, the same IEEE operations in the same order). The plans below were
-recorded before both (tests/reference/recommend_auto_plans.json, see the README there); the
+recorded before both (tests/reference/recommend_auto_plans.json, see the README there;
+re-recorded when auto's rule changed on 2026-11-25); the
 series are also checked against the step-at-a-time loops they replaced.
 """
 

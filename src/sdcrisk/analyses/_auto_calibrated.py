@@ -8,10 +8,13 @@ tau1 and tau2 by a regression learned on the calibration corpus (``benchmarks/co
     log(tau_m / SU) = sum_j beta_j x_j,
 
 x = standardised sample-only features (each candidate's log(tau_m / SU), the sampling fraction,
-n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha...). The
-regression is blended with graphical(prior_weight=50)'s log(tau_m / SU) (weight 0.75 on the
-regression, chosen on the corpus); the blend is linear in x, so ``beta`` already holds it
-(``auto_params.json`` records the weight under ``shrink``). Its 95%
+n, the sample-unique share, cells per record, the key space, the Pitman-Yor alpha..., and the
+record-calibrated estimate ``log_record``: log of the sum over the sample uniques of
+graphical(prior_weight=50)'s record risks after the map :func:`record_map` learned on the
+corpus's records). The regression is blended with that record-calibrated log(tau_m / SU)
+(weight 0.25 on the regression for tau1, 0 for tau2, chosen on the corpus); the blend is
+linear in x, so ``beta`` already holds it (``auto_params.json`` records the weight under
+``shrink`` and the map under ``record_map``). Its 95%
 interval is a normalised split-conformal interval: exp(+-q s(x)) around the estimate, s(x) a
 fitted scale of the out-of-population log error (log-linear in the log sampling fraction, the
 log number of sample uniques and the predicted log(tau_m / SU) itself: an estimate near its
@@ -31,9 +34,13 @@ from typing import Any
 import numpy as np
 
 __all__ = ["load_params", "base_features", "model_features", "predict", "outside_range",
-           "MEASURES"]
+           "record_map", "MEASURES", "RECORD_FEATURE", "RECORD_RISK_KIND"]
 
 MEASURES = ("tau1", "tau2")
+#: the feature holding the record-calibrated estimate: log(sum of mapped record risks / SU)
+RECORD_FEATURE = "log_record"
+#: the per-cell risk whose record-level map gives each measure's record-calibrated estimate
+RECORD_RISK_KIND = {"tau1": "population_unique", "tau2": "reidentification"}
 #: floor of a candidate's tau (as a share of the sample uniques) before taking logs
 _FLOOR = 1e-4
 
@@ -80,6 +87,23 @@ def model_features(base: dict[str, float], estimates: dict[str, float], measure:
     return out
 
 
+def record_map(risk: np.ndarray, fraction: float, record: dict[str, Any], measure: str
+               ) -> np.ndarray:
+    """The corpus-learned map of a candidate's sample-unique record risks (``record``: the
+    ``record_map`` entry of the parameters),
+
+        logit p' = a + b logit p + c log(n / N),
+
+    (``benchmarks/calibrate_auto.py`` fits a, b, c on the corpus's sample-unique records
+    against population uniqueness for tau1 and 1/F for tau2). The sum of the mapped risks is
+    the record-calibrated estimate of the measure."""
+    a, b, c = (float(v) for v in record[measure])
+    clip = float(record["clip"])
+    p = np.clip(np.asarray(risk, float), clip, 1.0 - clip)
+    z = a + b * np.log(p / (1.0 - p)) + c * math.log(fraction)
+    return 1.0 / (1.0 + np.exp(-z))
+
+
 def design_row(feats: dict[str, float], model: dict[str, Any]) -> np.ndarray:
     """Standardised feature vector with the intercept first."""
     names = model["features"]
@@ -102,6 +126,7 @@ _READABLE = {
     "log_space_per_record": ("key space per record", True),
     "n_keys": ("number of keys", False),
     "py_alpha": ("Pitman-Yor alpha", False),
+    RECORD_FEATURE: ("record-calibrated estimate / sample uniques", True),
 }
 
 

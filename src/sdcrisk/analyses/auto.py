@@ -138,9 +138,10 @@ class AutoRisk(Estimator):
 
     Default (``rule="calibrated"``): five cheap models are fitted on the whole file and their
     tau1/tau2 combined by a regression learned on a 504-case corpus of real populations
-    (penalty and interval chosen leave-one-population-out), blended with
-    graphical(prior_weight=50)'s own figure, with a conformal 95% interval
-    (``docs/auto.md``).
+    (penalty and interval chosen leave-one-population-out), blended with the sum of
+    graphical(prior_weight=50)'s sample-unique record risks after a map learned on the
+    corpus's records, with a conformal 95% interval (``docs/auto.md``). The record risks
+    reported are those mapped risks, held to the combined tau1/tau2.
 
     With ``candidates`` (``rule="validated"``): the sample is treated as a population
     (N = n) and sub-sampled at the file's sampling fraction by its design (several seeded
@@ -449,6 +450,7 @@ class AutoRisk(Estimator):
     # calibrated rule ----------------------------------------------------------------------
     def _fit_calibrated(self, table: CellTable) -> RiskResult:
         from ._auto_calibrated import (
+            RECORD_FEATURE,
             base_features,
             load_params,
             model_features,
@@ -497,11 +499,15 @@ class AutoRisk(Estimator):
         calibrated: dict[str, tuple[float, float, float, float]] = {}
         outside: list[str] = []
         named: dict[str, tuple[str, str]] = {}  # feature -> (words, value), each once
+        mapped = _mapped_record_risks(table, fits, params, labels) if su else {}
         if su:
             for m in MEASURES:
                 model = params["models"][set_name][m]
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
+                if RECORD_FEATURE in model["features"]:
+                    feats[RECORD_FEATURE] = math.log(max(float(mapped[m].sum()), 1e-4 * su)
+                                                     / su)
                 calibrated[m] = _within_bounds(predict(model, feats, su, self.ci_level),
                                                table)
                 for name, (label, fact) in outside_range(model, feats).items():
@@ -521,14 +527,14 @@ class AutoRisk(Estimator):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
                               stacklevel=user_stacklevel())
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
-                                       failed, params, outside, summary)
+                                       failed, params, outside, summary, mapped)
 
     def _calibrated_result(self, table, fits, labels, set_name, calibrated, base, failed,
-                           params, outside, outside_summary) -> RiskResult:
+                           params, outside, outside_summary, mapped) -> RiskResult:
         su = float(table.sample_uniques)
         # the record-level risks come from a fixed candidate (the best single one on the
-        # corpus, which also ranks records), rescaled to the calibrated tau1/tau2; a choice by
-        # nearness would flip between models with different record-level behaviour
+        # corpus, which also ranks records), mapped and held to the calibrated tau1/tau2; a
+        # choice by nearness would flip between models with different record-level behaviour
         ref = _record_risk_source(labels)
         first = fits[ref]
         measures = dict(first.measures)
@@ -543,7 +549,12 @@ class AutoRisk(Estimator):
                 measures[m] = Measure(
                     m, est, lo, hi, self.ci_level,
                     f"{where}; log half-width {half:.3g}", old.description)
-                if kind in risks and old.estimate:
+                if kind in risks and m in mapped and mapped[m].sum() > 0:
+                    # the record-calibrated risks (corpus-learned map), held to the estimate
+                    r = np.array(risks[kind], float)
+                    r[su_cells] = np.clip(mapped[m] * est / mapped[m].sum(), 0.0, 1.0)
+                    risks[kind] = r
+                elif kind in risks and old.estimate:
                     r = np.array(risks[kind], float)
                     r[su_cells] = np.clip(r[su_cells] * est / old.estimate, 0.0, 1.0)
                     risks[kind] = r
@@ -578,12 +589,13 @@ class AutoRisk(Estimator):
             on_it = (f"weight {weights.pop():g}" if len(weights) == 1 else ", ".join(
                 f"{1 - sh['alpha']:g} for {m}" for m, sh in shrinks.items()))
             towards = next(iter(shrinks.values()))["towards"]
-            blend = f", blended with {towards}'s own figure ({on_it} on it)"
+            blend = f", blended with {towards} ({on_it} on it)"
+        how = ("after the corpus-learned map of record risks (docs/auto.md), held to"
+               if mapped else "rescaled on the sample uniques to")
         reason = (f"auto combined the tau1/tau2 of {', '.join(labels)} fitted on the whole file "
                   f"with the regression learned on the calibration corpus{blend} "
                   "(docs/auto.md); "
-                  f"record risks are {ref}'s, rescaled on the sample uniques to the "
-                  "combined tau1/tau2.")
+                  f"record risks are {ref}'s, {how} the combined tau1/tau2.")
         if failed:
             reason += f" Could not fit: {', '.join(failed)}."
         if outside:
@@ -592,6 +604,7 @@ class AutoRisk(Estimator):
         choice_info = {"candidates": list(labels), "methods": [c.split("(")[0] for c in labels],
                        "rule": "calibrated", "model": set_name, "description": desc,
                        "record_risks_from": ref,
+                       "record_risks_mapped": bool(mapped),
                        **({"blend": {m: {"towards": sh["towards"],
                                          "weight_on_regression": sh["alpha"]}
                                      for m, sh in shrinks.items()}}
@@ -614,6 +627,26 @@ class AutoRisk(Estimator):
             diagnostics=diagnostics,
             provenance={**first.provenance, "seed": self.random_state},
             cell_risk_values=risks)
+
+
+def _mapped_record_risks(table: CellTable, fits: dict, params: dict, labels
+                         ) -> dict[str, np.ndarray]:
+    """The sample-unique cells' risks of the record-map source (``record_map`` of the
+    parameters) after the corpus-learned map, per measure; empty when the map does not apply
+    (no map, its source not among this set's candidates, or no per-cell risks)."""
+    from ._auto_calibrated import RECORD_RISK_KIND, record_map
+
+    record = params.get("record_map")
+    if record is None or record["source"] not in labels:
+        return {}
+    src = fits[record["source"]]
+    if not all(k in src.cell_risk_values for k in RECORD_RISK_KIND.values()):
+        return {}
+    su_cells = table.counts == 1
+    fraction = table.n / table.population_size
+    return {m: record_map(np.asarray(src.cell_risk_values[kind], float)[su_cells], fraction,
+                          record, m)
+            for m, kind in RECORD_RISK_KIND.items()}
 
 
 def _record_risk_source(labels) -> str:
