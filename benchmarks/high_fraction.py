@@ -83,10 +83,15 @@ def run() -> None:
         print(case.index, case.population, case.keyset, case.fraction, flush=True)
 
 
-def lopo(df: pd.DataFrame) -> pd.DataFrame:
+def lopo(df: pd.DataFrame, records: pd.DataFrame | None = None) -> pd.DataFrame:
     """auto refitted leave-one-population-out: for each population, the calibrated model
     learned on the corpus cases (0.5-10%) of the other populations, applied to this
-    population's high-fraction cases ("auto-lopo" columns)."""
+    population's high-fraction cases ("auto-lopo" columns). ``records`` (columns ``case``
+    of ``df``, ``population``, ``p1``, ``r2``, ``log_fraction``: graphical(prior_weight=50)'s
+    sample-unique record risks of the rows' samples) makes it the shipped rule since
+    2026-11-25, with the record map fitted on the other populations (and the training
+    cases' record feature from maps without their own population too, as
+    ``calibrate_auto.lopo`` does); without it the rule before it."""
     import calibrate_auto as cal
 
     from sdcrisk.analyses._auto_calibrated import model_features
@@ -94,6 +99,8 @@ def lopo(df: pd.DataFrame) -> pd.DataFrame:
     corpus_df = cal.usable(cal.load(HERE / "corpus.csv"), cal.CANDIDATE_SETS["full"])
     cands = cal.CANDIDATE_SETS["full"]
     pops = corpus_df["population"].to_numpy()
+    every = sorted(set(pops))
+    maps = None if records is None else cal.RecordMaps(cal.load_records(corpus_df))
     df = df.copy()
     su = df["sample_uniques"].to_numpy(float)
     base_cols = [c for c in df.columns if c.startswith("feature:")]
@@ -109,10 +116,20 @@ def lopo(df: pd.DataFrame) -> pd.DataFrame:
             rows.append([feats[k] for k in names] + [feats[k] for k in cal.SCALE_FEATURES])
         xr = np.asarray(rows, float)
         for p in df["population"].unique():
-            model = cal.fit_model(x[pops != p], y[pops != p], pops[pops != p],
-                                  sx[pops != p], names, cal.SCALE_FEATURES)
+            tr = pops != p
             te = (df["population"] == p).to_numpy()
-            yh, yl, yu = cal.apply(model, xr[te, :len(names)], xr[te, len(names):])
+            xt, xtr, names_p = x, xr[te, :len(names)], names
+            if maps is not None:
+                others = [q for q in every if q != p]
+                col = maps.column(corpus_df, m, lambda q, o=others: [r for r in o if r != q])
+                xt, names_p = cal.with_record(corpus_df, x, names, col, m)
+                mine = records[records["population"] == p]
+                rec = cal.record_sums(mine, maps.record(others), m, ["case"]).reindex(
+                    df.loc[te, "case"]).to_numpy()
+                rec = np.where(np.isfinite(rec), rec, 0.0)  # no sample unique, no records
+                xtr, _ = cal.with_record(df[te].reset_index(drop=True), xtr, names, rec, m)
+            model = cal.fit_model(xt[tr], y[tr], pops[tr], sx[tr], names_p, cal.SCALE_FEATURES)
+            yh, yl, yu = cal.apply(model, xtr, xr[te, len(names):])
             df.loc[te, f"auto-lopo:{m}"] = su[te] * np.exp(yh)
             df.loc[te, f"auto-lopo:{m}_lo"] = su[te] * np.exp(yl)
             df.loc[te, f"auto-lopo:{m}_hi"] = np.minimum(su[te], su[te] * np.exp(yu))
