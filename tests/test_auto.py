@@ -607,3 +607,28 @@ def test_outside_corpus_tells_one_figure_once_under_joined_names():
     # a different value is a different fact
     named["log_nb"] = ("nb's estimate / sample uniques", "0.4 (corpus range 0.0043 to 0.108)")
     assert _outside_summary(named).count(" = 0.") == 2
+
+
+def test_record_feature_falls_back_to_the_sources_own_figure(uk_table, monkeypatch):
+    """Without per-cell risks to map, auto's record feature is graphical(prior_weight=50)'s
+    own tau (as the calibration does for a case without records), and the reported record
+    risks are the source's rescaled ones."""
+    from sdcrisk.analyses import auto as auto_mod
+    from sdcrisk.analyses._auto_calibrated import load_params, model_features, predict
+
+    monkeypatch.setattr(auto_mod, "_mapped_record_risks", lambda *a, **k: {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AutoRisk().fit(uk_table)
+    su = uk_table.sample_uniques
+    params = load_params()
+    assert res.fitted["choice"]["record_risks_mapped"] is False
+    for m in ("tau1", "tau2"):
+        est = {r["candidate"]: r[m] for r in res.diagnostics["candidates"]}
+        feats = model_features(res.fitted["features"], est, m, su,
+                               res.fitted["choice"]["candidates"])
+        feats["log_record"] = math.log(est["graphical(prior_weight=50)"] / su)
+        want = predict(params["models"]["full"][m], feats, su)[0]
+        assert res.measures[m].estimate == pytest.approx(want)
+    risk = res.cell_risk_values["population_unique"][uk_table.counts == 1]
+    assert risk.sum() == pytest.approx(res.measures["tau1"].estimate, rel=1e-9)

@@ -506,8 +506,11 @@ class AutoRisk(Estimator):
                 est = {c: fits[c].measures[m].estimate for c in labels}
                 feats = model_features(base, est, m, su, labels)
                 if RECORD_FEATURE in model["features"]:
-                    feats[RECORD_FEATURE] = math.log(max(float(mapped[m].sum()), 1e-4 * su)
-                                                     / su)
+                    # the record-calibrated estimate; without per-cell risks to map, the
+                    # source's own figure (as calibrate_auto.with_record does for such cases)
+                    rec = (float(mapped[m].sum()) if m in mapped
+                           else fits[params["record_map"]["source"]].measures[m].estimate)
+                    feats[RECORD_FEATURE] = math.log(max(rec, 1e-4 * su) / su)
                 calibrated[m] = _within_bounds(predict(model, feats, su, self.ci_level),
                                                table)
                 for name, (label, fact) in outside_range(model, feats).items():
