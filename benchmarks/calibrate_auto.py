@@ -70,6 +70,7 @@ HUBER = 0.1
 #: RECORD_FEATURE, and the regression is blended towards it instead of towards
 #: SHRINK_TOWARDS's own figure
 RECORD_SOURCE = "graphical(prior_weight=50)"
+RECORD_SPEC = "graphical:prior_weight=50"  # the same, as a candidate is spelled
 RECORD_LABEL = f"the sum of {RECORD_SOURCE}'s record risks after the corpus-learned map"
 RECORD_CLIP = 1e-6
 #: per measure: the record table's risk column and truth column
@@ -284,6 +285,25 @@ def load_records(df: pd.DataFrame) -> pd.DataFrame:
     recs["log_fraction"] = np.log(recs["case"].map(size["n"]).to_numpy(float)
                                   / recs["case"].map(size["N"]).to_numpy(float))
     return recs
+
+
+def sample_records(table, case: int, population: str) -> pd.DataFrame | None:
+    """RECORD_SOURCE fitted on a sample's cell table: its sample-unique cells' risks, one row
+    each, as :func:`load_records` has them (None without a sample unique)."""
+    import warnings
+
+    from sdcrisk.analyses.validation import Candidate
+
+    su = table.counts == 1
+    if not su.any():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = Candidate.parse(RECORD_SPEC).estimator().fit(table)
+    return pd.DataFrame({"case": case, "population": population,
+                         "p1": res.cell_risk_values["population_unique"][su],
+                         "r2": res.cell_risk_values["reidentification"][su],
+                         "log_fraction": math.log(table.n / table.population_size)})
 
 
 def _case_records(rc, case) -> pd.DataFrame:

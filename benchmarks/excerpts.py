@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -120,8 +119,9 @@ def run(out: Path, random_keys: bool) -> None:
 def records(out: Path, random_keys: bool) -> pd.DataFrame:
     """graphical(prior_weight=50)'s sample-unique record risks of every sample (what the
     record-calibrated auto maps), cached in ``benchmarks/corpus/`` (git-ignored)."""
+    import calibrate_auto as cal
+
     from sdcrisk import Microdata, tabulate
-    from sdcrisk.analyses.validation import Candidate
 
     cache = corpus.OUT / f"{out.stem}-records.parquet"
     if cache.exists():
@@ -130,17 +130,7 @@ def records(out: Path, random_keys: bool) -> pd.DataFrame:
     for case, name, _, pop, _, keys, _, take in samples(random_keys):
         table = tabulate(Microdata.from_source(pop.loc[take, list(keys)], list(keys),
                                                population_size=len(pop)))
-        su = table.counts == 1
-        if not su.any():
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = Candidate.parse("graphical:prior_weight=50").estimator().fit(table)
-        frames.append(pd.DataFrame({
-            "case": case, "population": name,
-            "p1": res.cell_risk_values["population_unique"][su],
-            "r2": res.cell_risk_values["reidentification"][su],
-            "log_fraction": np.log(table.n / table.population_size)}))
+        frames.append(cal.sample_records(table, case, name))
     df = pd.concat(frames, ignore_index=True)
     corpus.OUT.mkdir(parents=True, exist_ok=True)
     df.to_parquet(cache)

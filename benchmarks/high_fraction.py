@@ -86,8 +86,9 @@ def run() -> None:
 def records() -> pd.DataFrame:
     """graphical(prior_weight=50)'s sample-unique record risks of every case's sample (what
     the record-calibrated auto maps), cached in ``benchmarks/corpus/`` (git-ignored)."""
+    import calibrate_auto as cal
+
     from sdcrisk import Microdata, tabulate
-    from sdcrisk.analyses.validation import Candidate
 
     cache = corpus.OUT / "high_fraction-records.parquet"
     if cache.exists():
@@ -97,17 +98,7 @@ def records() -> pd.DataFrame:
         sample, truth = corpus.draw(case)
         table = tabulate(Microdata.from_source(sample, list(case.keys),
                                                population_size=truth["N"]))
-        su = table.counts == 1
-        if not su.any():
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = Candidate.parse("graphical:prior_weight=50").estimator().fit(table)
-        frames.append(pd.DataFrame({
-            "case": case.index, "population": case.population,
-            "p1": res.cell_risk_values["population_unique"][su],
-            "r2": res.cell_risk_values["reidentification"][su],
-            "log_fraction": np.log(table.n / table.population_size)}))
+        frames.append(cal.sample_records(table, case.index, case.population))
         print("records", case.index, case.population, case.keyset, case.fraction, flush=True)
     df = pd.concat(frames, ignore_index=True)
     corpus.OUT.mkdir(parents=True, exist_ok=True)
