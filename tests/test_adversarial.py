@@ -53,3 +53,48 @@ def test_parquet_boolean_key_with_nulls_is_read(capsys, odd_parquet):
     assert res["n"] == 6 and res["observed_cells"] == 3 and res["sample_uniques"] == 1
     md = Microdata.from_source(odd_parquet, keys=["bo"], population_size=100)
     assert sorted(tabulate(md).counts.tolist()) == [1, 2, 3]
+
+
+# --- protect on Parquet keys that are categorical or bytes ----------------------------------
+
+@pytest.mark.parametrize("keys", ["dic,bo", "dic,ts", "dic,bin"])
+def test_protect_suppresses_dictionary_and_bytes_keys(capsys, odd_parquet, tmp_path, keys):
+    """A dictionary-encoded key (a pandas Categorical) refused the blank of a suppression
+    (TypeError 'Cannot setitem on a Categorical with a new category', exit 1), and a binary
+    key that is not UTF-8 failed in pandas' astype(str) (UnicodeDecodeError, exit 1). The
+    protected file is 2-anonymous on the keys, the bytes read as assess reads them."""
+    out_path = tmp_path / "p.parquet"
+    code, _, err = _run(capsys, ["protect", odd_parquet, "--keys", keys,
+                                 "--population-size", 100, "--k-anonymity", 2,
+                                 "--out", out_path, "--method", "nb"])
+    assert code == 0, err
+    prot = pd.read_parquet(out_path)
+    assert len(prot) == 6
+    cols = keys.split(",")
+    # every record whose keys are all present shares them with another record
+    full = prot[cols].dropna()
+    full = full[(full.astype(str) != "").all(axis=1)]
+    assert full.astype(str).value_counts().min() >= 2
+    # the suppressions blank at least the two unique dic values ('c' and the lone 'b' combo)
+    assert (prot["dic"].isna() | (prot["dic"].astype(str) == "")).sum() >= 1
+
+
+def test_write_refusal_names_one_other_format(tmp_path):
+    """A Parquet file that cannot be written (a map column pandas read as tuples) said
+    'write .csv or .csv instead'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sdcrisk.exceptions import ParameterError
+
+    src = tmp_path / "map.parquet"
+    pq.write_table(pa.table({
+        "a": pa.array([1, 1, 2, 2]),
+        "mp": pa.array([[("k", 1)]] * 4, type=pa.map_(pa.string(), pa.int64()))}), src)
+    from sdcrisk.data.frames import read_frame, write_frame
+
+    with pytest.raises(ParameterError) as err:
+        write_frame(read_frame(src), tmp_path / "out.parquet")
+    msg = str(err.value)
+    assert "out.parquet" in msg and "Parquet file" in msg and "write .csv instead" in msg
+    assert ".csv or .csv" not in msg

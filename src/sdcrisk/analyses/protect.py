@@ -26,6 +26,7 @@ from ..data.frames import check_output_path, output_format, read_frame, write_fr
 from ..data.io import check_present, source_name
 from ..data.sizes import short_repr
 from ..data.table import Microdata, check_keys, tabulate
+from ..data.text import decode_text
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
 from ..runtime.progress import progress
@@ -41,9 +42,18 @@ MISSING_TEXT = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", 
 
 
 # --- key columns ---------------------------------------------------------------------------
+def _decoded(col):
+    """A key column with its byte values (a Parquet binary column, text that is not UTF-8)
+    as text by the rule every reader uses (:func:`decode_text`); other columns as they are."""
+    if col.dtype == object and col.map(lambda v: isinstance(v, bytes)).any():
+        return col.map(lambda v: decode_text(v) if isinstance(v, bytes) else v)
+    return col
+
+
 def _missing_mask(col) -> np.ndarray:
     import pandas as pd
 
+    col = _decoded(col)
     if col.dtype == object or pd.api.types.is_string_dtype(col):
         return col.isna().to_numpy() | col.astype(str).str.strip().isin(MISSING_TEXT).to_numpy()
     return col.isna().to_numpy()
@@ -54,6 +64,7 @@ def _key_values(col):
     text; missing entries as None/NaN."""
     import pandas as pd
 
+    col = _decoded(col)
     miss = _missing_mask(col)
     present = col[~miss]
     if col.dtype == object or pd.api.types.is_string_dtype(col):
@@ -446,6 +457,10 @@ def _frame_suppress(frame, key: str, rows: np.ndarray):
     import pandas as pd
 
     col = frame[key].copy()
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        # a dictionary-encoded Parquet column or a labelled Stata/SPSS one: a blank is no
+        # category of it, so the column is written as its plain values
+        col = col.astype(object)
     if col.dtype.kind in "iub":
         col = col.astype(float)
     if pd.api.types.is_string_dtype(col) or col.dtype == object:

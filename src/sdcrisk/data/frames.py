@@ -304,10 +304,10 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 # a column the format cannot hold (lists or structs in Stata, a mixed
                 # object column in Parquet); pyarrow's errors derive from these too
                 what = {"parquet": "a Parquet", "dta": "a Stata", "sav": "an SPSS"}[fmt]
-                other = ".csv" if fmt == "parquet" else ".parquet"
+                other = ".csv" if fmt == "parquet" else ".parquet or .csv"
                 raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
                                      f"{what} file ({printable(str(exc))}); write "
-                                     f"{other} or .csv instead") from exc
+                                     f"{other} instead") from exc
     return path
 
 
