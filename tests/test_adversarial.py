@@ -98,3 +98,45 @@ def test_write_refusal_names_one_other_format(tmp_path):
     msg = str(err.value)
     assert "out.parquet" in msg and "Parquet file" in msg and "write .csv instead" in msg
     assert ".csv or .csv" not in msg
+
+
+# --- a log-linear term over a huge key space ------------------------------------------------
+
+@pytest.fixture
+def wide_keys(tmp_path):
+    """1,000 records, 12 keys of 1,000 levels each (every record unique on every key)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"k{i}": rng.permutation(1000) for i in range(12)})
+    path = tmp_path / "wide.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("terms, largest", [
+    ("saturated", "'k0:k1:k2:k3:k4:k5:k6:k7:k8:k9:k10:k11', over 1e+36 cells"),
+    ("all-2-way + k0:k1:k2:k3", "'k0:k1:k2:k3', over 1e+12 cells"),
+])
+def test_loglinear_term_over_a_huge_key_space_is_refused_by_size(capsys, wide_keys, terms,
+                                                                 largest):
+    """The saturated model of 12 keys of 1,000 levels asked numpy for a margin of 10^36
+    cells (OverflowError, exit 1); a 4-way term asked for 10^12 cells (an allocation that did
+    not end). Both are refused before any allocation, naming the term and the remedy."""
+    keys = ",".join(f"k{i}" for i in range(12))
+    code, _, err = _run(capsys, ["assess", wide_keys, "--keys", keys, "--max-levels", 2000,
+                                 "--population-size", 1_000_000, "--method", "loglinear",
+                                 "--terms", terms])
+    assert code == 2, err
+    assert "internal error" not in err and err.count("\n") == 1
+    assert largest in err and "memory limit" in err and "SDCRISK_MEMORY_LIMIT" in err
+    assert "--terms" in err and "--partition" in err
+    assert len(err.split("needs ")[1].split(" GiB")[0]) <= 9  # 8.38e+27 GiB, not 28 digits
+
+
+def test_loglinear_all_two_way_on_the_huge_key_space_still_fits(capsys, wide_keys):
+    """The 66 two-way margins of 10^6 cells each (0.5 GiB) stay within the limit."""
+    keys = ",".join(f"k{i}" for i in range(12))
+    code, out, err = _run(capsys, ["assess", wide_keys, "--keys", keys, "--max-levels", 2000,
+                                   "--population-size", 1_000_000, "--method", "loglinear",
+                                   "--terms", "all-2-way", "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["sample_uniques"] == 1000

@@ -86,7 +86,10 @@ def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
 
 
 def _gib(nbytes: float) -> str:
-    return f"{nbytes / 1024**3:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
+    gib = nbytes / 1024**3
+    if gib >= 1e6:  # a key space beyond any machine: 1.39e+27 GiB, not 28 digits
+        return f"{gib:.3g} GiB"
+    return f"{gib:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
 
 
 def short_repr(value, limit: int = 60) -> str:
