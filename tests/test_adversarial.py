@@ -140,3 +140,49 @@ def test_loglinear_all_two_way_on_the_huge_key_space_still_fits(capsys, wide_key
                                    "--terms", "all-2-way", "--format", "json"])
     assert code == 0, err
     assert json.loads(out)["sample_uniques"] == 1000
+
+
+# --- decide: options that microdata mode dropped, a class naming a variable twice -----------
+
+@pytest.fixture
+def domains_csv(tmp_path):
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"region": rng.integers(1, 6, 400), "sex": rng.integers(1, 3, 400)})
+    path = tmp_path / "domains.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--risk-fraction", "2"], ["--risk-fraction 2.0", "--domain-types",
+                                "--target-risk-fraction"]),
+    (["--risk-fraction", "0.3"], ["--risk-fraction 0.3", "drop it"]),
+    (["--decision-l1", "exp:2"], ["--decision-l1 exp:2", "--domain-types", "as --l1"]),
+    (["--decision-l0", "one"], ["--decision-l0 one", "as --l0"]),
+    (["--max-enumeration", "0"], ["--max-enumeration 0", "positive integer"]),
+    (["--class", "sex=1,sex=2"], ["'sex=1,sex=2'", "'sex' twice", "'1' and '2'",
+                                  "give each variable once"]),
+])
+def test_decide_microdata_refuses_what_it_would_ignore(capsys, domains_csv, extra, words):
+    """In microdata mode --risk-fraction (even 2 or nan), --decision-l1/-l0 were silently
+    ignored, --max-enumeration 0 silently became the default 10^6, and --class sex=1,sex=2
+    silently kept sex=2."""
+    argv = ["decide", domains_csv, "--domain", "region", "--l1", "exp:1",
+            "--population-size", 100_000]
+    if "--class" not in extra:
+        argv += ["--class", "sex=1"]
+    code, out, err = _run(capsys, argv + extra)
+    assert code == 2 and out == ""
+    assert err.startswith("sdcrisk: error: ") and err.count("\n") == 1
+    for w in words:
+        assert w in err, (w, err)
+
+
+def test_decide_domain_types_keeps_its_default_risk_fraction(capsys, tmp_path):
+    """--risk-fraction still defaults to 0.2 for a table of domain types."""
+    path = tmp_path / "types.csv"
+    path.write_text("n,N,share\n10,1000,0.5\n20,5000,0.5\n")
+    code, out, err = _run(capsys, ["decide", "--domain-types", path, "--l1", "exp:1",
+                                   "--alpha", 1, "--beta", 2, "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["at_risk_fraction"]["risk_fraction"] == 0.2

@@ -539,6 +539,11 @@ def _class_definition(spec) -> dict[str, str]:
             var, eq, value = part.partition("=")
             if not eq or not var.strip():
                 raise ParameterError(f"class definition {spec!r}: write VAR=VALUE[,VAR=VALUE]")
+            if var.strip() in out:  # sex=1,sex=2: the later value silently won
+                raise ParameterError(
+                    f"class definition {spec!r} names {var.strip()!r} twice (values "
+                    f"{out[var.strip()]!r} and {value.strip()!r}); a record has one value of "
+                    "each variable: give each variable once")
             out[var.strip()] = value.strip()
     else:
         out = {str(k): str(v) for k, v in dict(spec).items()}
