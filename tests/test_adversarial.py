@@ -186,3 +186,41 @@ def test_decide_domain_types_keeps_its_default_risk_fraction(capsys, tmp_path):
                                    "--alpha", 1, "--beta", 2, "--format", "json"])
     assert code == 0, err
     assert json.loads(out)["at_risk_fraction"]["risk_fraction"] == 0.2
+
+
+# --- messages: N < n names the option and the remedy; an array of weights prints short -----
+
+@pytest.mark.parametrize("size", ["-5", "0", "10"])
+def test_population_size_below_n_names_the_flag_and_the_remedy(capsys, domains_csv, size):
+    """Was 'population size N=-5 is smaller than the sample size n=400': no flag, no
+    remedy."""
+    code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                 "--population-size", size, "--method", "nb"])
+    assert code == 2
+    assert (f"--population-size {size} gives N={size}, smaller than the sample size n=400"
+            in err)
+    assert "N >= n" in err and "--whole-population" in err
+
+
+def test_api_population_size_below_n_names_the_argument():
+    from sdcrisk.exceptions import InputError
+
+    frame = pd.DataFrame({"a": [1, 2, 2]})
+    with pytest.raises(InputError, match=r"population_size=2 gives N=2, smaller than the "
+                                         r"sample size n=3; .*N >= n"):
+        Microdata.from_source(frame, keys=["a"], population_size=2)
+
+
+@pytest.mark.parametrize("option", ["weights", "household"])
+def test_api_array_instead_of_a_column_name_prints_short(option):
+    """weights=np.ones(10_000) printed the whole array (hundreds of lines) in the message."""
+    from sdcrisk.exceptions import ParameterError
+
+    frame = pd.DataFrame({"a": np.arange(10_000) % 7})
+    with pytest.raises(ParameterError) as err:
+        Microdata.from_source(frame, keys=["a"], population_size=1e6,
+                              **{option: np.ones(10_000)})
+    msg = str(err.value)
+    assert len(msg) < 250 and "\n" not in msg
+    assert msg.startswith(f"{option}=array([1., 1.,") and "must be a column name" in msg
+    assert f"{option}='w'" in msg and "frame.assign(w=values)" in msg

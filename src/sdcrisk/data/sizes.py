@@ -166,7 +166,10 @@ def check_population_size(population_size, n: int) -> float:
                              "number of people in the population (N >= n)")
     if big_n < n:
         raise InputError(
-            f"population size N={population_size:g} is smaller than the sample size n={n}"
+            f"population_size={population_size:g} gives N={population_size:g}, smaller than "
+            f"the sample size n={n}; N counts the people of the population the file was drawn "
+            "from, so N >= n (the file itself, N = n, when it is the whole population: "
+            "--whole-population on the command line)"
         )
     _check_not_huge(big_n, f"population_size={population_size:g}")
     return big_n

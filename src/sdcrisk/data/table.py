@@ -272,7 +272,13 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
                              "give each key once")
     for opt_name, opt in (("weights", weights), ("household", household)):
         if opt is not None and not isinstance(opt, str):
-            raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
+            # an array of weights or household ids printed whole ran to thousands of lines
+            text = " ".join(repr(opt).split())
+            text = text if len(text) <= 60 else text[:57] + "..."
+            raise ParameterError(
+                f"{opt_name}={text} must be a column name "
+                f"(a string); put the values in a column of the data and name it, e.g. "
+                f"frame.assign(w=values) with {opt_name}='w'")
     for opt_name, opt in (("weights", weights), ("household", household)):
         if opt is not None and opt in keys:
             raise ParameterError(f"column {opt!r} cannot be both a key and {opt_name}")
