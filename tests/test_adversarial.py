@@ -224,3 +224,41 @@ def test_api_array_instead_of_a_column_name_prints_short(option):
     assert len(msg) < 250 and "\n" not in msg
     assert msg.startswith(f"{option}=array([1., 1.,") and "must be a column name" in msg
     assert f"{option}='w'" in msg and "frame.assign(w=values)" in msg
+
+
+# --- settings files that are not UTF-8 ------------------------------------------------------
+
+@pytest.mark.parametrize("flag, name, content, extra", [
+    ("--levels", "levels.json", b'{"reg\xffion": [1, 2]}', []),
+    ("--key-sets", "sets.txt", b"region,s\xffex\n", []),
+    ("--recode", "recode.json", b'{"region": {"\xff": 1}}', []),
+])
+def test_settings_file_not_utf8_names_the_byte_and_the_remedy(capsys, domains_csv, tmp_path,
+                                                              flag, name, content, extra):
+    """A Latin-1 byte in --levels, --key-sets or --recode ended in UnicodeDecodeError
+    (exit 1)."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    command = "protect" if flag == "--recode" else "assess"
+    argv = [command, domains_csv, "--keys", "region,sex", "--population-size", 100_000,
+            "--method", "nb", flag, path]
+    if command == "protect":
+        argv += ["--out", tmp_path / "p.csv"]
+    code, _, err = _run(capsys, argv)
+    assert code == 2, err
+    assert "internal error" not in err
+    assert f"{path}'" in err and "not UTF-8 text (byte 0xff at position" in err
+    assert "save the file as UTF-8" in err
+    assert flag in err or "key-set file" in err
+
+
+def test_levels_file_with_a_byte_order_mark_is_read(capsys, domains_csv, tmp_path):
+    """A UTF-8 JSON file saved with a byte-order mark (Windows editors) was refused as
+    'not a readable JSON file (Unexpected UTF-8 BOM)'."""
+    path = tmp_path / "levels.json"
+    path.write_bytes(b'\xef\xbb\xbf{"region": [1, 2, 3, 4, 5, 6]}')
+    code, out, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                   "--population-size", 100_000, "--method", "nb",
+                                   "--levels", path, "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["cell_space"] == 6 * 2  # the declared level 6 has no record

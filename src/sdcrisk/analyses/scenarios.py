@@ -30,6 +30,7 @@ import numpy as np
 from ..core.base import ResultBase
 from ..data.sizes import check_memory_limit, short_repr
 from ..data.table import Microdata, check_keys, tabulate
+from ..data.text import utf8_text
 from ..estimators import Estimator
 from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
@@ -114,9 +115,10 @@ def read_key_sets(path: str | Path) -> list[KeySet]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"key-set file {str(path)!r} cannot be read ({exc.strerror})") from exc
+    text = utf8_text(raw, f"key-set file {str(path)!r}")
     out: list[KeySet] = []
     if path.suffix.lower() == ".json":
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..analyses.methods import ESTIMATORS
 from ..data.datasets import EXAMPLES
 from ..data.table import DEFAULT_MAX_LEVELS, Microdata
+from ..data.text import utf8_text
 from ..estimators import options_of
 from ..exceptions import ParameterError
 
@@ -40,7 +41,7 @@ def read_levels(path: str | None):
     if path is None:
         return None
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(utf8_text(Path(path).read_bytes(), f"--levels {path!r}"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
