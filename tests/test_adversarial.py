@@ -262,3 +262,18 @@ def test_levels_file_with_a_byte_order_mark_is_read(capsys, domains_csv, tmp_pat
                                    "--levels", path, "--format", "json"])
     assert code == 0, err
     assert json.loads(out)["cell_space"] == 6 * 2  # the declared level 6 has no record
+
+
+def test_integer_value_outside_the_declared_levels_names_the_flag_and_the_remedy(
+        capsys, domains_csv, tmp_path):
+    """The integer-coded branch said only "column 'region' has value 5 that is not among its
+    declared levels [1, 2]" (the text branch already named --levels)."""
+    path = tmp_path / "levels.json"
+    path.write_text('{"region": [1, 2, 3, 4]}')
+    code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--method", "nb",
+                                 "--levels", path])
+    assert code == 2
+    assert ("column 'region' has value 5 that is not among its declared levels [1, 2, 3, 4]: "
+            "add it to the levels of 'region' (--levels on the command line) or correct the "
+            "data") in err
