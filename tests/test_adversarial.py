@@ -277,3 +277,59 @@ def test_integer_value_outside_the_declared_levels_names_the_flag_and_the_remedy
     assert ("column 'region' has value 5 that is not among its declared levels [1, 2, 3, 4]: "
             "add it to the levels of 'region' (--levels on the command line) or correct the "
             "data") in err
+
+
+# --- the streaming CSV reader: a bad value past its first 16 MiB block ----------------------
+
+@pytest.fixture
+def late_bad(tmp_path):
+    """A CSV of 2,000,001 records (20 MB: past the streaming reader's first 16 MiB block,
+    which types the columns) whose last line is bad in one of three ways."""
+    body = b"region,sex,w\n" + b"1,2,100.5\n" * 2_000_000
+
+    def make(last: bytes):
+        path = tmp_path / "late.csv"
+        path.write_bytes(body + last)
+        return path
+    return make
+
+
+@pytest.mark.parametrize("last, extra, words", [
+    (b"1,2,abc\n", ["--weights", "w"],
+     ["weights column 'w' is not numeric: value 'abc' at line 2000002",
+      "must be numbers > 0"]),
+    (b"\xe9,2,1\n", ["--population-size", "1e8"],
+     ["late.csv: the text at line 2000002 is not UTF-8", "--out-of-core",
+      "convert the file", "without --out-of-core"]),
+    (b"1,2,3,4\n", ["--population-size", "1e8"],
+     ["late.csv: could not be read as CSV", "Row #2000002: Expected 3 columns, got 4"]),
+])
+def test_out_of_core_bad_value_past_the_first_block(capsys, late_bad, last, extra, words):
+    """pyarrow raised ArrowInvalid from the batch iterator (exit 1, 'internal error'): only
+    an error in the first block, read when the dataset opens, was caught."""
+    code, _, err = _run(capsys, ["assess", late_bad(last), "--keys", "region,sex",
+                                 "--method", "nb", "--out-of-core", *extra])
+    assert code == 2, err
+    assert "internal error" not in err
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.mark.parametrize("content, extra, words", [
+    (b"region,w\n1,2\n1,abc\n", ["--weights", "w"],
+     ["weights column 'w' is not numeric: value 'abc' at line 3"]),
+    (b"region,sex\n\xe9,2\n", ["--population-size", "100"],
+     ["the text at line 2 is not UTF-8", "without --out-of-core"]),
+])
+def test_out_of_core_bad_value_in_the_first_block_speaks_as_in_memory(capsys, tmp_path,
+                                                                       content, extra, words):
+    """The first block's errors were pyarrow's own text ('In CSV column #1: Row #3: CSV
+    conversion error to double: invalid value ...')."""
+    path = tmp_path / "small.csv"
+    path.write_bytes(content)
+    code, _, err = _run(capsys, ["assess", path, "--keys", "region", "--method", "nb",
+                                 "--out-of-core", *extra])
+    assert code == 2
+    assert "In CSV column" not in err
+    for w in words:
+        assert w in err, (w, err)

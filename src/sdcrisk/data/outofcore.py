@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import csv_delimiter, decimal_comma_weights, printable
+from .text import csv_delimiter, csv_header, decimal_comma_weights, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
@@ -109,8 +110,11 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         data = ds.dataset(str(path), format=fmt)
         names = data.schema.names
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path.name}: could not be read as CSV "
-                         f"({printable(str(exc))})") from exc
+        try:
+            header = csv_header(path, delimiter, compression)
+        except InputError:
+            header = None
+        raise _csv_error(path.name, header, exc) from exc
     check_present(columns, names, path.name)
     return data, True
 
@@ -152,12 +156,38 @@ def _group(table, keys: Sequence[str], sums: Sequence[str]):
         if names else pa.table({k: agg.column(k) for k in keys})
 
 
+def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputError:
+    """pyarrow's error on a CSV value in the words of the in-memory reader: a weights value
+    that is not a number, a line that is not UTF-8; else its own text, printable."""
+    text = str(exc)
+    line = re.search(r"Row #(\d+)", text)
+    where = f" at line {line.group(1)}" if line else ""
+    if "invalid UTF8" in text:
+        return InputError(f"{name}: the text{where} is not UTF-8; the streaming reader "
+                          "(--out-of-core) reads UTF-8 only: convert the file (e.g. iconv -f "
+                          "latin1 -t utf-8) or read it without --out-of-core (in memory, "
+                          "Latin-1 text is read as such)")
+    column = re.search(r"In CSV column #(\d+)", text)
+    value = re.search(r"conversion error to double: invalid value '(.*)'", text)
+    if column and value and names is not None and int(column.group(1)) < len(names):
+        return InputError(f"weights column {names[int(column.group(1))]!r} is not numeric: "
+                          f"value {printable(value.group(1), 40)!r}{where}; survey weights "
+                          "must be numbers > 0")
+    return InputError(f"{name}: could not be read as CSV ({printable(text)})")
+
+
 def _batches(data, columns: Sequence[str], batch_rows: int):
+    """The dataset's record batches as tables. A CSV value that pyarrow cannot convert past
+    its first block (which typed the columns) surfaces here, not when the dataset opens."""
     import pyarrow as pa
 
-    for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
-        if batch.num_rows:
-            yield pa.Table.from_batches([batch])
+    try:
+        for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
+            if batch.num_rows:
+                yield pa.Table.from_batches([batch])
+    except (pa.ArrowInvalid, OSError) as exc:  # OSError: a truncated compressed file
+        files = getattr(data, "files", None) or [""]
+        raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
 
 
 def _check_weights(name: str, w, offset: int) -> np.ndarray:
