@@ -46,7 +46,7 @@ from ..exceptions import InputError, ParameterError
 from . import _cells
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
-from .sizes import resolve_population_size, short_repr
+from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import csv_delimiter, csv_header, decimal_comma_weights, printable
 
@@ -138,9 +138,15 @@ def _infer(arr):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        # pyarrow's CSV reader types ' 1' as the number 1 (its number parsers skip spaces
+        # and tabs around the digits), a cast does not: trimmed, so that both passes agree
+        trimmed = pc.utf8_trim(arr, characters=" \t")
+    else:
+        trimmed = arr
     for typ in (pa.int64(), pa.float64()):
         try:
-            return pc.cast(arr, typ)
+            return pc.cast(trimmed, typ)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
     return arr
@@ -207,12 +213,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:
         values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
-    bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"weights column {name!r} has a non-positive or non-finite weight "
-                         f"{values[i]:g} at row {offset + i + 1}; survey weights must be > 0")
-    return values
+    return check_weight_values(name, values, offset)
 
 
 def check_path(path, function: str) -> Path:

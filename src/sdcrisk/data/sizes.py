@@ -15,7 +15,7 @@ from ..exceptions import InputError, MemoryLimitError, ParameterError
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
            "check_memory", "check_memory_limit", "check_number", "resolve_population_size",
-           "check_population_size", "short_repr"]
+           "check_population_size", "check_weight_values", "short_repr"]
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 
@@ -186,3 +186,28 @@ def _check_not_huge(big_n: float, what: str) -> None:
             f"{what} makes N = {big_n:.3g}, more than any population "
             f"({MAX_POPULATION_SIZE:.0e} at most); check the value (a misplaced exponent, "
             "weights in the wrong unit?)")
+
+
+def check_weight_values(name: str, w: np.ndarray, offset: int = 0) -> np.ndarray:
+    """Survey weights ``w`` (floats) of the column ``name``, checked: positive, finite and
+    with a finite reciprocal (the inclusion sums use 1/w). ``offset``: the row of ``w[0]``
+    in the file (0-based), for the message. Both readers (in memory, streamed) call this.
+
+    Raises
+    ------
+    InputError
+        The first bad weight, its row and the remedy.
+    """
+    bad = ~np.isfinite(w) | (w <= 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"weights column {name!r} has a non-positive or non-finite weight "
+                         f"{w[row]:g} at row {offset + row + 1}; survey weights must be > 0")
+    tiny = w < np.finfo(float).tiny  # 1e-320: 1/w overflows to inf
+    if tiny.any():
+        row = int(np.flatnonzero(tiny)[0])
+        raise InputError(f"weights column {name!r} has the weight {w[row]:g} at row "
+                         f"{offset + row + 1}, too small to invert (1/w is infinite); a survey "
+                         "weight counts the people a record stands for, usually 1 or more: "
+                         "check the column (a misplaced exponent?)")
+    return w

@@ -23,6 +23,7 @@ from .io import iter_columns, source_name
 from .population import PopulationCounts, population_counts
 from .sizes import (
     check_memory,
+    check_weight_values,
     resolve_population_size,
     short_repr,
 )
@@ -440,15 +441,7 @@ def _validate_weights(name: str, col) -> np.ndarray:
             values = values.astype(float)
         except ValueError:
             values = decimal_comma_weights(name, values)
-    w = values.astype(float)
-    bad = ~np.isfinite(w) | (w <= 0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"weights column {name!r} has a non-positive or non-finite weight {w[row]:g} "
-            f"at row {row + 1}; survey weights must be > 0"
-        )
-    return w
+    return check_weight_values(name, values.astype(float))
 
 
 #: CellTable -> its fingerprint (tables are not changed once built)
