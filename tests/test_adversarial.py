@@ -415,3 +415,52 @@ def test_weight_too_small_to_invert_is_refused(capsys, tmp_path, suffix, extra):
     assert code == 2
     assert "weights column 'w' has the weight 9.99989e-321 at row 2, too small to invert" in err
     assert "check the column" in err and "warning" not in err
+
+
+# --- protect --recode on dictionary-encoded and boolean keys --------------------------------
+
+@pytest.mark.parametrize("key, recode, expected", [
+    ("dic", {"b": "zzz"}, ["a", "zzz", "a", "c", "a", "zzz"]),
+    ("bo", {"True": "False"}, [False, False, False, None, False, False]),
+    ("bo", {"True": "yes"}, ["yes", "False", "yes", None, "yes", "False"]),
+])
+def test_protect_recode_of_dictionary_and_boolean_keys(capsys, odd_parquet, tmp_path, key,
+                                                       recode, expected):
+    """A new label in a dictionary-encoded key was no category of pandas' Categorical
+    (TypeError, exit 1); a boolean key with nulls took the text 'False' among its booleans
+    and could not be written to Parquet (and without nulls: TypeError, exit 1)."""
+    rec = tmp_path / "recode.json"
+    rec.write_text(json.dumps({key: recode}))
+    out_path = tmp_path / "p.parquet"
+    code, _, err = _run(capsys, ["protect", odd_parquet, "--keys", key,
+                                 "--population-size", 100, "--recode", rec,
+                                 "--out", out_path, "--method", "nb"])
+    assert code == 0, err
+    got = pd.read_parquet(out_path)[key].tolist()
+    assert [None if v is None or v != v else v for v in got] == expected
+
+
+def test_protect_recode_of_a_boolean_key_without_nulls(capsys, tmp_path):
+    path = tmp_path / "flags.parquet"
+    pd.DataFrame({"bo": [True, False, True, False, True, True]}).to_parquet(path)
+    rec = tmp_path / "recode.json"
+    rec.write_text('{"bo": {"True": "False"}}')
+    code, _, err = _run(capsys, ["protect", path, "--keys", "bo", "--population-size", 100,
+                                 "--recode", rec, "--out", tmp_path / "p.parquet",
+                                 "--method", "nb"])
+    assert code == 0, err
+    got = pd.read_parquet(tmp_path / "p.parquet")["bo"]
+    assert got.dtype == bool and not got.any()
+
+
+def test_protect_recode_of_an_absent_value_lists_the_values(capsys, domains_csv, tmp_path):
+    """'value 9 does not occur in the column' said nothing of the values that do (a
+    labelled SPSS column is recoded by its codes, not by its labels)."""
+    rec = tmp_path / "recode.json"
+    rec.write_text('{"region": {"9": "1"}}')
+    code, _, err = _run(capsys, ["protect", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--recode", rec,
+                                 "--out", tmp_path / "p.csv", "--method", "nb"])
+    assert code == 2
+    assert ("--recode 'region': value '9' does not occur in the column; its values: "
+            "['1', '2', '3', '4', '5']") in err

@@ -114,6 +114,8 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         A recode for a column that is not a key, a mapping that is not an object, or an old
         value that does not occur in the column.
     """
+    import pandas as pd
+
     if not isinstance(recodes, Mapping):
         raise ParameterError("--recode: the JSON must be an object {key: {old: new}}")
     frame = frame.copy()
@@ -139,12 +141,27 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         table = {str(old).strip(): new for old, new in mapping.items()}
         unknown = [o for o in table if o not in present]
         if unknown:
+            values = sorted(present, key=lambda v: (len(v), v))
             raise ParameterError(f"--recode {key!r}: value {unknown[0]!r} does not occur in "
-                                 "the column")
+                                 f"the column; its values: {short_repr(values, 80)}")
         hit = (text.isin(list(table)) & ~miss).to_numpy()
         new = text[hit].map(table)
         col = col.copy()
-        if col.dtype.kind in "iuf":
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            # a dictionary-encoded Parquet or labelled column: a new label is no category
+            # of it (pandas' TypeError), so it is recoded as its plain values
+            col = col.astype(object)
+        is_bool = col.dtype.kind == "b" or (col.dtype == object and col[~miss].map(
+            lambda v: isinstance(v, bool | np.bool_)).all() and (~miss).any())
+        if is_bool:
+            flags = {"True": True, "False": False}
+            if new.map(_value_text).isin(list(flags)).all():
+                new = new.map(_value_text).map(flags)
+                col = col.astype(object) if col.dtype.kind != "b" else col
+            else:  # a new label such as 'yes': the column becomes text, as a CSV holds it
+                col = col.astype(object).where(miss, col.map(_value_text)).where(~miss, None)
+                new = new.map(_value_text)
+        elif col.dtype.kind in "iuf":
             try:
                 new = new.astype(float)
                 if col.dtype.kind in "iu" and (new == new.round()).all():
