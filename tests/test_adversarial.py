@@ -464,3 +464,19 @@ def test_protect_recode_of_an_absent_value_lists_the_values(capsys, domains_csv,
     assert code == 2
     assert ("--recode 'region': value '9' does not occur in the column; its values: "
             "['1', '2', '3', '4', '5']") in err
+
+
+# --- graphical --monte-carlo: a slip of the exponent ----------------------------------------
+
+def test_graphical_monte_carlo_has_an_upper_bound(capsys, domains_csv):
+    """--monte-carlo 100000000 passed the memory check (the draws are chunked) and ran for
+    hours on 400 records; 10^6 draws, the most now, take about a minute and a half."""
+    code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--method", "graphical",
+                                 "--monte-carlo", 100_000_000])
+    assert code == 2
+    assert "--monte-carlo 100000000 draws is too many: at most 1,000,000" in err
+    assert "give e.g. 4,000" in err
+    from sdcrisk import GraphicalRisk
+
+    GraphicalRisk(monte_carlo=1_000_000)  # the bound is inclusive
