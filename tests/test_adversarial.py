@@ -480,3 +480,27 @@ def test_graphical_monte_carlo_has_an_upper_bound(capsys, domains_csv):
     from sdcrisk import GraphicalRisk
 
     GraphicalRisk(monte_carlo=1_000_000)  # the bound is inclusive
+
+
+# --- protect reads compressed CSV by its content, as assess does ----------------------------
+
+@pytest.mark.parametrize("compression, name", [("zstd", "d.csv.zst"), ("bz2", "d.csv")])
+def test_protect_reads_compressed_csv_as_assess_does(capsys, domains_csv, tmp_path,
+                                                     compression, name):
+    """A .csv.zst needed the optional zstandard package in pandas (ImportError, exit 1); a
+    bz2 file named .csv was parsed as text (pandas' ParserError) although assess reads it."""
+    import pyarrow as pa
+
+    path = tmp_path / name
+    with pa.CompressedOutputStream(str(path), compression) as out:
+        out.write(domains_csv.read_bytes())
+    out_path = tmp_path / "p.csv"
+    code, _, err = _run(capsys, ["protect", path, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--k-anonymity", 2,
+                                 "--out", out_path, "--method", "nb"])
+    assert code == 0, err
+    prot = pd.read_csv(out_path, dtype=str, keep_default_na=False)
+    orig = pd.read_csv(domains_csv, dtype=str)
+    assert len(prot) == len(orig) == 400
+    kept = (prot != "").all(axis=1)
+    assert (prot[kept] == orig[kept]).all().all()  # unsuppressed records unchanged
