@@ -504,3 +504,39 @@ def test_protect_reads_compressed_csv_as_assess_does(capsys, domains_csv, tmp_pa
     assert len(prot) == len(orig) == 400
     kept = (prot != "").all(axis=1)
     assert (prot[kept] == orig[kept]).all().all()  # unsuppressed records unchanged
+
+
+# --- API entry points given a value of the wrong type ---------------------------------------
+
+def _api_table():
+    frame = pd.DataFrame({"a": [1, 2, 2, 3, 3, 3], "b": [1, 1, 2, 2, 2, 2]})
+    return tabulate(Microdata.from_source(frame, keys=["a", "b"], population_size=1000))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda t: __import__("sdcrisk").get_estimator(["nb"]), "unknown method ['nb']"),
+    (lambda t: __import__("sdcrisk").NegativeBinomialRisk().fit(t).record_risk(["x"]),
+     "gives no ['x'] risk"),
+    (lambda t: __import__("sdcrisk").check_memory("1GB", what="x"),
+     "required_bytes='1GB' must be a number"),
+    (lambda t: __import__("sdcrisk").population_uniqueness(t, population_size="1e6"),
+     "population_size='1e6' must be a number"),
+    (lambda t: __import__("sdcrisk").population_uniqueness(t, sampling_fraction="0.1"),
+     "sampling_fraction='0.1' must be a number"),
+    (lambda t: __import__("sdcrisk").KeySet(3), "keys=3: give the key variables"),
+    (lambda t: __import__("sdcrisk").assess_scenarios(t, 3), "key_sets=3: give a list"),
+    (lambda t: __import__("sdcrisk").validate(t, 3), "candidates=3: give a list"),
+    (lambda t: __import__("sdcrisk").DomainTable.from_microdata(
+        Microdata.from_source(pd.DataFrame({"d": [1, 2], "c": [1, 1]}), keys=["d", "c"],
+                              population_size=10), domain="d", class_definition=3),
+     "class_definition=3: give 'VAR=VALUE"),
+])
+def test_api_wrong_types_raise_the_projects_error(call, words):
+    """Each raised TypeError or ValueError from inside numpy/Python (unhashable type, 'int'
+    object is not iterable, could not convert string to float) instead of the project's
+    error naming the argument."""
+    from sdcrisk.exceptions import SdcRiskError
+
+    with pytest.raises(SdcRiskError) as err:
+        call(_api_table())
+    assert words in str(err.value), str(err.value)

@@ -545,8 +545,11 @@ def _class_definition(spec) -> dict[str, str]:
                     f"{out[var.strip()]!r} and {value.strip()!r}); a record has one value of "
                     "each variable: give each variable once")
             out[var.strip()] = value.strip()
-    else:
-        out = {str(k): str(v) for k, v in dict(spec).items()}
+    elif isinstance(spec, Mapping):
+        out = {str(k): str(v) for k, v in spec.items()}
+    else:  # a number, a list: dict() raised TypeError
+        raise ParameterError(f"class_definition={spec!r:.60}: give 'VAR=VALUE[,VAR=VALUE]' or a "
+                             "mapping {VAR: VALUE}, e.g. 'sex=1'")
     if not out:
         raise ParameterError("the class definition is empty")
     return out

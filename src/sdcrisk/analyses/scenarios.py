@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,8 +61,10 @@ class KeySet:
     name: str = ""
 
     def __post_init__(self):
-        if isinstance(self.keys, str):
-            object.__setattr__(self, "keys", check_keys(self.keys))
+        if isinstance(self.keys, str) or not isinstance(self.keys, tuple | list):
+            # text, or not a sequence of names (a number: TypeError before): check_keys
+            # reads the first and names the second
+            object.__setattr__(self, "keys", tuple(check_keys(self.keys)))
         if self.keys and any(not isinstance(k, str) or not k.strip() for k in self.keys):
             check_keys(self.keys)  # names the key that is not a column name
         if not self.keys:
@@ -402,7 +404,7 @@ def assess_scenarios(
     >>> len(rep.rows)
     6
     """
-    if isinstance(key_sets, str | KeySet):
+    if isinstance(key_sets, str | KeySet) or not isinstance(key_sets, Iterable):
         raise ParameterError(f"key_sets={short_repr(key_sets)}: give a list of key sets, each "
                              "a KeySet or a list of key names, e.g. [['age', 'sex'], ['age']]")
     check_seed(seed, "seed")

@@ -76,6 +76,7 @@ def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
     MemoryLimitError
         With the need, the limit and the remedies in the message.
     """
+    check_number("required_bytes", required_bytes)
     limit = memory_limit() if limit is None else int(limit)
     if required_bytes > limit:
         extra = f"; {remedies}" if remedies else ""
