@@ -540,3 +540,22 @@ def test_api_wrong_types_raise_the_projects_error(call, words):
     with pytest.raises(SdcRiskError) as err:
         call(_api_table())
     assert words in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e400"])
+def test_memory_limit_variable_out_of_range(capsys, domains_csv, monkeypatch, value):
+    """SDCRISK_MEMORY_LIMIT=1e400 ended in OverflowError (exit 1); 0 and -5 were taken as
+    limits and refused every method ('needs 0.0 MiB but the memory limit is -0.0 MiB')."""
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", value)
+    code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--method", "nb"])
+    assert code == 2
+    assert f"SDCRISK_MEMORY_LIMIT='{value}' must be a positive, finite size like 8G" in err
+    assert "unset it for the default 8G" in err
+
+
+def test_tiny_memory_limit_prints_kib(capsys, domains_csv, monkeypatch):
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "1K")
+    code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--method", "nb"])
+    assert code == 2 and "but the memory limit is 1.0 KiB" in err and "0.0 MiB" not in err

@@ -62,9 +62,14 @@ def memory_limit() -> int:
     scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1].upper(), 1)
     number = text[:-1] if scale != 1 else text
     try:
-        return int(float(number) * scale)
+        size = float(number) * scale
     except ValueError as exc:
         raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size like 8G") from exc
+    if not (math.isfinite(size) and size >= 1):  # 1e400: OverflowError in int(); 0, -5
+        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} must be a positive, finite size "
+                             "like 8G (bytes, or with a K, M or G suffix); unset it for the "
+                             "default 8G")
+    return int(size)
 
 
 def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
@@ -90,6 +95,8 @@ def _gib(nbytes: float) -> str:
     gib = nbytes / 1024**3
     if gib >= 1e6:  # a key space beyond any machine: 1.39e+27 GiB, not 28 digits
         return f"{gib:.3g} GiB"
+    if nbytes < 1024**2:  # a tiny limit (SDCRISK_MEMORY_LIMIT=1K) read '0.0 MiB'
+        return f"{nbytes / 1024:.1f} KiB"
     return f"{gib:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
 
 
