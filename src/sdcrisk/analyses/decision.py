@@ -534,7 +534,7 @@ def _key_index(md, name: str) -> int:
 
 def _class_definition(spec) -> dict[str, str]:
     if isinstance(spec, str):
-        out = {}
+        out: dict[str, str] = {}
         for part in (p.strip() for p in spec.split(",")):
             var, eq, value = part.partition("=")
             if not eq or not var.strip():
