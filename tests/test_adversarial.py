@@ -559,3 +559,14 @@ def test_tiny_memory_limit_prints_kib(capsys, domains_csv, monkeypatch):
     code, _, err = _run(capsys, ["assess", domains_csv, "--keys", "region,sex",
                                  "--population-size", 100_000, "--method", "nb"])
     assert code == 2 and "but the memory limit is 1.0 KiB" in err and "0.0 MiB" not in err
+
+
+def test_pitman_yor_on_one_cell_names_the_remedy(capsys, tmp_path):
+    """'needs at least two sample cells and two records (got 1 cells, 500 records)' gave no
+    way forward."""
+    path = tmp_path / "one_level.csv"
+    path.write_text("sex\n" + "1\n" * 50)
+    code, _, err = _run(capsys, ["assess", path, "--keys", "sex", "--population-size", 1000,
+                                 "--method", "pitman-yor"])
+    assert code == 2
+    assert "(got 1 cells, 50 records)" in err and "use another method (e.g. nb)" in err
