@@ -570,3 +570,14 @@ def test_pitman_yor_on_one_cell_names_the_remedy(capsys, tmp_path):
                                  "--method", "pitman-yor"])
     assert code == 2
     assert "(got 1 cells, 50 records)" in err and "use another method (e.g. nb)" in err
+
+
+def test_report_methods_with_options_says_to_use_the_flags(capsys, domains_csv, tmp_path):
+    """report --methods loglinear:terms=bogus said "unknown method 'loglinear:terms=bogus'"
+    (evaluate takes that spelling, report does not)."""
+    code, _, err = _run(capsys, ["report", domains_csv, "--keys", "region,sex",
+                                 "--population-size", 100_000, "--methods",
+                                 "nb,loglinear:terms=all-2-way", "--out", tmp_path / "r.html"])
+    assert code == 2
+    assert "--methods item 'loglinear:terms=all-2-way': this command takes method names" in err
+    assert "--terms for loglinear" in err

@@ -32,6 +32,11 @@ def parse_methods(text: str) -> list[str]:
         raise ParameterError("--methods is empty: give one or more method names, e.g. "
                              f"--methods nb,loglinear (available: {', '.join(ESTIMATORS)})")
     for m in names:
+        if m not in ESTIMATORS and m.partition(":")[0].strip() in ESTIMATORS:
+            # evaluate's NAME:OPTION=VALUE spelling, read here as an unknown method name
+            raise ParameterError(f"--methods item {m!r}: this command takes method names "
+                                 "only; set a method's options with its flags (e.g. --terms "
+                                 "for loglinear, --chains for hdp)")
         if m not in ESTIMATORS:
             raise ParameterError(f"unknown method {m!r}; available: {', '.join(ESTIMATORS)}")
     return names
