@@ -581,3 +581,50 @@ def test_report_methods_with_options_says_to_use_the_flags(capsys, domains_csv, 
     assert code == 2
     assert "--methods item 'loglinear:terms=all-2-way': this command takes method names" in err
     assert "--terms for loglinear" in err
+
+
+# --- Parquet: repeated column names, folders of parts that disagree -------------------------
+
+def test_parquet_with_a_repeated_column_name(capsys, tmp_path):
+    """The in-memory route's size estimate asked the schema for the repeated name (KeyError,
+    exit 1); the streaming reader already named it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array([1, 2, 1]), pa.array([3, 4, 3])],
+                                        names=["a", "a"]), path)
+    for extra in ([], ["--out-of-core"]):
+        code, _, err = _run(capsys, ["assess", path, "--keys", "a", "--population-size", 100,
+                                     "--method", "nb", *extra])
+        assert code == 2
+        assert ("dup.parquet: column 'a' appears 2 times (positions 1, 2); rename the "
+                "duplicates") in err
+
+
+@pytest.mark.parametrize("second, words", [
+    ({"a": ["x", "y", "z"], "b": [1, 1, 2]},
+     ["parts: could not be read as Parquet (Failed to parse string: 'z'",
+      "must share one schema"]),
+    (None, ["parts: could not be read as Parquet (Could not open Parquet input source"]),
+])
+@pytest.mark.parametrize("extra", [[], ["--out-of-core"]])
+def test_folder_of_parquet_parts_that_disagree(capsys, tmp_path, second, words, extra):
+    """A part typed apart from the first (text where the first has integers) or a damaged
+    part raised ArrowInvalid from the batch iterator (exit 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [1, 1, 2]}), folder / "p1.parquet")
+    if second is None:
+        (folder / "p2.parquet").write_bytes(b"garbage")
+    else:
+        pq.write_table(pa.table(second), folder / "p2.parquet")
+    code, _, err = _run(capsys, ["assess", folder, "--keys", "a,b", "--population-size", 100,
+                                 "--method", "nb", *extra])
+    assert code == 2, err
+    assert "could not be read as CSV" not in err
+    for w in words:
+        assert w in err, (w, err)

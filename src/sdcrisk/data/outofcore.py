@@ -191,9 +191,19 @@ def _batches(data, columns: Sequence[str], batch_rows: int):
         for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
             if batch.num_rows:
                 yield pa.Table.from_batches([batch])
-    except (pa.ArrowInvalid, OSError) as exc:  # OSError: a truncated compressed file
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:  # OSError: truncated
+        import pyarrow.dataset as ds
+
         files = getattr(data, "files", None) or [""]
-        raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
+        if isinstance(getattr(data, "format", None), ds.CsvFileFormat):
+            raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
+        # a folder of Parquet parts typed apart (the first part's schema types the rest), or
+        # a damaged part
+        where = Path(files[0]).parent.name if len(files) > 1 else Path(files[0]).name
+        parts = ("; the parts of a folder must share one schema (the same columns, of the "
+                 "same types)") if len(files) > 1 and "Could not open" not in str(exc) else ""
+        raise InputError(f"{where}: could not be read as Parquet ({printable(str(exc))})"
+                         f"{parts}") from exc
 
 
 def _check_weights(name: str, w, offset: int) -> np.ndarray:
