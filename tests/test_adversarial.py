@@ -628,3 +628,24 @@ def test_folder_of_parquet_parts_that_disagree(capsys, tmp_path, second, words, 
     assert "could not be read as CSV" not in err
     for w in words:
         assert w in err, (w, err)
+
+
+@pytest.mark.parametrize("extra", [[], ["--out-of-core"]])
+def test_folder_part_without_a_key_column_is_refused(capsys, tmp_path, extra):
+    """A part without the key 'b' was read as 3 records with b missing (exit 0, a 'missing'
+    category counted as data); a key all parts hold still reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [1, 1, 2]}), folder / "p1.parquet")
+    pq.write_table(pa.table({"a": [1, 2, 3]}), folder / "p2.parquet")
+    code, _, err = _run(capsys, ["assess", folder, "--keys", "a,b", "--population-size", 100,
+                                 "--method", "nb", *extra])
+    assert code == 2
+    assert "parts: the part p2.parquet has no column 'b'; the parts of a folder must share" in err
+    code, out, err = _run(capsys, ["assess", folder, "--keys", "a", "--population-size", 100,
+                                   "--method", "nb", "--format", "json", *extra])
+    assert code == 0, err
+    assert json.loads(out)["n"] == 6 and json.loads(out)["sample_uniques"] == 0

@@ -94,6 +94,8 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
             raise InputError(f"{path.name}: could not be read as Parquet "
                              f"({printable(str(exc))})") from exc
         check_present(columns, data.schema.names, path.name)
+        if path.is_dir():
+            _check_parts(path, data.files, [c for c in columns if c])
         return data, False
     delimiter = csv_delimiter(path, compression)
     if path.stat().st_size == 0:
@@ -117,6 +119,25 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         raise _csv_error(path.name, header, exc) from exc
     check_present(columns, names, path.name)
     return data, True
+
+
+def _check_parts(folder: Path, files: Sequence[str], columns: Sequence[str]) -> None:
+    """Every Parquet part of ``folder`` holds ``columns``: the dataset takes its schema from
+    the first part and reads a column absent from another part as nulls, which would count
+    as missing key values without a word. Reads each part's footer only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for file in files[1:]:
+        try:
+            names = pq.read_schema(file).names
+        except (pa.ArrowInvalid, OSError):
+            continue  # a damaged part: the batch reader names it
+        absent = [c for c in columns if c not in names]
+        if absent:
+            raise InputError(f"{folder.name}: the part {Path(file).name} has no column "
+                             f"{absent[0]!r}; the parts of a folder must share one schema "
+                             "(the same columns, of the same types)")
 
 
 def _prepare(arr):
