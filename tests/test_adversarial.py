@@ -649,3 +649,14 @@ def test_folder_part_without_a_key_column_is_refused(capsys, tmp_path, extra):
                                    "--method", "nb", "--format", "json", *extra])
     assert code == 0, err
     assert json.loads(out)["n"] == 6 and json.loads(out)["sample_uniques"] == 0
+
+
+def test_decide_domain_type_with_n_above_n_says_which_and_why(capsys, tmp_path):
+    """Was 'domain type (10, 5, 0.5): n exceeds N'."""
+    path = tmp_path / "types.csv"
+    path.write_text("n,N,share\n10,5,0.5\n20,5000,0.5\n")
+    code, _, err = _run(capsys, ["decide", "--domain-types", path, "--l1", "exp:1",
+                                 "--alpha", 1, "--beta", 2])
+    assert code == 2
+    assert "its sample size n=10 exceeds its population size N=5" in err
+    assert "check the n and N columns" in err

@@ -204,7 +204,9 @@ def _types(domain_types) -> list[tuple[int, int, float]]:
         except (ParameterError, ValueError, TypeError) as exc:
             raise InputError(f"domain type {t!r}: {exc}") from None
         if n > big_n:
-            raise InputError(f"domain type {t!r}: n exceeds N")
+            raise InputError(f"domain type {t!r}: its sample size n={n} exceeds its population "
+                             f"size N={big_n}; a domain's sample is drawn from its population "
+                             "(check the n and N columns: swapped?)")
         if not (share >= 0 and math.isfinite(share)):
             raise InputError(f"domain type {t!r}: share must be a non-negative number")
         out.append((n, big_n, share))
