@@ -204,7 +204,9 @@ def _types(domain_types) -> list[tuple[int, int, float]]:
         except (ParameterError, ValueError, TypeError) as exc:
             raise InputError(f"domain type {t!r}: {exc}") from None
         if n > big_n:
-            raise InputError(f"domain type {t!r}: n exceeds N")
+            raise InputError(f"domain type {t!r}: its sample size n={n} exceeds its population "
+                             f"size N={big_n}; a domain's sample is drawn from its population "
+                             "(check the n and N columns: swapped?)")
         if not (share >= 0 and math.isfinite(share)):
             raise InputError(f"domain type {t!r}: share must be a non-negative number")
         out.append((n, big_n, share))
@@ -534,14 +536,22 @@ def _key_index(md, name: str) -> int:
 
 def _class_definition(spec) -> dict[str, str]:
     if isinstance(spec, str):
-        out = {}
+        out: dict[str, str] = {}
         for part in (p.strip() for p in spec.split(",")):
             var, eq, value = part.partition("=")
             if not eq or not var.strip():
                 raise ParameterError(f"class definition {spec!r}: write VAR=VALUE[,VAR=VALUE]")
+            if var.strip() in out:  # sex=1,sex=2: the later value silently won
+                raise ParameterError(
+                    f"class definition {spec!r} names {var.strip()!r} twice (values "
+                    f"{out[var.strip()]!r} and {value.strip()!r}); a record has one value of "
+                    "each variable: give each variable once")
             out[var.strip()] = value.strip()
-    else:
-        out = {str(k): str(v) for k, v in dict(spec).items()}
+    elif isinstance(spec, Mapping):
+        out = {str(k): str(v) for k, v in spec.items()}
+    else:  # a number, a list: dict() raised TypeError
+        raise ParameterError(f"class_definition={spec!r:.60}: give 'VAR=VALUE[,VAR=VALUE]' or a "
+                             "mapping {VAR: VALUE}, e.g. 'sex=1'")
     if not out:
         raise ParameterError("the class definition is empty")
     return out

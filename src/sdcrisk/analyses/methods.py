@@ -46,7 +46,7 @@ def get_estimator(name: str, **options: Any) -> Estimator:
     >>> get_estimator("nb", mode="sdcmicro").mode
     'sdcmicro'
     """
-    if name not in ESTIMATORS:
+    if not isinstance(name, str) or name not in ESTIMATORS:  # a list: unhashable (TypeError)
         raise ParameterError(f"unknown method {name!r}; available: {', '.join(ESTIMATORS)}")
     cls = ESTIMATORS[name]
     accepted = options_of(cls)

@@ -26,6 +26,7 @@ from ..data.frames import check_output_path, output_format, read_frame, write_fr
 from ..data.io import check_present, source_name
 from ..data.sizes import short_repr
 from ..data.table import Microdata, check_keys, tabulate
+from ..data.text import decode_text
 from ..data.wildcard import wildcard_record_counts
 from ..exceptions import InputError, ParameterError
 from ..runtime.progress import progress
@@ -41,9 +42,18 @@ MISSING_TEXT = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", 
 
 
 # --- key columns ---------------------------------------------------------------------------
+def _decoded(col):
+    """A key column with its byte values (a Parquet binary column, text that is not UTF-8)
+    as text by the rule every reader uses (:func:`decode_text`); other columns as they are."""
+    if col.dtype == object and col.map(lambda v: isinstance(v, bytes)).any():
+        return col.map(lambda v: decode_text(v) if isinstance(v, bytes) else v)
+    return col
+
+
 def _missing_mask(col) -> np.ndarray:
     import pandas as pd
 
+    col = _decoded(col)
     if col.dtype == object or pd.api.types.is_string_dtype(col):
         return col.isna().to_numpy() | col.astype(str).str.strip().isin(MISSING_TEXT).to_numpy()
     return col.isna().to_numpy()
@@ -54,6 +64,7 @@ def _key_values(col):
     text; missing entries as None/NaN."""
     import pandas as pd
 
+    col = _decoded(col)
     miss = _missing_mask(col)
     present = col[~miss]
     if col.dtype == object or pd.api.types.is_string_dtype(col):
@@ -103,6 +114,8 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         A recode for a column that is not a key, a mapping that is not an object, or an old
         value that does not occur in the column.
     """
+    import pandas as pd
+
     if not isinstance(recodes, Mapping):
         raise ParameterError("--recode: the JSON must be an object {key: {old: new}}")
     frame = frame.copy()
@@ -128,12 +141,27 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
         table = {str(old).strip(): new for old, new in mapping.items()}
         unknown = [o for o in table if o not in present]
         if unknown:
+            values = sorted(present, key=lambda v: (len(v), v))
             raise ParameterError(f"--recode {key!r}: value {unknown[0]!r} does not occur in "
-                                 "the column")
+                                 f"the column; its values: {short_repr(values, 80)}")
         hit = (text.isin(list(table)) & ~miss).to_numpy()
         new = text[hit].map(table)
         col = col.copy()
-        if col.dtype.kind in "iuf":
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            # a dictionary-encoded Parquet or labelled column: a new label is no category
+            # of it (pandas' TypeError), so it is recoded as its plain values
+            col = col.astype(object)
+        is_bool = col.dtype.kind == "b" or (col.dtype == object and col[~miss].map(
+            lambda v: isinstance(v, bool | np.bool_)).all() and (~miss).any())
+        if is_bool:
+            flags = {"True": True, "False": False}
+            if new.map(_value_text).isin(list(flags)).all():
+                new = new.map(_value_text).map(flags)
+                col = col.astype(object) if col.dtype.kind != "b" else col
+            else:  # a new label such as 'yes': the column becomes text, as a CSV holds it
+                col = col.astype(object).where(miss, col.map(_value_text)).where(~miss, None)
+                new = new.map(_value_text)
+        elif col.dtype.kind in "iuf":
             try:
                 new = new.astype(float)
                 if col.dtype.kind in "iu" and (new == new.round()).all():
@@ -446,6 +474,10 @@ def _frame_suppress(frame, key: str, rows: np.ndarray):
     import pandas as pd
 
     col = frame[key].copy()
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        # a dictionary-encoded Parquet column or a labelled Stata/SPSS one: a blank is no
+        # category of it, so the column is written as its plain values
+        col = col.astype(object)
     if col.dtype.kind in "iub":
         col = col.astype(float)
     if pd.api.types.is_string_dtype(col) or col.dtype == object:

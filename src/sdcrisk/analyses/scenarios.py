@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ import numpy as np
 from ..core.base import ResultBase
 from ..data.sizes import check_memory_limit, short_repr
 from ..data.table import Microdata, check_keys, tabulate
+from ..data.text import utf8_text
 from ..estimators import Estimator
 from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
@@ -60,8 +61,10 @@ class KeySet:
     name: str = ""
 
     def __post_init__(self):
-        if isinstance(self.keys, str):
-            object.__setattr__(self, "keys", check_keys(self.keys))
+        if isinstance(self.keys, str) or not isinstance(self.keys, tuple | list):
+            # text, or not a sequence of names (a number: TypeError before): check_keys
+            # reads the first and names the second
+            object.__setattr__(self, "keys", tuple(check_keys(self.keys)))
         if self.keys and any(not isinstance(k, str) or not k.strip() for k in self.keys):
             check_keys(self.keys)  # names the key that is not a column name
         if not self.keys:
@@ -114,9 +117,10 @@ def read_key_sets(path: str | Path) -> list[KeySet]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"key-set file {str(path)!r} cannot be read ({exc.strerror})") from exc
+    text = utf8_text(raw, f"key-set file {str(path)!r}")
     out: list[KeySet] = []
     if path.suffix.lower() == ".json":
         try:
@@ -400,7 +404,7 @@ def assess_scenarios(
     >>> len(rep.rows)
     6
     """
-    if isinstance(key_sets, str | KeySet):
+    if isinstance(key_sets, str | KeySet) or not isinstance(key_sets, Iterable):
         raise ParameterError(f"key_sets={short_repr(key_sets)}: give a list of key sets, each "
                              "a KeySet or a list of key names, e.g. [['age', 'sex'], ['age']]")
     check_seed(seed, "seed")

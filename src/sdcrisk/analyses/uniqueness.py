@@ -31,7 +31,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..core.base import ResultBase
-from ..data.sizes import short_repr
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..exceptions import InputError, ParameterError
 
@@ -666,12 +666,12 @@ def population_uniqueness(
         counts_n, base_n, base_big = data.counts, data.n, data.population_size
         profile = None
     if sampling_fraction is not None:
-        f = float(sampling_fraction)
+        f = check_number("sampling_fraction", sampling_fraction)
         if not (math.isfinite(f) and 0 < f <= 1):
             raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
         big_n = 1.0 / f * base_n
     elif population_size is not None:
-        big_n = float(population_size)
+        big_n = check_number("population_size", population_size)
     else:
         big_n = base_big
     if profile is None or big_n != profile.population_size:

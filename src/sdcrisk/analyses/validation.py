@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
@@ -30,6 +30,7 @@ import numpy as np
 
 from ..core.base import ResultBase, jsonable
 from ..core.measures import roc_auc
+from ..data.sizes import short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import MODELS, Estimator, options_of
 from ..exceptions import InputError, ParameterError
@@ -423,6 +424,9 @@ def validate(
         raise ParameterError(f"replicates={replicates} must be >= 1")
     if time_budget is not None and not time_budget > 0:
         raise ParameterError(f"time_budget={time_budget} must be > 0 seconds (or None)")
+    if isinstance(candidates, str) or not isinstance(candidates, Iterable):
+        raise ParameterError(f"candidates={short_repr(candidates)}: give a list of method "
+                             "names or specs, e.g. ['nb', 'loglinear:terms=search']")
     cands = [Candidate.parse(c) for c in candidates]
     if not cands:
         raise ParameterError("give at least one candidate")

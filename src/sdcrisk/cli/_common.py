@@ -12,6 +12,7 @@ from pathlib import Path
 from ..analyses.methods import ESTIMATORS
 from ..data.datasets import EXAMPLES
 from ..data.table import DEFAULT_MAX_LEVELS, Microdata
+from ..data.text import utf8_text
 from ..estimators import options_of
 from ..exceptions import ParameterError
 
@@ -31,6 +32,11 @@ def parse_methods(text: str) -> list[str]:
         raise ParameterError("--methods is empty: give one or more method names, e.g. "
                              f"--methods nb,loglinear (available: {', '.join(ESTIMATORS)})")
     for m in names:
+        if m not in ESTIMATORS and m.partition(":")[0].strip() in ESTIMATORS:
+            # evaluate's NAME:OPTION=VALUE spelling, read here as an unknown method name
+            raise ParameterError(f"--methods item {m!r}: this command takes method names "
+                                 "only; set a method's options with its flags (e.g. --terms "
+                                 "for loglinear, --chains for hdp)")
         if m not in ESTIMATORS:
             raise ParameterError(f"unknown method {m!r}; available: {', '.join(ESTIMATORS)}")
     return names
@@ -40,7 +46,7 @@ def read_levels(path: str | None):
     if path is None:
         return None
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(utf8_text(Path(path).read_bytes(), f"--levels {path!r}"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):

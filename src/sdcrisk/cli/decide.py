@@ -62,7 +62,7 @@ def register(sub) -> None:
                    help="order by this disclosure loss instead (sensitivity)")
     d.add_argument("--decision-l0", metavar="SPEC",
                    help="order by this suppression loss instead (sensitivity)")
-    d.add_argument("--risk-fraction", type=float, default=0.2,
+    d.add_argument("--risk-fraction", type=float, default=None,
                    help="report the loss fraction needed to cut the risk to this fraction "
                    "(default 0.2)")
     d.add_argument("--domain", metavar="VAR", help="domain variable (e.g. geography)")
@@ -171,7 +171,9 @@ def _prior(args, decision, *, required: bool):
 
 
 def _cut_off(args, decision) -> dict:
-    return {"max_enumeration": args.max_enumeration or decision.DEFAULT_MAX_ENUMERATION}
+    # 0 is checked (and refused) like any other value, not read as "the default"
+    return {"max_enumeration": decision.DEFAULT_MAX_ENUMERATION
+            if args.max_enumeration is None else args.max_enumeration}
 
 
 def _decide_types(args, decision) -> str:
@@ -184,6 +186,8 @@ def _decide_types(args, decision) -> str:
         if getattr(args, opt) is not None:
             raise ParameterError(f"--{opt.replace('_', '-')} applies to microdata, not to "
                                  "--domain-types")
+    if args.risk_fraction is None:
+        args.risk_fraction = 0.2
     types = _read_small_csv(args.domain_types, "--domain-types")
     table = decision.decision_table(
         types, _prior(args, decision, required=True), l1=args.l1, l0=args.l0,
@@ -246,6 +250,16 @@ def _decide_microdata(args, decision) -> str:
 
     if not args.domain or not args.class_definition:
         raise ParameterError("microdata mode needs --domain VAR and --class VAR=VALUE[,...]")
+    # options of the decision table of domain types: silently dropped here before
+    remedies = {"risk_fraction": "use --target-risk-fraction to publish up to a risk fraction",
+                "decision_l1": "give the loss to decide by as --l1",
+                "decision_l0": "give the loss to decide by as --l0"}
+    for opt, remedy in remedies.items():
+        if getattr(args, opt) is not None:
+            flag = "--" + opt.replace("_", "-")
+            raise ParameterError(f"{flag} {getattr(args, opt)} applies to --domain-types, not "
+                                 f"to microdata (DATA with --domain and --class); drop it or "
+                                 f"{remedy}")
     definition = decision._class_definition(args.class_definition)
     keys = [args.domain] + [k for k in definition if k != args.domain]
     opts = {"missing": args.missing, "max_levels": args.max_levels}

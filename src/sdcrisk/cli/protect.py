@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..data.text import utf8_text
 from ..exceptions import ParameterError
 
 __all__ = ["register"]
@@ -81,7 +82,7 @@ def _read_recodes(path: str | None):
     if path is None:
         return None
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(utf8_text(Path(path).read_bytes(), f"--recode {path!r}"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ParameterError(f"--recode {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):

@@ -127,7 +127,7 @@ class RiskResult(ResultBase):
         asked to reproduce); ``"population_unique"``: P(F_k = 1 | f), zero unless f_k = 1.
         """
         self._need_cells(f"cell_risk({kind!r})")
-        if kind not in self.cell_risk_values:
+        if not isinstance(kind, str) or kind not in self.cell_risk_values:
             raise ParameterError(
                 f"{self.method} gives no {kind!r} risk; available: {sorted(self.cell_risk_values)}"
             )

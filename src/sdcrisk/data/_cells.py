@@ -187,7 +187,8 @@ def _encode_declared(name, values, present, vals, levels):
             bad = vals[declared[sorter][pos] != vals][0] if len(declared) else vals[0]
             raise InputError(
                 f"column {name!r} has value {_format_value(bad)} that is not among its declared "
-                f"levels {order[:10]}{'...' if len(order) > 10 else ''}"
+                f"levels {order[:10]}{'...' if len(order) > 10 else ''}: add it to the levels "
+                f"of {name!r} (--levels on the command line) or correct the data"
             )
         position = {k: i for i, k in enumerate(keys)}
         idx_in_keys = np.array([position[k] for k in order], dtype=np.int64)
@@ -201,7 +202,8 @@ def _encode_declared(name, values, present, vals, levels):
             if u not in lookup:
                 raise InputError(
                     f"column {name!r} has value {str(u)!r} that is not among its declared levels:"
-                    f" add it to the levels of {name!r} (--levels on the command line)"
+                    f" add it to the levels of {name!r} (--levels on the command line) or "
+                    "correct the data"
                 )
             mapped[j] = lookup[u]
         inv = mapped[uinv]

@@ -19,6 +19,10 @@ from typing import Any
 from ..exceptions import InputError, ParameterError
 from .io import parquet_parts
 
+#: the smallest weight whose reciprocal is finite (numpy's finfo(float).tiny): a smaller
+#: positive weight is refused by the Arrow pass (sizes.check_weight_values), as is <= 0
+TINY = 2.2250738585072014e-308
+
 __all__ = ["COUNT", "WSUM", "ISUM", "import_duckdb", "duckdb_session", "group_parquet",
            "group_stream"]
 
@@ -83,7 +87,7 @@ def group_parquet(path: Path, keys, weights, missing, *, required: bool):
                 w = f'"{weights}"'
                 aggs += [f"sum({w}::DOUBLE) AS {WSUM}", f"sum(1.0 / {w}::DOUBLE) AS {ISUM}"]
                 checks.append(f"count(*) FILTER (WHERE {w} IS NULL OR NOT "
-                              f"isfinite({w}::DOUBLE) OR {w} <= 0)")
+                              f"isfinite({w}::DOUBLE) OR {w}::DOUBLE < {TINY!r})")
             if missing == "error":
                 checks += [f"count(*) FILTER (WHERE {c} IS NULL"
                            + (f" OR isnan({c}))" if pa.types.is_floating(schema.field(k).type)

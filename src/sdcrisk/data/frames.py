@@ -111,15 +111,12 @@ def read_frame(source: Any):
         elif kind in _LABELLED:
             frame = _read_labelled(path, kind)
         else:
-            compression = "gzip" if packed == "gzip" else "infer"
             head = head_bytes(path, packed)
             sep = csv_delimiter(path, packed, head)  # as assess reads it: ';' and tab too
             try:
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                    compression=compression, sep=sep)
+                frame = _read_csv_text(path, packed, sep)
             except UnicodeDecodeError:  # not UTF-8: each value as assess reads it
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                    compression=compression, encoding="latin-1", sep=sep)
+                frame = _read_csv_text(path, packed, sep, encoding="latin-1")
                 _decode_values(frame, path.name)
             frame.attrs["delimiter"] = sep
             frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
@@ -133,6 +130,23 @@ def read_frame(source: Any):
     if len(frame) == 0:
         raise InputError(f"{path.name}: no records (the file has column names but no rows)")
     return frame
+
+
+def _read_csv_text(path: Path, packed: str | None, sep: str, encoding: str = "utf-8"):
+    """A CSV file's cells as text, decompressed by its content (``packed``, from
+    :func:`detect_format`), not by its name. zstd and lz4 go through pyarrow's decompressor,
+    as assess reads them: pandas would need the optional zstandard package (an ImportError
+    before)."""
+    import pandas as pd
+
+    options = {"dtype": str, "keep_default_na": False, "sep": sep, "encoding": encoding}
+    if packed in ("zstd", "lz4"):
+        import pyarrow as pa
+
+        with pa.input_stream(str(path), compression=packed) as stream:
+            return pd.read_csv(stream, **options)
+    return pd.read_csv(path, compression=packed if packed in ("gzip", "bz2") else None,
+                       **options)
 
 
 def _read_muargus(source):
@@ -304,10 +318,10 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 # a column the format cannot hold (lists or structs in Stata, a mixed
                 # object column in Parquet); pyarrow's errors derive from these too
                 what = {"parquet": "a Parquet", "dta": "a Stata", "sav": "an SPSS"}[fmt]
-                other = ".csv" if fmt == "parquet" else ".parquet"
+                other = ".csv" if fmt == "parquet" else ".parquet or .csv"
                 raise ParameterError(f"--out {str(path)!r}: the data cannot be written to "
                                      f"{what} file ({printable(str(exc))}); write "
-                                     f"{other} or .csv instead") from exc
+                                     f"{other} instead") from exc
     return path
 
 

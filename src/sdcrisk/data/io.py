@@ -507,7 +507,10 @@ def arrow_column(name: str, chunked) -> Column:
         values = np.frombuffer(arr.buffers()[1], dtype=np.dtype(arr.type.to_pandas_dtype()),
                                count=len(arr), offset=arr.offset).copy()
     elif pa.types.is_integer(arr.type) or pa.types.is_boolean(arr.type):
-        values = (arr.fill_null(0) if missing is not None else arr).to_numpy(zero_copy_only=False)
+        # a boolean column's nulls are filled with False (pyarrow refuses 0 as a boolean)
+        fill = False if pa.types.is_boolean(arr.type) else 0
+        values = (arr.fill_null(fill) if missing is not None else arr).to_numpy(
+            zero_copy_only=False)
         if values.dtype == bool:
             values = values.astype(np.int8)
     elif pa.types.is_floating(arr.type):

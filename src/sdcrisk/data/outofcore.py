@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,9 +46,9 @@ from ..exceptions import InputError, ParameterError
 from . import _cells
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
-from .sizes import resolve_population_size, short_repr
+from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import csv_delimiter, decimal_comma_weights, printable
+from .text import csv_delimiter, csv_header, decimal_comma_weights, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
@@ -93,6 +94,8 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
             raise InputError(f"{path.name}: could not be read as Parquet "
                              f"({printable(str(exc))})") from exc
         check_present(columns, data.schema.names, path.name)
+        if path.is_dir():
+            _check_parts(path, data.files, [c for c in columns if c])
         return data, False
     delimiter = csv_delimiter(path, compression)
     if path.stat().st_size == 0:
@@ -109,10 +112,32 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         data = ds.dataset(str(path), format=fmt)
         names = data.schema.names
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path.name}: could not be read as CSV "
-                         f"({printable(str(exc))})") from exc
+        try:
+            header = csv_header(path, delimiter, compression)
+        except InputError:
+            header = None
+        raise _csv_error(path.name, header, exc) from exc
     check_present(columns, names, path.name)
     return data, True
+
+
+def _check_parts(folder: Path, files: Sequence[str], columns: Sequence[str]) -> None:
+    """Every Parquet part of ``folder`` holds ``columns``: the dataset takes its schema from
+    the first part and reads a column absent from another part as nulls, which would count
+    as missing key values without a word. Reads each part's footer only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for file in files[1:]:
+        try:
+            names = pq.read_schema(file).names
+        except (pa.ArrowInvalid, OSError):
+            continue  # a damaged part: the batch reader names it
+        absent = [c for c in columns if c not in names]
+        if absent:
+            raise InputError(f"{folder.name}: the part {Path(file).name} has no column "
+                             f"{absent[0]!r}; the parts of a folder must share one schema "
+                             "(the same columns, of the same types)")
 
 
 def _prepare(arr):
@@ -134,9 +159,15 @@ def _infer(arr):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        # pyarrow's CSV reader types ' 1' as the number 1 (its number parsers skip spaces
+        # and tabs around the digits), a cast does not: trimmed, so that both passes agree
+        trimmed = pc.utf8_trim(arr, characters=" \t")
+    else:
+        trimmed = arr
     for typ in (pa.int64(), pa.float64()):
         try:
-            return pc.cast(arr, typ)
+            return pc.cast(trimmed, typ)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
     return arr
@@ -152,12 +183,48 @@ def _group(table, keys: Sequence[str], sums: Sequence[str]):
         if names else pa.table({k: agg.column(k) for k in keys})
 
 
+def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputError:
+    """pyarrow's error on a CSV value in the words of the in-memory reader: a weights value
+    that is not a number, a line that is not UTF-8; else its own text, printable."""
+    text = str(exc)
+    line = re.search(r"Row #(\d+)", text)
+    where = f" at line {line.group(1)}" if line else ""
+    if "invalid UTF8" in text:
+        return InputError(f"{name}: the text{where} is not UTF-8; the streaming reader "
+                          "(--out-of-core) reads UTF-8 only: convert the file (e.g. iconv -f "
+                          "latin1 -t utf-8) or read it without --out-of-core (in memory, "
+                          "Latin-1 text is read as such)")
+    column = re.search(r"In CSV column #(\d+)", text)
+    value = re.search(r"conversion error to double: invalid value '(.*)'", text)
+    if column and value and names is not None and int(column.group(1)) < len(names):
+        return InputError(f"weights column {names[int(column.group(1))]!r} is not numeric: "
+                          f"value {printable(value.group(1), 40)!r}{where}; survey weights "
+                          "must be numbers > 0")
+    return InputError(f"{name}: could not be read as CSV ({printable(text)})")
+
+
 def _batches(data, columns: Sequence[str], batch_rows: int):
+    """The dataset's record batches as tables. A CSV value that pyarrow cannot convert past
+    its first block (which typed the columns) surfaces here, not when the dataset opens."""
     import pyarrow as pa
 
-    for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
-        if batch.num_rows:
-            yield pa.Table.from_batches([batch])
+    try:
+        for batch in data.to_batches(columns=list(columns), batch_size=batch_rows):
+            if batch.num_rows:
+                yield pa.Table.from_batches([batch])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:  # OSError: truncated
+        import pyarrow.dataset as ds
+
+        files = getattr(data, "files", None) or [""]
+        if isinstance(getattr(data, "format", None), ds.CsvFileFormat):
+            raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
+        # a folder of Parquet parts typed apart (the first part's schema types the rest), or
+        # a damaged part
+        where = Path(files[0]).parent.name if len(files) > 1 else Path(files[0]).name
+        parts = ("; the parts of a folder must share one schema (the same columns, of the "
+                 "same types)") if len(files) > 1 and "Could not open" not in str(exc) else ""
+        raise InputError(f"{where}: could not be read as Parquet ({printable(str(exc))})"
+                         f"{parts}") from exc
 
 
 def _check_weights(name: str, w, offset: int) -> np.ndarray:
@@ -177,12 +244,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:
         values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
-    bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"weights column {name!r} has a non-positive or non-finite weight "
-                         f"{values[i]:g} at row {offset + i + 1}; survey weights must be > 0")
-    return values
+    return check_weight_values(name, values, offset)
 
 
 def check_path(path, function: str) -> Path:

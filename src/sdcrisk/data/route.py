@@ -58,6 +58,8 @@ def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
         except Exception:  # noqa: BLE001 - unreadable: the reader reports it properly
             return None
         schema = meta.schema_arrow
+        if any(schema.names.count(c) > 1 for c in columns):
+            return None  # a repeated name (schema.field raised KeyError): the reader names it
         widths = [_value_bytes(schema.field(c).type) for c in columns if c in schema.names]
         rows = meta.metadata.num_rows
         per_record = 2 * max(widths, default=8) + _IN_MEMORY_RECORD_BYTES

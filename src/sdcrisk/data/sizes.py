@@ -15,7 +15,7 @@ from ..exceptions import InputError, MemoryLimitError, ParameterError
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
            "check_memory", "check_memory_limit", "check_number", "resolve_population_size",
-           "check_population_size", "short_repr"]
+           "check_population_size", "check_weight_values", "short_repr"]
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 
@@ -62,9 +62,14 @@ def memory_limit() -> int:
     scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1].upper(), 1)
     number = text[:-1] if scale != 1 else text
     try:
-        return int(float(number) * scale)
+        size = float(number) * scale
     except ValueError as exc:
         raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size like 8G") from exc
+    if not (math.isfinite(size) and size >= 1):  # 1e400: OverflowError in int(); 0, -5
+        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} must be a positive, finite size "
+                             "like 8G (bytes, or with a K, M or G suffix); unset it for the "
+                             "default 8G")
+    return int(size)
 
 
 def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
@@ -76,6 +81,7 @@ def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
     MemoryLimitError
         With the need, the limit and the remedies in the message.
     """
+    check_number("required_bytes", required_bytes)
     limit = memory_limit() if limit is None else int(limit)
     if required_bytes > limit:
         extra = f"; {remedies}" if remedies else ""
@@ -86,7 +92,12 @@ def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
 
 
 def _gib(nbytes: float) -> str:
-    return f"{nbytes / 1024**3:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
+    gib = nbytes / 1024**3
+    if gib >= 1e6:  # a key space beyond any machine: 1.39e+27 GiB, not 28 digits
+        return f"{gib:.3g} GiB"
+    if nbytes < 1024**2:  # a tiny limit (SDCRISK_MEMORY_LIMIT=1K) read '0.0 MiB'
+        return f"{nbytes / 1024:.1f} KiB"
+    return f"{gib:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
 
 
 def short_repr(value, limit: int = 60) -> str:
@@ -163,7 +174,10 @@ def check_population_size(population_size, n: int) -> float:
                              "number of people in the population (N >= n)")
     if big_n < n:
         raise InputError(
-            f"population size N={population_size:g} is smaller than the sample size n={n}"
+            f"population_size={population_size:g} gives N={population_size:g}, smaller than "
+            f"the sample size n={n}; N counts the people of the population the file was drawn "
+            "from, so N >= n (the file itself, N = n, when it is the whole population: "
+            "--whole-population on the command line)"
         )
     _check_not_huge(big_n, f"population_size={population_size:g}")
     return big_n
@@ -180,3 +194,28 @@ def _check_not_huge(big_n: float, what: str) -> None:
             f"{what} makes N = {big_n:.3g}, more than any population "
             f"({MAX_POPULATION_SIZE:.0e} at most); check the value (a misplaced exponent, "
             "weights in the wrong unit?)")
+
+
+def check_weight_values(name: str, w: np.ndarray, offset: int = 0) -> np.ndarray:
+    """Survey weights ``w`` (floats) of the column ``name``, checked: positive, finite and
+    with a finite reciprocal (the inclusion sums use 1/w). ``offset``: the row of ``w[0]``
+    in the file (0-based), for the message. Both readers (in memory, streamed) call this.
+
+    Raises
+    ------
+    InputError
+        The first bad weight, its row and the remedy.
+    """
+    bad = ~np.isfinite(w) | (w <= 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"weights column {name!r} has a non-positive or non-finite weight "
+                         f"{w[row]:g} at row {offset + row + 1}; survey weights must be > 0")
+    tiny = w < np.finfo(float).tiny  # 1e-320: 1/w overflows to inf
+    if tiny.any():
+        row = int(np.flatnonzero(tiny)[0])
+        raise InputError(f"weights column {name!r} has the weight {w[row]:g} at row "
+                         f"{offset + row + 1}, too small to invert (1/w is infinite); a survey "
+                         "weight counts the people a record stands for, usually 1 or more: "
+                         "check the column (a misplaced exponent?)")
+    return w

@@ -23,6 +23,7 @@ from .io import iter_columns, source_name
 from .population import PopulationCounts, population_counts
 from .sizes import (
     check_memory,
+    check_weight_values,
     resolve_population_size,
     short_repr,
 )
@@ -272,7 +273,13 @@ def check_keys(keys, weights=None, household=None) -> tuple[str, ...]:
                              "give each key once")
     for opt_name, opt in (("weights", weights), ("household", household)):
         if opt is not None and not isinstance(opt, str):
-            raise ParameterError(f"{opt_name}={opt!r} must be a column name (a string)")
+            # an array of weights or household ids printed whole ran to thousands of lines
+            text = " ".join(repr(opt).split())
+            text = text if len(text) <= 60 else text[:57] + "..."
+            raise ParameterError(
+                f"{opt_name}={text} must be a column name "
+                f"(a string); put the values in a column of the data and name it, e.g. "
+                f"frame.assign(w=values) with {opt_name}='w'")
     for opt_name, opt in (("weights", weights), ("household", household)):
         if opt is not None and opt in keys:
             raise ParameterError(f"column {opt!r} cannot be both a key and {opt_name}")
@@ -434,15 +441,7 @@ def _validate_weights(name: str, col) -> np.ndarray:
             values = values.astype(float)
         except ValueError:
             values = decimal_comma_weights(name, values)
-    w = values.astype(float)
-    bad = ~np.isfinite(w) | (w <= 0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"weights column {name!r} has a non-positive or non-finite weight {w[row]:g} "
-            f"at row {row + 1}; survey weights must be > 0"
-        )
-    return w
+    return check_weight_values(name, values.astype(float))
 
 
 #: CellTable -> its fingerprint (tables are not changed once built)

@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
-           "decimal_comma_weights", "decode_text", "names_not_utf8"]
+           "decimal_comma_weights", "decode_text", "names_not_utf8", "utf8_text"]
 
 
 def printable(text: str, limit: int = 160) -> str:
@@ -152,6 +152,22 @@ def head_bytes(path: Path, compression: str | None, size: int = 1 << 16) -> byte
             return stream.read(size)
     except (OSError, pa.ArrowException):
         return b""
+
+
+def utf8_text(raw: bytes, what: str) -> str:
+    """A small settings file's bytes (``--levels``, ``--recode``, ``--key-sets``) as UTF-8
+    text (a leading byte-order mark dropped); ``what`` names the file and its option.
+
+    Raises
+    ------
+    InputError
+        The bytes are not UTF-8: the offending byte, its position and the remedy.
+    """
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position "
+                         f"{exc.start}); save the file as UTF-8") from None
 
 
 def decode_text(raw: bytes) -> str:

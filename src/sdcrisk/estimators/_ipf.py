@@ -192,6 +192,18 @@ def margins_of_cells(table: CellTable, gens: Sequence[Generator],
     cell-code matrix is row-major and often int8: reading a column per margin cost more than
     the sums).
     """
+    # each margin is a dense array over its keys' levels (plus its mask of positive cells):
+    # a term over many wide keys (the saturated model of 12 keys of 1,000 levels) is refused
+    # here by size, not by numpy's OverflowError or an allocation that never ends
+    sizes = [math.prod(len(table.levels[i]) for i in gen) for gen in gens]
+    if sizes:
+        big = max(range(len(gens)), key=sizes.__getitem__)
+        term = ":".join(table.keys[i] for i in gens[big])
+        check_memory(float(sum(sizes)) * 9.0,
+                     what=f"the margins of the log-linear terms (the largest, "
+                          f"{short_repr(term, 80)}, over {float(sizes[big]):,.4g} cells)",
+                     remedies="give --terms without that term (or the default search), "
+                              "partition the table (--partition) or use fewer or coarser keys")
     used = sorted({i for g in gens for i in g})
     cols = {i: table.cell_codes[:, i].astype(np.intp) for i in used}
     vals = np.asarray(table.counts if values is None else values, dtype=float)

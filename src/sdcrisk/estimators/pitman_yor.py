@@ -152,7 +152,9 @@ def fit_pitman_yor(counts: np.ndarray, cells: np.ndarray | None = None) -> dict:
     k = int(mult.sum())
     if k < 2 or n < 2:
         raise ParameterError(f"the Pitman-Yor fit needs at least two sample cells and two "
-                             f"records (got {k} cells, {n} records)")
+                             f"records (got {k} cells, {n} records): its two parameters are "
+                             "estimated from how the records spread over cells; use another "
+                             "method (e.g. nb) or more key variables")
 
     def nll(x):
         theta, alpha = _unpack(x)
