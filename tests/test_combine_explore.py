@@ -32,9 +32,11 @@ def full(ce):
 
 @pytest.mark.parametrize(("variant", "shrink"), [("shrink-g50", True), ("shipped", False)])
 def test_variant_reproduces_calibrate_auto(ce, full, variant, shrink):
-    """Same estimates and intervals, case by case, as calibrate_auto.lopo (to 1e-9): the
-    rule shipped now (the variant `shrink-g50`, blended with graphical(prior_weight=50)) and
-    the one shipped before it (`shipped`, calibrate_auto without the blend)."""
+    """Same estimates and intervals, case by case, as calibrate_auto.lopo (to 1e-9) without
+    the record map: the rule shipped 2026-11-24 (the variant `shrink-g50`, blended with
+    graphical(prior_weight=50)'s own figure) and the one shipped before it (`shipped`,
+    calibrate_auto without the blend). The rule shipped since 2026-11-25 adds the record map
+    (tests/test_record_map.py)."""
     ref = ce.ca.lopo(full, ce.FULL, shrink_to_g50=shrink)
     res, _ = ce.lopo_variant(full, ce.by_name(variant), nested=False)
     for m in ("tau1", "tau2"):

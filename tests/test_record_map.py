@@ -1,101 +1,81 @@
-"""Tables without the record -> cell map (issue 20: 4-8 bytes a record that a run of measures
-only never reads; 120 MB at 3x10^7 records).
-
-The measures of a fit on such a table equal those on the full table; record-level figures
-refuse with a remedy; ``assess`` drops the map only when no output or method reads it.
-"""
+"""auto's record map (issue 17, 2026-11-25): the benchmark that learns it and the runtime
+that applies it must agree, and its fit must recover a known map."""
 
 from __future__ import annotations
 
-import argparse
-import json
+import importlib
+import math
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import synthetic_frame
 from sdcrisk import AutoRisk, Microdata, tabulate
-from sdcrisk.analyses.methods import get_estimator
-from sdcrisk.cli import assess, main
-from sdcrisk.data.table import CellTable
-from sdcrisk.exceptions import ParameterError
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def table():
-    df = pd.DataFrame(synthetic_frame(3_000, seed=4))
-    return tabulate(Microdata.from_source(df, keys=["sex", "age", "region", "tenure"],
-                                        population_size=60_000))
+def ca():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("calibrate_auto")
+    finally:
+        sys.path.remove(str(BENCH))
 
 
-def test_without_record_map_keeps_n_and_cells(table):
-    lean = table.without_record_map()
-    assert lean.record_cell is None
-    assert lean.n == table.n == 3_000
-    assert lean.n_cells == table.n_cells
-    assert lean.sample_uniques == table.sample_uniques
-    assert lean.fingerprint() == table.fingerprint()
-    assert lean.without_record_map() is lean
-    with pytest.raises(ParameterError, match="record -> cell map"):
-        lean.record_map()
-    np.testing.assert_array_equal(table.record_map(), table.record_cell)
+def test_fit_record_map_recovers_a_known_map(ca):
+    """Records whose population uniqueness is drawn from logit P = a + b logit p + c log f
+    with a, b, c = -0.3, 0.7, 0.2: the fit (cases weighted once, populations equally) gives
+    them back within sampling error, for the 0/1 outcome (tau1) and for a fractional one with
+    the same mean (tau2)."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for case in range(60):
+        su = int(rng.integers(200, 2000))
+        frac = float(rng.choice([0.005, 0.01, 0.03, 0.1]))
+        p = rng.beta(0.6, 0.9, su)
+        lp = np.log(np.clip(p, 1e-6, 1 - 1e-6) / (1 - np.clip(p, 1e-6, 1 - 1e-6)))
+        q = 1 / (1 + np.exp(-(-0.3 + 0.7 * lp + 0.2 * math.log(frac))))
+        rows.append(pd.DataFrame({"case": case, "population": f"P{case % 3}", "su": float(su),
+                                  "p1": p, "r2": p, "pu": (rng.random(su) < q).astype(float),
+                                  "inv_f": q, "log_fraction": math.log(frac)}))
+    recs = pd.concat(rows, ignore_index=True)
+    a, b, c = ca.fit_record_map(recs, "tau1")
+    assert (a, b, c) == pytest.approx((-0.3, 0.7, 0.2), abs=0.08)
+    # a fractional outcome equal to the probability itself: the map is recovered exactly
+    assert ca.fit_record_map(recs, "tau2") == pytest.approx([-0.3, 0.7, 0.2], abs=1e-3)
 
 
-@pytest.mark.parametrize("method", ["nb", "pitman-yor", "graphical", "loglinear"])
-def test_measures_do_not_need_the_record_map(table, method):
-    est = get_estimator(method)
-    full, lean = est.fit(table), est.fit(table.without_record_map())
-    for name, m in full.measures.items():
-        assert lean.measures[name].estimate == m.estimate, name
-    assert lean.thresholds == full.thresholds
-    np.testing.assert_array_equal(lean.cell_risk(), full.cell_risk())
-    with pytest.raises(ParameterError, match="record -> cell map"):
-        lean.record_risk()
+def test_benchmark_and_runtime_map_the_same_risks(ca):
+    """On the bundled example, the record-calibrated estimates the calibration computes
+    (``calibrate_auto.sample_records`` + ``record_sums`` with the shipped map) are the sums of
+    the mapped risks auto computes at run time, and auto's reported record risks are those
+    mapped risks held to its tau (so they sum to it)."""
+    from sdcrisk.analyses import auto as auto_mod
+    from sdcrisk.analyses._auto_calibrated import load_params
 
+    md = Microdata.from_source("example:uk_census2011",
+                               keys="region,sex,age_band,marital_status,ethnic_group",
+                               population_size=560_759)
+    table = tabulate(md)
+    params = load_params()
+    recs = ca.sample_records(table, 0, "example")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AutoRisk().fit(table)
+    g50 = ca.RECORD_SOURCE
+    from sdcrisk.analyses.validation import Candidate
 
-def test_household_tables_keep_their_map():
-    df = pd.DataFrame(synthetic_frame(600, seed=1))
-    t = tabulate(Microdata.from_source(df, keys=["sex", "region"], household="hh",
-                                     population_size=6_000))
-    assert t.without_record_map() is t
-    with pytest.raises(ParameterError, match="records=n"):
-        CellTable(keys=t.keys, levels=t.levels, cell_codes=t.cell_codes, counts=t.counts,
-                  weight_sums=None, record_cell=None, household=None, population_size=6e3,
-                  population_size_source="given")
-
-
-def _args(**kw):
-    base = {"format": "json", "missing": "category", "household": None, "household_size": None}
-    return argparse.Namespace(**{**base, **kw})
-
-
-def test_assess_drops_the_map_only_when_nothing_reads_it():
-    calibrated, validated = AutoRisk(), AutoRisk(rule="validated")
-    needs = assess._needs_record_map
-    assert not needs(_args(), calibrated)
-    assert not needs(_args(), get_estimator("graphical"))
-    assert needs(_args(), validated)  # re-samples the records
-    assert needs(_args(format="html"), calibrated)  # record-level charts
-    assert needs(_args(household="hh"), calibrated)
-    assert needs(_args(household_size="size"), calibrated)
-    assert needs(_args(missing="wildcard"), calibrated)
-
-
-def test_assess_output_is_the_same_without_the_map(tmp_path, capsys, table):
-    df = pd.DataFrame(synthetic_frame(3_000, seed=4))
-    path = tmp_path / "s.csv"
-    df.to_csv(path, index=False)
-    main(["assess", str(path), "--keys", "sex,age,region,tenure", "--population-size",
-          "60000", "--method", "nb", "--format", "json"])
-    got = json.loads(capsys.readouterr().out)
-    ref = get_estimator("nb").fit(table)
-    assert got["measures"]["tau1"]["estimate"] == pytest.approx(ref.estimate("tau1"), rel=1e-12)
-    assert got["thresholds"]["record_risk_threshold"] == pytest.approx(
-        ref.thresholds["record_risk_threshold"], rel=1e-12)
-    assert got["provenance"]["input_fingerprint"] == table.fingerprint()
-
-
-def test_a_fit_that_resamples_records_refuses_a_table_without_the_map(table):
-    with pytest.raises(ParameterError, match="record -> cell map"):
-        AutoRisk(rule="validated").fit(table.without_record_map())
+    fits = {g50: Candidate.parse(ca.RECORD_SPEC).estimator().fit(table)}
+    mapped = auto_mod._mapped_record_risks(table, fits, params, [g50])
+    su = table.counts == 1
+    for m, kind in (("tau1", "population_unique"), ("tau2", "reidentification")):
+        bench = float(ca.record_sums(recs, params["record_map"], m, ["case"]).iloc[0])
+        assert bench == pytest.approx(float(mapped[m].sum()), rel=1e-12)
+        tau = res.measures[m].estimate
+        assert res.cell_risk_values[kind][su] == pytest.approx(
+            np.clip(mapped[m] * tau / mapped[m].sum(), 0, 1), rel=1e-9)
