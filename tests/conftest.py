@@ -30,6 +30,20 @@ def shared_data_fixture():
     return shared_data
 
 
+def benchmark_module(name: str):
+    """A script of ``benchmarks/`` imported as a module (its folder on sys.path while it is
+    imported, as when it is run)."""
+    import importlib
+    import sys
+
+    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(bench)
+
+
 def records_from_counts(counts, *, start: int = 0) -> np.ndarray:
     """Integer cell labels so that cell ``start + i`` occurs ``counts[i]`` times."""
     counts = np.asarray(counts, dtype=np.int64)

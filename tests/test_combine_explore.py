@@ -3,12 +3,12 @@ give calibrate_auto.py's leave-one-population-out figures, and no variant may re
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import benchmark_module
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 CORPUS = BENCH / "corpus.csv"
@@ -18,11 +18,7 @@ pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="benchmarks/corpus.c
 
 @pytest.fixture(scope="module")
 def ce():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("combine_explore")
-    finally:
-        sys.path.remove(str(BENCH))
+    return benchmark_module("combine_explore")
 
 
 @pytest.fixture(scope="module")

@@ -3,28 +3,20 @@ that applies it must agree, and its fit must recover a known map."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import benchmark_module
 from sdcrisk import AutoRisk, Microdata, tabulate
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def ca():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("calibrate_auto")
-    finally:
-        sys.path.remove(str(BENCH))
+    return benchmark_module("calibrate_auto")
 
 
 def test_fit_record_map_recovers_a_known_map(ca):
