@@ -48,7 +48,14 @@ from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import csv_delimiter, csv_header, decimal_comma_weights, printable
+from .text import (
+    csv_delimiter,
+    csv_header,
+    decimal_comma_weights,
+    decode_text,
+    head_bytes,
+    printable,
+)
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
@@ -58,11 +65,14 @@ _NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
 def _dataset(path: Path, columns: Sequence[str], weights: str | None,
-             text: Sequence[str | None] = ()):
+             text: Sequence[str | None] = (), as_bytes: bool | None = None):
     """The dataset to stream and whether its columns are text to type (CSV, mu-Argus).
 
     ``text``: the columns other than keys (weights, household ids), which a mu-Argus
     file gives as text; its keys come as raw values (:class:`sdcrisk.data.asc.Stream`).
+    ``as_bytes``: read a CSV's key columns as bytes, to be decoded value by value as the
+    in-memory reader decodes them (:func:`_typed`); None: when the file's first 64 KiB are
+    not UTF-8 (or its first block is not), so that a UTF-8 file pays nothing for it.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -97,10 +107,17 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         if path.is_dir():
             _check_parts(path, data.files, [c for c in columns if c])
         return data, False
-    delimiter = csv_delimiter(path, compression)
+    head = head_bytes(path, compression)
+    delimiter = csv_delimiter(path, compression, head)
     if path.stat().st_size == 0:
         raise InputError(f"{path.name}: the file is empty")
-    types = {c: pa.string() for c in columns}
+    if as_bytes is None:
+        as_bytes = not _utf8_head(head)
+    if as_bytes:  # a column name that is not UTF-8 is refused, as in memory
+        csv_header(path, delimiter, compression)
+    text_columns = [c for c in text if c]
+    types = {c: pa.binary() if as_bytes and c not in text_columns else pa.string()
+             for c in columns}
     if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
         types[weights] = pa.float64()                # used: _check_weights reads it
     fmt = ds.CsvFileFormat(
@@ -116,9 +133,45 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
             header = csv_header(path, delimiter, compression)
         except InputError:
             header = None
-        raise _csv_error(path.name, header, exc) from exc
+        error = _csv_error(path.name, header, exc)
+        if isinstance(error, _NotUtf8) and not as_bytes:  # past the first 64 KiB
+            return _dataset(path, columns, weights, text, as_bytes=True)
+        raise error from exc
     check_present(columns, names, path.name)
     return data, True
+
+
+def _utf8_head(head: bytes) -> bool:
+    """Whether a file's first bytes (:func:`~sdcrisk.data.text.head_bytes`) are UTF-8, a
+    character cut at their end allowed."""
+    import codecs
+
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < 1 << 16)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _as_bytes(data, keys: Sequence[str]) -> bool:
+    """Whether a CSV dataset reads ``keys`` as bytes (:func:`_dataset`'s ``as_bytes``)."""
+    import pyarrow as pa
+
+    return any(pa.types.is_binary(data.schema.field(k).type) for k in keys)
+
+
+def _count_csv(path: Path, data, keys, weights, household, missing, batch_rows):
+    """Pass 1 of a CSV (:func:`_count`), and the dataset pass 2 must read: when a key value
+    past the first block is not UTF-8, the file is read again with its keys as bytes
+    (decoded as in memory, :func:`_typed`)."""
+    try:
+        return _count(data, keys, weights, household, missing, batch_rows, True), data
+    except _NotUtf8:
+        if _as_bytes(data, keys):
+            raise
+    columns = list(keys) + [c for c in (weights, household) if c]
+    data, _ = _dataset(path, columns, weights, (weights, household), as_bytes=True)
+    return _count(data, keys, weights, household, missing, batch_rows, True), data
 
 
 def _check_parts(folder: Path, files: Sequence[str], columns: Sequence[str]) -> None:
@@ -154,6 +207,24 @@ def _prepare(arr):
     return arr
 
 
+def _typed(arr):
+    """A CSV key column as the in-memory reader types it: text read as bytes (a file that is
+    not UTF-8) stays bytes unless every value is UTF-8, when it is typed by :func:`_infer`
+    like any text; otherwise each value is decoded by
+    :func:`~sdcrisk.data.text.decode_text` (UTF-8, else Latin-1) and kept as text, as
+    pyarrow's reader makes such a column binary and :func:`~sdcrisk.data.io.arrow_column`
+    decodes it. Only distinct values come here, so decoding costs O(cells)."""
+    import pyarrow as pa
+
+    if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+        return _infer(arr)
+    try:
+        return _infer(arr.cast(pa.string()))
+    except pa.ArrowInvalid:  # a value that is not UTF-8: the column is text
+        return pa.array([None if v is None else decode_text(v) for v in arr.to_pylist()],
+                        type=pa.string())
+
+
 def _infer(arr):
     """A CSV key column read as text, typed as pyarrow's reader would (int64, double, text)."""
     import pyarrow as pa
@@ -183,6 +254,11 @@ def _group(table, keys: Sequence[str], sums: Sequence[str]):
         if names else pa.table({k: agg.column(k) for k in keys})
 
 
+class _NotUtf8(InputError):
+    """A CSV value that is not UTF-8 where the streaming reader reads text
+    (:func:`_csv_error`); keys are then read again as bytes (:func:`_count_csv`)."""
+
+
 def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputError:
     """pyarrow's error on a CSV value in the words of the in-memory reader: a weights value
     that is not a number, a line that is not UTF-8; else its own text, printable."""
@@ -190,10 +266,13 @@ def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputE
     line = re.search(r"Row #(\d+)", text)
     where = f" at line {line.group(1)}" if line else ""
     if "invalid UTF8" in text:
-        return InputError(f"{name}: the text{where} is not UTF-8; the streaming reader "
-                          "(--out-of-core) reads UTF-8 only: convert the file (e.g. iconv -f "
-                          "latin1 -t utf-8) or read it without --out-of-core (in memory, "
-                          "Latin-1 text is read as such)")
+        column = re.search(r"In CSV column #(\d+)", text)
+        what = f" in column {names[int(column.group(1))]!r}" if column and names \
+            and int(column.group(1)) < len(names) else ""
+        return _NotUtf8(f"{name}: the text{where}{what} is not UTF-8; the streaming reader "
+                        "(--out-of-core) reads key values that are not UTF-8 as Latin-1, as "
+                        "in memory, but not weights or household ids: convert the file (e.g. "
+                        "iconv -f latin1 -t utf-8) or read it without --out-of-core")
     column = re.search(r"In CSV column #(\d+)", text)
     value = re.search(r"conversion error to double: invalid value '(.*)'", text)
     if column and value and names is not None and int(column.group(1)) < len(names):
@@ -367,7 +446,9 @@ def tabulate_file(
         counted = _count_duckdb_stream(data, keys, required=engine == "duckdb")
     elif engine != "pyarrow" and not is_csv and household is None:
         counted = _count_duckdb(path, keys, weights, missing, required=engine == "duckdb")
-    if counted is None:
+    if counted is None and is_csv and typer is None:
+        counted, data = _count_csv(path, data, keys, weights, household, missing, batch_rows)
+    elif counted is None:
         counted = _count(data, keys, weights, household, missing, batch_rows, is_csv)
     n = counted.n
     if n == 0:
@@ -486,10 +567,13 @@ def merge_counts(parts: Sequence[PartCounts], keys: Sequence[str], *, weights: b
     sums = [COUNT] + ([WSUM, ISUM] if weights else [])
     if len(tables) == 1:
         return tables[0]
-    # parts of a CSV folder may type a column differently: all as text then
+    # parts of a CSV folder may type a column differently: all as text then (as bytes where
+    # a part read a key as bytes, not being UTF-8)
     if len({t.schema for t in tables}) > 1:
-        tables = [t.cast(pa.schema([(f.name, pa.string()) if f.name in keys else f
-                                    for f in t.schema])) for t in tables]
+        raw = {f.name for t in tables for f in t.schema if pa.types.is_binary(f.type)}
+        tables = [t.cast(pa.schema([(f.name, pa.binary() if f.name in raw else pa.string())
+                                    if f.name in keys else f for f in t.schema]))
+                  for t in tables]
     return _group(pa.concat_tables(tables), list(keys), sums)
 
 
@@ -548,7 +632,7 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
                                  "its missing codes); use missing='category' to treat missing "
                                  "as its own level, or fill them")
         else:
-            col = arrow_column(k, _infer(raw) if is_csv else raw)
+            col = arrow_column(k, _typed(raw) if is_csv else raw)
             values, miss = col.values, col.missing
         c, levs = _cells.encode_column(
             k, values, miss, levels=None if not levels or k not in levels
@@ -632,14 +716,20 @@ def count_part(path: str | os.PathLike, keys: Sequence[str], *, weights: str | N
         counted = _count_duckdb_stream(data, keys, required=False)
         if counted is not None:
             return counted
+    if is_csv and not hasattr(data, "values"):
+        return _count_csv(path, data, keys, weights, None, missing, batch_rows)[0]
     return _count(data, keys, weights, None, missing, batch_rows, is_csv)
 
 
 def part_record_cells(path: str | os.PathLike, plan: CellPlan, n: int,
                       batch_rows: int = 1 << 20) -> np.ndarray:
     """Pass 2 on one part: the cell index of each of its ``n`` records (``plan.mapper()``)."""
+    import pyarrow as pa
+
     path = Path(path)
-    data, _ = _dataset(path, list(plan.keys), None)
+    # keys as bytes where pass 1 read them so (a CSV that is not UTF-8): the plan's lookup
+    as_bytes = any(pa.types.is_binary(uniq.type) for uniq, _ in plan.raw_lookup)
+    data, _ = _dataset(path, list(plan.keys), None, as_bytes=as_bytes or None)
     out = np.empty(n, plan.dtype)
     if _map_records(data, path.name, plan, out, batch_rows) != n:
         raise InputError(f"{path.name}: the file changed while it was read")
