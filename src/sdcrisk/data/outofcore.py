@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,24 +43,24 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
+from .csvstream import (
+    NotUtf8,
+    csv_dataset,
+    csv_error,
+    infer_type,
+    keys_as_bytes,
+    typed_column,
+)
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import (
-    csv_delimiter,
-    csv_header,
-    decimal_comma_weights,
-    decode_text,
-    head_bytes,
-    printable,
-)
+from .text import decimal_comma_weights, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
 
 RecordCell = Literal["memmap", "memory"]
-_NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
 def _dataset(path: Path, columns: Sequence[str], weights: str | None,
@@ -70,12 +69,9 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
 
     ``text``: the columns other than keys (weights, household ids), which a mu-Argus
     file gives as text; its keys come as raw values (:class:`sdcrisk.data.asc.Stream`).
-    ``as_bytes``: read a CSV's key columns as bytes, to be decoded value by value as the
-    in-memory reader decodes them (:func:`_typed`); None: when the file's first 64 KiB are
-    not UTF-8 (or its first block is not), so that a UTF-8 file pays nothing for it.
+    ``as_bytes``: read a CSV's key columns as bytes (:func:`~.csvstream.csv_dataset`).
     """
     import pyarrow as pa
-    import pyarrow.csv as pacsv
     import pyarrow.dataset as ds
 
     if named_file(path) == "muargus":
@@ -107,67 +103,17 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         if path.is_dir():
             _check_parts(path, data.files, [c for c in columns if c])
         return data, False
-    head = head_bytes(path, compression)
-    delimiter = csv_delimiter(path, compression, head)
-    if path.stat().st_size == 0:
-        raise InputError(f"{path.name}: the file is empty")
-    if as_bytes is None:
-        as_bytes = not _utf8_head(head)
-    if as_bytes:  # a column name that is not UTF-8 is refused, as in memory
-        csv_header(path, delimiter, compression)
-    text_columns = [c for c in text if c]
-    types = {c: pa.binary() if as_bytes and c not in text_columns else pa.string()
-             for c in columns}
-    if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
-        types[weights] = pa.float64()                # used: _check_weights reads it
-    fmt = ds.CsvFileFormat(
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_NULLS,
-                                             strings_can_be_null=True),
-        read_options=pacsv.ReadOptions(block_size=1 << 24))
-    try:
-        data = ds.dataset(str(path), format=fmt)
-        names = data.schema.names
-    except (pa.ArrowInvalid, OSError) as exc:
-        try:
-            header = csv_header(path, delimiter, compression)
-        except InputError:
-            header = None
-        error = _csv_error(path.name, header, exc)
-        if isinstance(error, _NotUtf8) and not as_bytes:  # past the first 64 KiB
-            return _dataset(path, columns, weights, text, as_bytes=True)
-        raise error from exc
-    check_present(columns, names, path.name)
-    return data, True
-
-
-def _utf8_head(head: bytes) -> bool:
-    """Whether a file's first bytes (:func:`~sdcrisk.data.text.head_bytes`) are UTF-8, a
-    character cut at their end allowed."""
-    import codecs
-
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < 1 << 16)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _as_bytes(data, keys: Sequence[str]) -> bool:
-    """Whether a CSV dataset reads ``keys`` as bytes (:func:`_dataset`'s ``as_bytes``)."""
-    import pyarrow as pa
-
-    return any(pa.types.is_binary(data.schema.field(k).type) for k in keys)
+    return csv_dataset(path, compression, columns, weights, text, as_bytes)
 
 
 def _count_csv(path: Path, data, keys, weights, household, missing, batch_rows):
     """Pass 1 of a CSV (:func:`_count`), and the dataset pass 2 must read: when a key value
     past the first block is not UTF-8, the file is read again with its keys as bytes
-    (decoded as in memory, :func:`_typed`)."""
+    (decoded as in memory, :func:`~.csvstream.typed_column`)."""
     try:
         return _count(data, keys, weights, household, missing, batch_rows, True), data
-    except _NotUtf8:
-        if _as_bytes(data, keys):
+    except NotUtf8:
+        if keys_as_bytes(data, keys):
             raise
     columns = list(keys) + [c for c in (weights, household) if c]
     data, _ = _dataset(path, columns, weights, (weights, household), as_bytes=True)
@@ -207,43 +153,6 @@ def _prepare(arr):
     return arr
 
 
-def _typed(arr):
-    """A CSV key column as the in-memory reader types it: text read as bytes (a file that is
-    not UTF-8) stays bytes unless every value is UTF-8, when it is typed by :func:`_infer`
-    like any text; otherwise each value is decoded by
-    :func:`~sdcrisk.data.text.decode_text` (UTF-8, else Latin-1) and kept as text, as
-    pyarrow's reader makes such a column binary and :func:`~sdcrisk.data.io.arrow_column`
-    decodes it. Only distinct values come here, so decoding costs O(cells)."""
-    import pyarrow as pa
-
-    if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-        return _infer(arr)
-    try:
-        return _infer(arr.cast(pa.string()))
-    except pa.ArrowInvalid:  # a value that is not UTF-8: the column is text
-        return pa.array([None if v is None else decode_text(v) for v in arr.to_pylist()],
-                        type=pa.string())
-
-
-def _infer(arr):
-    """A CSV key column read as text, typed as pyarrow's reader would (int64, double, text)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        # pyarrow's CSV reader types ' 1' as the number 1 (its number parsers skip spaces
-        # and tabs around the digits), a cast does not: trimmed, so that both passes agree
-        trimmed = pc.utf8_trim(arr, characters=" \t")
-    else:
-        trimmed = arr
-    for typ in (pa.int64(), pa.float64()):
-        try:
-            return pc.cast(trimmed, typ)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return arr
-
-
 def _group(table, keys: Sequence[str], sums: Sequence[str]):
     import pyarrow as pa
 
@@ -252,34 +161,6 @@ def _group(table, keys: Sequence[str], sums: Sequence[str]):
     names = [f"{c}_sum" for c in sums]
     return agg.select(list(keys) + names).rename_columns(list(keys) + list(sums)) \
         if names else pa.table({k: agg.column(k) for k in keys})
-
-
-class _NotUtf8(InputError):
-    """A CSV value that is not UTF-8 where the streaming reader reads text
-    (:func:`_csv_error`); keys are then read again as bytes (:func:`_count_csv`)."""
-
-
-def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputError:
-    """pyarrow's error on a CSV value in the words of the in-memory reader: a weights value
-    that is not a number, a line that is not UTF-8; else its own text, printable."""
-    text = str(exc)
-    line = re.search(r"Row #(\d+)", text)
-    where = f" at line {line.group(1)}" if line else ""
-    if "invalid UTF8" in text:
-        column = re.search(r"In CSV column #(\d+)", text)
-        what = f" in column {names[int(column.group(1))]!r}" if column and names \
-            and int(column.group(1)) < len(names) else ""
-        return _NotUtf8(f"{name}: the text{where}{what} is not UTF-8; the streaming reader "
-                        "(--out-of-core) reads key values that are not UTF-8 as Latin-1, as "
-                        "in memory, but not weights or household ids: convert the file (e.g. "
-                        "iconv -f latin1 -t utf-8) or read it without --out-of-core")
-    column = re.search(r"In CSV column #(\d+)", text)
-    value = re.search(r"conversion error to double: invalid value '(.*)'", text)
-    if column and value and names is not None and int(column.group(1)) < len(names):
-        return InputError(f"weights column {names[int(column.group(1))]!r} is not numeric: "
-                          f"value {printable(value.group(1), 40)!r}{where}; survey weights "
-                          "must be numbers > 0")
-    return InputError(f"{name}: could not be read as CSV ({printable(text)})")
 
 
 def _batches(data, columns: Sequence[str], batch_rows: int):
@@ -296,7 +177,7 @@ def _batches(data, columns: Sequence[str], batch_rows: int):
 
         files = getattr(data, "files", None) or [""]
         if isinstance(getattr(data, "format", None), ds.CsvFileFormat):
-            raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
+            raise csv_error(Path(files[0]).name, data.schema.names, exc) from exc
         # a folder of Parquet parts typed apart (the first part's schema types the rest), or
         # a damaged part
         where = Path(files[0]).parent.name if len(files) > 1 else Path(files[0]).name
@@ -632,7 +513,7 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
                                  "its missing codes); use missing='category' to treat missing "
                                  "as its own level, or fill them")
         else:
-            col = arrow_column(k, _typed(raw) if is_csv else raw)
+            col = arrow_column(k, typed_column(raw) if is_csv else raw)
             values, miss = col.values, col.missing
         c, levs = _cells.encode_column(
             k, values, miss, levels=None if not levels or k not in levels
@@ -786,7 +667,7 @@ class _DistinctIds:
         self._merge()
         raw = self.parts[0]
         self.parts = []
-        typed = _infer(raw) if is_csv else raw
+        typed = infer_type(raw) if is_csv else raw
         values = _id_values(self.name, typed)
         return np.unique(values), typed.type
 
