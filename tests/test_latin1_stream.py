@@ -170,13 +170,38 @@ def test_column_names_not_utf8_are_refused_streamed_as_in_memory(tmp_path):
     assert "re-save the file as UTF-8" in str(streamed.value)
 
 
-def test_household_ids_not_utf8_are_refused_by_name(tmp_path):
-    """Household ids are still read as UTF-8 text when streaming: refused, naming the
-    column and the remedy (the in-memory reader decodes them)."""
+def test_household_ids_not_utf8_are_decoded_as_in_memory(tmp_path):
+    """Household ids are decoded like keys: 'é' (Latin-1) and 'a' are two households,
+    coded by the rank of the decoded id, as in memory."""
     path = tmp_path / "hh.csv"
-    path.write_bytes("city,hh\nZürich,a\nGenève,\xe9\n".encode("latin-1"))
-    with pytest.raises(InputError) as err:
-        tabulate_file(path, ["city"], household="hh")
-    msg = str(err.value)
-    assert "line 3 in column 'hh' is not UTF-8" in msg
-    assert "iconv -f latin1 -t utf-8" in msg and "without --out-of-core" in msg
+    path.write_bytes("city,hh\nZürich,a\nGenève,\xe9\nx,\xe9\n".encode("latin-1"))
+    ref = tabulate(Microdata.from_source(path, ["city"], household="hh"))
+    got = tabulate_file(path, ["city"], household="hh", record_cell="memory")
+    assert np.asarray(got.household).tolist() == np.asarray(ref.household).tolist() == [0, 1, 1]
+    assert [str(v) for v in got.levels[0]] == ["Genève", "Zürich", "x"]
+
+
+def test_weights_not_utf8_are_named_as_in_memory(tmp_path):
+    """A semicolon-separated file reads its weights as text: one that is not UTF-8 is not a
+    number either, named in the in-memory reader's words."""
+    path = tmp_path / "w.csv"
+    path.write_bytes("city;w\nZürich;2,5\nGenève;\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError) as memory:
+        Microdata.from_source(path, ["city"], weights="w")
+    with pytest.raises(InputError) as streamed:
+        tabulate_file(path, ["city"], weights="w")
+    assert str(streamed.value) == str(memory.value) == (
+        "weights column 'w' is not numeric: value 'é'")
+
+
+def test_numeric_household_ids_in_a_latin1_file_stay_numbers(tmp_path):
+    """Ids that are all UTF-8 digits are numbers, as in memory: 2 < 3 < 10 (as text '10'
+    would sort first); ' 3' is 3 (this crashed the streaming reader with ArrowInvalid,
+    in UTF-8 files too)."""
+    path = tmp_path / "hh.csv"
+    path.write_bytes("city,hh,w\nZürich,10,1.5\nGenève,2,2\nx,2,3\ny, 3,1\n".encode("latin-1"))
+    ref = tabulate(Microdata.from_source(path, ["city"], household="hh", weights="w"))
+    got = tabulate_file(path, ["city"], household="hh", weights="w", record_cell="memory")
+    assert np.asarray(got.household).tolist() == np.asarray(ref.household).tolist() == [
+        2, 0, 0, 1]
+    assert got.weight_sums.tolist() == ref.weight_sums.tolist() == [2.0, 1.5, 3.0, 1.0]

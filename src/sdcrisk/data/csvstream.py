@@ -19,23 +19,22 @@ from ..exceptions import InputError
 from .io import check_present
 from .text import csv_delimiter, csv_header, decode_text, head_bytes, printable
 
-__all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "infer_type", "keys_as_bytes",
-           "typed_column", "utf8_head"]
+__all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "decoded_text", "infer_type",
+           "keys_as_bytes", "typed_column", "utf8_head"]
 
 #: the texts read as a missing value, as the in-memory reader reads them
 NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
 def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
-                weights: str | None, text: Sequence[str | None] = (),
-                as_bytes: bool | None = None):
+                weights: str | None, as_bytes: bool | None = None):
     """A CSV file as a ``pyarrow.dataset`` of ``columns`` (keys as text, or as bytes), and
     True (its columns are text to type).
 
-    ``text``: the columns other than keys (weights, household ids), read as text always.
-    ``as_bytes``: read the key columns as bytes, to be decoded value by value as the
-    in-memory reader decodes them (:func:`typed_column`); None: when the file's first 64 KiB
-    are not UTF-8 (or its first block is not), so that a UTF-8 file pays nothing for it.
+    ``as_bytes``: read the columns as bytes (weights too, unless comma-separated: numbers
+    then), to be decoded value by value as the in-memory reader decodes them
+    (:func:`typed_column`, :func:`decoded_text`); None: when the file's first 64 KiB are
+    not UTF-8 (or its first block is not), so that a UTF-8 file pays nothing for it.
 
     Raises
     ------
@@ -55,9 +54,7 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
         as_bytes = not utf8_head(head)
     if as_bytes:  # a column name that is not UTF-8 is refused, as in memory
         csv_header(path, delimiter, compression)
-    text_columns = [c for c in text if c]
-    types = {c: pa.binary() if as_bytes and c not in text_columns else pa.string()
-             for c in columns}
+    types = {c: pa.binary() if as_bytes else pa.string() for c in columns}
     if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
         types[weights] = pa.float64()                # used: the weights check reads it
     fmt = ds.CsvFileFormat(
@@ -75,7 +72,7 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
             header = None
         error = csv_error(path.name, header, exc)
         if isinstance(error, NotUtf8) and not as_bytes:  # past the first 64 KiB
-            return csv_dataset(path, compression, columns, weights, text, True)
+            return csv_dataset(path, compression, columns, weights, True)
         raise error from exc
     check_present(columns, names, path.name)
     return data, True
@@ -118,6 +115,23 @@ def typed_column(arr):
                         type=pa.string())
 
 
+def decoded_text(arr, typ):
+    """One batch of a column read as bytes (household ids, weights) as text, for the type
+    ``typ`` that :func:`typed_column` gave the column in pass 1 (``pa.string()`` for
+    weights): cast to text when ``typ`` is a number (every value was UTF-8), else each
+    distinct value of the batch decoded by :func:`~sdcrisk.data.text.decode_text` and taken
+    back per record."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_string(typ):  # numbers: every id was UTF-8
+        return arr.cast(pa.string())
+    uniq = pc.unique(arr)
+    text = pa.array([None if v is None else decode_text(v) for v in uniq.to_pylist()],
+                    type=pa.string())
+    return pc.take(text, pc.index_in(arr, value_set=uniq))
+
+
 def infer_type(arr):
     """A CSV key column read as text, typed as pyarrow's reader would (int64, double, text)."""
     import pyarrow as pa
@@ -154,9 +168,8 @@ def csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputEr
         what = f" in column {names[int(column.group(1))]!r}" if column and names \
             and int(column.group(1)) < len(names) else ""
         return NotUtf8(f"{name}: the text{where}{what} is not UTF-8; the streaming reader "
-                        "(--out-of-core) reads key values that are not UTF-8 as Latin-1, as "
-                        "in memory, but not weights or household ids: convert the file (e.g. "
-                        "iconv -f latin1 -t utf-8) or read it without --out-of-core")
+                        "(--out-of-core) could not read it as Latin-1 either: convert the file "
+                        "(e.g. iconv -f latin1 -t utf-8) or read it without --out-of-core")
     column = re.search(r"In CSV column #(\d+)", text)
     value = re.search(r"conversion error to double: invalid value '(.*)'", text)
     if column and value and names is not None and int(column.group(1)) < len(names):

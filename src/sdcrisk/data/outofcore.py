@@ -47,7 +47,7 @@ from .csvstream import (
     NotUtf8,
     csv_dataset,
     csv_error,
-    infer_type,
+    decoded_text,
     keys_as_bytes,
     typed_column,
 )
@@ -103,7 +103,7 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         if path.is_dir():
             _check_parts(path, data.files, [c for c in columns if c])
         return data, False
-    return csv_dataset(path, compression, columns, weights, text, as_bytes)
+    return csv_dataset(path, compression, columns, weights, as_bytes)
 
 
 def _count_csv(path: Path, data, keys, weights, household, missing, batch_rows):
@@ -194,6 +194,8 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
     if w.null_count:
         row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+    if pa.types.is_binary(w.type):  # a CSV that is not UTF-8: the values as in memory
+        w = decoded_text(w, pa.string())
     if pa.types.is_string(w.type) or pa.types.is_large_string(w.type):
         # a CSV not separated by commas: text, with a decimal point or comma
         try:
@@ -667,7 +669,7 @@ class _DistinctIds:
         self._merge()
         raw = self.parts[0]
         self.parts = []
-        typed = infer_type(raw) if is_csv else raw
+        typed = typed_column(raw) if is_csv else raw
         values = _id_values(self.name, typed)
         return np.unique(values), typed.type
 
@@ -699,8 +701,11 @@ def _household_codes(source: str, name: str, column, levels: np.ndarray, typ) ->
     import pyarrow.compute as pc
 
     arr = _prepare(column)
+    if pa.types.is_binary(arr.type):  # a CSV that is not UTF-8: ids as pass 1 decoded them
+        arr = decoded_text(arr, typ)
     if arr.type != typ and pa.types.is_string(arr.type) and not pa.types.is_string(typ):
-        arr = pc.cast(arr, typ)  # CSV text typed like the distinct ids
+        # CSV text typed like the distinct ids (infer_type trims ' 3' before casting)
+        arr = pc.cast(pc.utf8_trim(arr, characters=" \t"), typ)
     if arr.null_count:
         raise InputError(f"{source}: a missing household id not seen in the first pass; the "
                          "file changed while it was read")
