@@ -48,7 +48,8 @@ def _assess(capsys, path, *extra, keys="city,sex"):
     out, err = capsys.readouterr()
     assert code == 0, err
     got = json.loads(out)
-    got.pop("seconds", None)
+    got.pop("seconds", None)  # timings and the run's provenance differ between two runs
+    got.get("diagnostics", {}).pop("seconds", None)
     got.pop("provenance", None)
     return got
 
@@ -71,8 +72,7 @@ def test_assess_streamed_equals_in_memory(capsys, tmp_path, name, sep, extra):
         assert streamed["measures"][m]["estimate"] == pytest.approx(
             memory["measures"][m]["estimate"], rel=1e-12)
         assert streamed["measures"][m]["estimate"] > 0
-    assert streamed == memory or {k for k in streamed if streamed[k] != memory[k]} <= {
-        "measures", "diagnostics"}  # float summation order at most
+    assert streamed == memory  # the whole JSON output: labels, k-anonymity, every measure
 
 
 @pytest.mark.parametrize("name, sep", [("plain.csv", ","), ("semi.csv.gz", ";")])
