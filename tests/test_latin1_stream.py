@@ -205,3 +205,20 @@ def test_numeric_household_ids_in_a_latin1_file_stay_numbers(tmp_path):
     assert np.asarray(got.household).tolist() == np.asarray(ref.household).tolist() == [
         2, 0, 0, 1]
     assert got.weight_sums.tolist() == ref.weight_sums.tolist() == [2.0, 1.5, 3.0, 1.0]
+
+
+def test_parts_in_utf8_and_in_latin1_merge_into_one_table(tmp_path):
+    """The cluster path (count_part, plan_cells, part_record_cells): one part in UTF-8 and
+    one in Latin-1 count 'Zürich' as one category; pass 2 reads each part as pass 1's plan
+    needs (as bytes)."""
+    from sdcrisk.data.outofcore import count_part, part_record_cells, plan_cells
+
+    one, two = tmp_path / "p1.csv", tmp_path / "p2.csv"
+    one.write_bytes("city,sex\nZürich,1\nx,2\n".encode())
+    two.write_bytes("city,sex\nZürich,1\nGenève,2\n".encode("latin-1"))
+    parts = [count_part(p, ["city", "sex"]) for p in (one, two)]
+    plan = plan_cells(parts, ["city", "sex"], weighted=False)
+    assert [str(v) for v in plan.levels[0]] == ["Genève", "Zürich", "x"]
+    assert plan.counts.tolist() == [1, 2, 1]  # (Genève,2), (Zürich,1) twice, (x,2)
+    assert [part_record_cells(p, plan.mapper(), 2).tolist() for p in (one, two)] == [
+        [1, 2], [1, 0]]
