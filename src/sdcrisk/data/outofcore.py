@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,28 +43,35 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
+from .csvstream import (
+    NotUtf8,
+    csv_dataset,
+    csv_error,
+    decoded_text,
+    keys_as_bytes,
+    typed_column,
+)
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import csv_delimiter, csv_header, decimal_comma_weights, printable
+from .text import decimal_comma_weights, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
 
 RecordCell = Literal["memmap", "memory"]
-_NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
 def _dataset(path: Path, columns: Sequence[str], weights: str | None,
-             text: Sequence[str | None] = ()):
+             text: Sequence[str | None] = (), as_bytes: bool | None = None):
     """The dataset to stream and whether its columns are text to type (CSV, mu-Argus).
 
     ``text``: the columns other than keys (weights, household ids), which a mu-Argus
     file gives as text; its keys come as raw values (:class:`sdcrisk.data.asc.Stream`).
+    ``as_bytes``: read a CSV's key columns as bytes (:func:`~.csvstream.csv_dataset`).
     """
     import pyarrow as pa
-    import pyarrow.csv as pacsv
     import pyarrow.dataset as ds
 
     if named_file(path) == "muargus":
@@ -97,28 +103,21 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
         if path.is_dir():
             _check_parts(path, data.files, [c for c in columns if c])
         return data, False
-    delimiter = csv_delimiter(path, compression)
-    if path.stat().st_size == 0:
-        raise InputError(f"{path.name}: the file is empty")
-    types = {c: pa.string() for c in columns}
-    if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
-        types[weights] = pa.float64()                # used: _check_weights reads it
-    fmt = ds.CsvFileFormat(
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_NULLS,
-                                             strings_can_be_null=True),
-        read_options=pacsv.ReadOptions(block_size=1 << 24))
+    return csv_dataset(path, compression, columns, weights, as_bytes)
+
+
+def _count_csv(path: Path, data, keys, weights, household, missing, batch_rows):
+    """Pass 1 of a CSV (:func:`_count`), and the dataset pass 2 must read: when a key value
+    past the first block is not UTF-8, the file is read again with its keys as bytes
+    (decoded as in memory, :func:`~.csvstream.typed_column`)."""
     try:
-        data = ds.dataset(str(path), format=fmt)
-        names = data.schema.names
-    except (pa.ArrowInvalid, OSError) as exc:
-        try:
-            header = csv_header(path, delimiter, compression)
-        except InputError:
-            header = None
-        raise _csv_error(path.name, header, exc) from exc
-    check_present(columns, names, path.name)
-    return data, True
+        return _count(data, keys, weights, household, missing, batch_rows, True), data
+    except NotUtf8:
+        if keys_as_bytes(data, keys):
+            raise
+    columns = list(keys) + [c for c in (weights, household) if c]
+    data, _ = _dataset(path, columns, weights, (weights, household), as_bytes=True)
+    return _count(data, keys, weights, household, missing, batch_rows, True), data
 
 
 def _check_parts(folder: Path, files: Sequence[str], columns: Sequence[str]) -> None:
@@ -154,25 +153,6 @@ def _prepare(arr):
     return arr
 
 
-def _infer(arr):
-    """A CSV key column read as text, typed as pyarrow's reader would (int64, double, text)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        # pyarrow's CSV reader types ' 1' as the number 1 (its number parsers skip spaces
-        # and tabs around the digits), a cast does not: trimmed, so that both passes agree
-        trimmed = pc.utf8_trim(arr, characters=" \t")
-    else:
-        trimmed = arr
-    for typ in (pa.int64(), pa.float64()):
-        try:
-            return pc.cast(trimmed, typ)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return arr
-
-
 def _group(table, keys: Sequence[str], sums: Sequence[str]):
     import pyarrow as pa
 
@@ -181,26 +161,6 @@ def _group(table, keys: Sequence[str], sums: Sequence[str]):
     names = [f"{c}_sum" for c in sums]
     return agg.select(list(keys) + names).rename_columns(list(keys) + list(sums)) \
         if names else pa.table({k: agg.column(k) for k in keys})
-
-
-def _csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputError:
-    """pyarrow's error on a CSV value in the words of the in-memory reader: a weights value
-    that is not a number, a line that is not UTF-8; else its own text, printable."""
-    text = str(exc)
-    line = re.search(r"Row #(\d+)", text)
-    where = f" at line {line.group(1)}" if line else ""
-    if "invalid UTF8" in text:
-        return InputError(f"{name}: the text{where} is not UTF-8; the streaming reader "
-                          "(--out-of-core) reads UTF-8 only: convert the file (e.g. iconv -f "
-                          "latin1 -t utf-8) or read it without --out-of-core (in memory, "
-                          "Latin-1 text is read as such)")
-    column = re.search(r"In CSV column #(\d+)", text)
-    value = re.search(r"conversion error to double: invalid value '(.*)'", text)
-    if column and value and names is not None and int(column.group(1)) < len(names):
-        return InputError(f"weights column {names[int(column.group(1))]!r} is not numeric: "
-                          f"value {printable(value.group(1), 40)!r}{where}; survey weights "
-                          "must be numbers > 0")
-    return InputError(f"{name}: could not be read as CSV ({printable(text)})")
 
 
 def _batches(data, columns: Sequence[str], batch_rows: int):
@@ -217,7 +177,7 @@ def _batches(data, columns: Sequence[str], batch_rows: int):
 
         files = getattr(data, "files", None) or [""]
         if isinstance(getattr(data, "format", None), ds.CsvFileFormat):
-            raise _csv_error(Path(files[0]).name, data.schema.names, exc) from exc
+            raise csv_error(Path(files[0]).name, data.schema.names, exc) from exc
         # a folder of Parquet parts typed apart (the first part's schema types the rest), or
         # a damaged part
         where = Path(files[0]).parent.name if len(files) > 1 else Path(files[0]).name
@@ -234,6 +194,8 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
     if w.null_count:
         row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+    if pa.types.is_binary(w.type):  # a CSV that is not UTF-8: the values as in memory
+        w = decoded_text(w, pa.string())
     if pa.types.is_string(w.type) or pa.types.is_large_string(w.type):
         # a CSV not separated by commas: text, with a decimal point or comma
         try:
@@ -367,7 +329,9 @@ def tabulate_file(
         counted = _count_duckdb_stream(data, keys, required=engine == "duckdb")
     elif engine != "pyarrow" and not is_csv and household is None:
         counted = _count_duckdb(path, keys, weights, missing, required=engine == "duckdb")
-    if counted is None:
+    if counted is None and is_csv and typer is None:
+        counted, data = _count_csv(path, data, keys, weights, household, missing, batch_rows)
+    elif counted is None:
         counted = _count(data, keys, weights, household, missing, batch_rows, is_csv)
     n = counted.n
     if n == 0:
@@ -486,10 +450,13 @@ def merge_counts(parts: Sequence[PartCounts], keys: Sequence[str], *, weights: b
     sums = [COUNT] + ([WSUM, ISUM] if weights else [])
     if len(tables) == 1:
         return tables[0]
-    # parts of a CSV folder may type a column differently: all as text then
+    # parts of a CSV folder may type a column differently: all as text then (as bytes where
+    # a part read a key as bytes, not being UTF-8)
     if len({t.schema for t in tables}) > 1:
-        tables = [t.cast(pa.schema([(f.name, pa.string()) if f.name in keys else f
-                                    for f in t.schema])) for t in tables]
+        raw = {f.name for t in tables for f in t.schema if pa.types.is_binary(f.type)}
+        tables = [t.cast(pa.schema([(f.name, pa.binary() if f.name in raw else pa.string())
+                                    if f.name in keys else f for f in t.schema]))
+                  for t in tables]
     return _group(pa.concat_tables(tables), list(keys), sums)
 
 
@@ -548,7 +515,7 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
                                  "its missing codes); use missing='category' to treat missing "
                                  "as its own level, or fill them")
         else:
-            col = arrow_column(k, _infer(raw) if is_csv else raw)
+            col = arrow_column(k, typed_column(raw) if is_csv else raw)
             values, miss = col.values, col.missing
         c, levs = _cells.encode_column(
             k, values, miss, levels=None if not levels or k not in levels
@@ -632,14 +599,20 @@ def count_part(path: str | os.PathLike, keys: Sequence[str], *, weights: str | N
         counted = _count_duckdb_stream(data, keys, required=False)
         if counted is not None:
             return counted
+    if is_csv and not hasattr(data, "values"):
+        return _count_csv(path, data, keys, weights, None, missing, batch_rows)[0]
     return _count(data, keys, weights, None, missing, batch_rows, is_csv)
 
 
 def part_record_cells(path: str | os.PathLike, plan: CellPlan, n: int,
                       batch_rows: int = 1 << 20) -> np.ndarray:
     """Pass 2 on one part: the cell index of each of its ``n`` records (``plan.mapper()``)."""
+    import pyarrow as pa
+
     path = Path(path)
-    data, _ = _dataset(path, list(plan.keys), None)
+    # keys as bytes where pass 1 read them so (a CSV that is not UTF-8): the plan's lookup
+    as_bytes = any(pa.types.is_binary(uniq.type) for uniq, _ in plan.raw_lookup)
+    data, _ = _dataset(path, list(plan.keys), None, as_bytes=as_bytes or None)
     out = np.empty(n, plan.dtype)
     if _map_records(data, path.name, plan, out, batch_rows) != n:
         raise InputError(f"{path.name}: the file changed while it was read")
@@ -696,7 +669,7 @@ class _DistinctIds:
         self._merge()
         raw = self.parts[0]
         self.parts = []
-        typed = _infer(raw) if is_csv else raw
+        typed = typed_column(raw) if is_csv else raw
         values = _id_values(self.name, typed)
         return np.unique(values), typed.type
 
@@ -728,8 +701,11 @@ def _household_codes(source: str, name: str, column, levels: np.ndarray, typ) ->
     import pyarrow.compute as pc
 
     arr = _prepare(column)
+    if pa.types.is_binary(arr.type):  # a CSV that is not UTF-8: ids as pass 1 decoded them
+        arr = decoded_text(arr, typ)
     if arr.type != typ and pa.types.is_string(arr.type) and not pa.types.is_string(typ):
-        arr = pc.cast(arr, typ)  # CSV text typed like the distinct ids
+        # CSV text typed like the distinct ids (infer_type trims ' 3' before casting)
+        arr = pc.cast(pc.utf8_trim(arr, characters=" \t"), typ)
     if arr.null_count:
         raise InputError(f"{source}: a missing household id not seen in the first pass; the "
                          "file changed while it was read")
