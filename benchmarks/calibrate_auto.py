@@ -47,6 +47,7 @@ sys.path.insert(0, str(HERE))
 
 from sdcrisk.analyses._auto_calibrated import (  # noqa: E402
     RECORD_FEATURE,
+    SHARE_FLOOR,
     base_features,
     model_features,
     record_map,
@@ -394,7 +395,7 @@ def with_record(df: pd.DataFrame, x: np.ndarray, names: list[str], col: np.ndarr
     su = df["sample_uniques"].to_numpy(float)
     own = df[f"{RECORD_SOURCE}:{measure}"].to_numpy(float)
     col = np.where(np.isfinite(col), col, own)
-    share = np.log(np.maximum(col, 1e-4 * su) / su)
+    share = np.log(np.maximum(col, SHARE_FLOOR * su) / su)  # as log_share, vectorised
     return np.column_stack([x, share]), [*names, RECORD_FEATURE]
 
 

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["load_params", "base_features", "model_features", "predict", "outside_range",
-           "record_map", "MEASURES", "RECORD_FEATURE", "RECORD_RISK_KIND"]
+           "record_map", "log_share", "SHARE_FLOOR", "MEASURES", "RECORD_FEATURE",
+           "RECORD_RISK_KIND"]
 
 MEASURES = ("tau1", "tau2")
 #: the feature holding the record-calibrated estimate: log(sum of mapped record risks / SU)
@@ -42,7 +43,7 @@ RECORD_FEATURE = "log_record"
 #: the per-cell risk whose record-level map gives each measure's record-calibrated estimate
 RECORD_RISK_KIND = {"tau1": "population_unique", "tau2": "reidentification"}
 #: floor of a candidate's tau (as a share of the sample uniques) before taking logs
-_FLOOR = 1e-4
+SHARE_FLOOR = 1e-4
 
 
 @lru_cache(maxsize=1)
@@ -78,13 +79,19 @@ def base_features(*, n: int, population_size: float, sample_uniques: int, n_cell
 def model_features(base: dict[str, float], estimates: dict[str, float], measure: str,
                    sample_uniques: int, candidates: list[str]) -> dict[str, float]:
     """Base features plus each candidate's log(tau_m / SU) for ``measure``."""
-    su = max(int(sample_uniques), 1)
     out = dict(base)
     for c in candidates:
-        v = estimates.get(c)
-        v = _FLOOR * su if v is None or not np.isfinite(v) else max(float(v), _FLOOR * su)
-        out[f"log_{c}"] = math.log(v / su)
+        out[f"log_{c}"] = log_share(estimates.get(c), sample_uniques)
     return out
+
+
+def log_share(value: float | None, sample_uniques: int) -> float:
+    """log(value / SU), the value floored at 1e-4 SU (a missing or non-finite one taken as
+    the floor): how every estimate enters the combination."""
+    su = max(int(sample_uniques), 1)
+    floor = SHARE_FLOOR * su
+    v = floor if value is None or not np.isfinite(value) else max(float(value), floor)
+    return math.log(v / su)
 
 
 def record_map(risk: np.ndarray, fraction: float, record: dict[str, Any], measure: str

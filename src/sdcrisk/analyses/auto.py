@@ -453,6 +453,7 @@ class AutoRisk(Estimator):
             RECORD_FEATURE,
             base_features,
             load_params,
+            log_share,
             model_features,
             outside_range,
             predict,
@@ -510,7 +511,7 @@ class AutoRisk(Estimator):
                     # source's own figure (as calibrate_auto.with_record does for such cases)
                     rec = (float(mapped[m].sum()) if m in mapped
                            else fits[params["record_map"]["source"]].measures[m].estimate)
-                    feats[RECORD_FEATURE] = math.log(max(rec, 1e-4 * su) / su)
+                    feats[RECORD_FEATURE] = log_share(rec, su)
                 calibrated[m] = _within_bounds(predict(model, feats, su, self.ci_level),
                                                table)
                 for name, (label, fact) in outside_range(model, feats).items():
