@@ -659,3 +659,23 @@ def test_decide_domain_type_with_n_above_n_says_which_and_why(capsys, tmp_path):
     assert code == 2
     assert "its sample size n=10 exceeds its population size N=5" in err
     assert "check the n and N columns" in err
+
+
+@pytest.mark.parametrize("call", ["household_risk", "global_risk_threshold"])
+def test_risk_functions_name_a_text_argument(call):
+    """household_risk and global_risk_threshold given text where record risks belong raise
+    the project's error naming the function, the value and the remedy (numpy's ValueError
+    'could not convert string to float' before)."""
+    import sdcrisk
+    from sdcrisk.exceptions import ParameterError
+
+    args = (["0.1", "abc"], np.array([0, 0])) if call == "household_risk" else (
+        ["0.1", "abc"], 0.01)
+    with pytest.raises(ParameterError) as err:
+        getattr(sdcrisk, call)(*args)
+    msg = str(err.value)
+    assert f"{call}: record_risk=['0.1', 'abc'] is not an array of numbers" in msg
+    assert "result.record_risk('reidentification')" in msg
+    # numbers given as numeric text still work, as numpy converts them
+    assert sdcrisk.household_risk(["0.5", "0.5"], np.array([0, 0])) == pytest.approx(
+        [0.75, 0.75])

@@ -252,7 +252,7 @@ def global_risk_threshold(record_risk: np.ndarray, max_global_risk: float, *,
             or not isinstance(max_global_risk, int | float | np.integer | np.floating)
             or not 0 < max_global_risk < 1):
         raise ParameterError(f"max_global_risk={max_global_risk!r} must be a number in (0, 1)")
-    values = np.asarray(record_risk, float).ravel()
+    values = _risk_array(record_risk, "global_risk_threshold").ravel()
     w = None if counts is None else np.asarray(counts).ravel()  # converted block by block
     if values.size == 0:
         return None
@@ -350,9 +350,20 @@ def _threshold_binned(values, w, target, top) -> float:
             return lo if found is None else found  # lo met the target on this pass
 
 
+def _risk_array(record_risk, func: str) -> np.ndarray:
+    """``record_risk`` as a float array, or the project's error naming the argument (text or
+    other non-numbers raised numpy's ValueError from inside)."""
+    try:
+        return np.asarray(record_risk, float)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{func}: record_risk={short_repr(record_risk)} is not an array "
+                             "of numbers; pass the record risks (e.g. "
+                             "result.record_risk('reidentification'))") from exc
+
+
 def household_risk(record_risk: np.ndarray, household: np.ndarray) -> np.ndarray:
     """Household risk 1 - prod over members (1 - r_i), assigned to every member."""
-    r = np.asarray(record_risk, float)
+    r = _risk_array(record_risk, "household_risk")
     hh = np.asarray(household)
     if r.ndim != 1 or hh.shape != r.shape:
         raise ParameterError(f"household_risk: record_risk (shape {r.shape}) and household "
