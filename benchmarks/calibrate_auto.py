@@ -344,14 +344,20 @@ def fit_record_map(recs: pd.DataFrame, measure: str) -> list[float]:
     return minimize(loss, np.zeros(3), jac=True, method="L-BFGS-B").x.tolist()
 
 
-def record_sums(recs: pd.DataFrame, record: dict, measure: str, by: list[str]) -> pd.Series:
-    """Per group (case): the sum of the mapped risks, as auto computes it
-    (``_auto_calibrated.record_map``)."""
+def mapped_risks(recs: pd.DataFrame, record: dict, measure: str) -> np.ndarray:
+    """Each record's risk after the map, as auto computes it (``_auto_calibrated.record_map``,
+    one call per sampling fraction)."""
     mapped = np.empty(len(recs))
     for frac, idx in recs.groupby("log_fraction").indices.items():
         mapped[idx] = record_map(recs[RECORD_COLUMNS[measure][0]].to_numpy(float)[idx],
                                  math.exp(frac), record, measure)
-    return pd.Series(mapped, index=recs.index).groupby([recs[b] for b in by]).sum()
+    return mapped
+
+
+def record_sums(recs: pd.DataFrame, record: dict, measure: str, by: list[str]) -> pd.Series:
+    """Per group (case): the sum of the mapped risks."""
+    return pd.Series(mapped_risks(recs, record, measure),
+                     index=recs.index).groupby([recs[b] for b in by]).sum()
 
 
 class RecordMaps:
@@ -372,9 +378,16 @@ class RecordMaps:
                                **{m: fit_record_map(sub, m) for m in MEASURES}}
         return self._maps[key]
 
-    def column(self, df: pd.DataFrame, measure: str, fitted_on) -> np.ndarray:
-        """Each case's record-calibrated estimate, from the map fitted on
-        ``fitted_on(population of the case)``; NaN where the case has no records."""
+    def without(self, *pops) -> dict:
+        """The map fitted on every population of the records except ``pops``."""
+        every = self.recs["population"].unique()
+        return self.record([q for q in every if q not in pops])
+
+    def column(self, df: pd.DataFrame, measure: str, left_out=None) -> np.ndarray:
+        """Each case's record-calibrated estimate from a map fitted without the case's own
+        population, and without ``left_out`` too (the outer left-out population of a nested
+        LOPO: its own cases get the map fitted on all the others; stacking). NaN where the
+        case has no records."""
         out = np.full(len(df), np.nan)
         pops = df["population"].to_numpy()
         for p in np.unique(pops):
@@ -382,7 +395,7 @@ class RecordMaps:
             idx = np.where(pops == p)[0]
             if r.empty:
                 continue
-            s = record_sums(r, self.record(fitted_on(p)), measure, ["case"])
+            s = record_sums(r, self.without(p, left_out), measure, ["case"])
             out[idx] = s.reindex(df["case"].to_numpy()[idx]).to_numpy()
         return out
 
@@ -427,14 +440,11 @@ def lopo(df: pd.DataFrame, cands: list[str], extra=None, *, scale_extra=None,
         lo = est.copy()
         hi = est.copy()
         nested = records is not None and RECORD_SOURCE in cands
-        every = sorted(set(pops))
         for p in np.unique(pops):
             tr = pops != p
             xp, names_p = x, names
             if nested:
-                others = [q for q in every if q != p]
-                col = records.column(df, m, lambda q, p=p, o=others:
-                                     o if q == p else [r for r in o if r != q])
+                col = records.column(df, m, left_out=p)
                 xp, names_p = with_record(df, x, names, col, m)
             model = fit_model(xp[tr], y[tr], pops[tr], sx[tr], names_p, scale_names,
                               scale_prediction=scale_prediction, shrink_to_g50=shrink_to_g50)
@@ -588,8 +598,7 @@ def main(argv=None) -> None:
         for m in MEASURES:
             x, sx, names = matrices(dfu, m, cands)
             if RECORD_SOURCE in cands:  # each case's feature from the map without its population
-                col = records.column(dfu, m, lambda q: [r for r in every if r != q])
-                x, names = with_record(dfu, x, names, col, m)
+                x, names = with_record(dfu, x, names, records.column(dfu, m), m)
             y = _target(dfu, m)
             params["models"][set_name][m] = fit_model(x, y, pops, sx, names, SCALE_FEATURES)
     PARAMS.write_text(json.dumps(params, indent=1) + "\n")

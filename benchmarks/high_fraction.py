@@ -122,7 +122,6 @@ def lopo(df: pd.DataFrame, records: pd.DataFrame | None = None) -> pd.DataFrame:
     corpus_df = cal.usable(cal.load(HERE / "corpus.csv"), cal.CANDIDATE_SETS["full"])
     cands = cal.CANDIDATE_SETS["full"]
     pops = corpus_df["population"].to_numpy()
-    every = sorted(set(pops))
     maps = None if records is None else cal.RecordMaps(cal.load_records(corpus_df))
     df = df.copy()
     su = df["sample_uniques"].to_numpy(float)
@@ -143,11 +142,10 @@ def lopo(df: pd.DataFrame, records: pd.DataFrame | None = None) -> pd.DataFrame:
             te = (df["population"] == p).to_numpy()
             xt, xtr, names_p = x, xr[te, :len(names)], names
             if maps is not None:
-                others = [q for q in every if q != p]
-                col = maps.column(corpus_df, m, lambda q, o=others: [r for r in o if r != q])
+                col = maps.column(corpus_df, m, left_out=p)
                 xt, names_p = cal.with_record(corpus_df, x, names, col, m)
                 mine = records[records["population"] == p]
-                rec = cal.record_sums(mine, maps.record(others), m, ["case"]).reindex(
+                rec = cal.record_sums(mine, maps.without(p), m, ["case"]).reindex(
                     df.loc[te, "case"]).to_numpy()
                 rec = np.where(np.isfinite(rec), rec, 0.0)  # no sample unique, no records
                 xtr, _ = cal.with_record(df[te].reset_index(drop=True), xtr, names, rec, m)

@@ -165,18 +165,12 @@ def _auto_risks(df: pd.DataFrame) -> None:
     ``AutoRisk`` maps them with the shipped one), held to the case's LOPO tau1 / tau2."""
     import calibrate_auto as ca
 
-    from sdcrisk.analyses._auto_calibrated import record_map
-
     recs = df.assign(pu=(df["big_f"] == 1).astype(float), inv_f=1.0 / df["big_f"])
     maps = ca.RecordMaps(recs)
-    every = sorted(df["population"].unique())
-    for measure, risk, out, tau in (("tau1", "p1", "p1_auto", "t1_auto"),
-                                    ("tau2", "r2", "r2_auto", "t2_auto")):
+    for measure, out, tau in (("tau1", "p1_auto", "t1_auto"), ("tau2", "r2_auto", "t2_auto")):
         mapped = np.empty(len(df))
-        for (pop, frac), idx in df.groupby(["population", "log_fraction"]).indices.items():
-            record = maps.record([q for q in every if q != pop])
-            mapped[idx] = record_map(df[risk].to_numpy(float)[idx], math.exp(frac), record,
-                                     measure)
+        for pop, idx in df.groupby("population").indices.items():
+            mapped[idx] = ca.mapped_risks(recs.iloc[idx], maps.without(pop), measure)
         total = pd.Series(mapped).groupby(df["case"].to_numpy()).transform("sum").to_numpy()
         df[out] = np.clip(mapped * df[tau].to_numpy(float) / np.maximum(total, 1e-300), 0, 1)
 

@@ -104,7 +104,7 @@ def outside(df: pd.DataFrame, maps: ca.RecordMaps) -> pd.DataFrame:
         x, sx, names = ca.matrices(dfu, m, FULL)
         ox, osx, _ = ca.matrices(od, m, FULL)
         y = ca._target(dfu, m)
-        col = maps.column(dfu, m, lambda q: [r for r in every if r != q])
+        col = maps.column(dfu, m)
         ocol = ca.record_sums(orecs, record, m, ["case"]).reindex(od["case"]).to_numpy()
         ocol = np.where(np.isfinite(ocol), ocol, 0.0)  # (no sample unique: no records)
         for rule in RULES:
