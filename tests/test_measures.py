@@ -174,6 +174,19 @@ def test_roc_auc_ties_count_half():
     assert roc_auc([0.3, 0.3, 0.3], [1, 0, 1]) == pytest.approx(0.5)
 
 
+def test_roc_auc_float_noise_is_a_tie():
+    """Risks equal in exact arithmetic come out of a fit 1e-16 to 1e-15 apart (19 such pairs
+    among the log-linear risks of the evaluate golden case); they are ties, so the AUC does
+    not depend on how a numpy version orders a sum. A real difference (1e-6) still orders."""
+    a = 0.1234567
+    noisy = [a, a * (1 + 2e-16), a * (1 - 4e-16), 0.05]
+    assert roc_auc(noisy, [1, 0, 0, 0]) == pytest.approx((2 * 0.5 + 1) / 3)
+    assert roc_auc(noisy, [0, 1, 0, 0]) == pytest.approx((2 * 0.5 + 1) / 3)
+    assert roc_auc([a, a * (1 + 1e-6)], [0, 1]) == 1.0
+    assert roc_auc([a, a * (1 + 1e-6)], [1, 0]) == 0.0
+    assert roc_auc([-np.inf, np.inf, 0.0, 0.0], [0, 1, 1, 0]) == pytest.approx(0.875)
+
+
 def test_roc_auc_none_with_one_class():
     assert roc_auc([0.1, 0.2], [1, 1]) is None
     assert roc_auc([0.1, 0.2], [0, 0]) is None

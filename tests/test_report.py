@@ -368,6 +368,10 @@ def test_roc_curve_area_is_the_mann_whitney_auc():
     assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
     assert np.trapezoid(tpr, fpr) == pytest.approx(sdcrisk.roc_auc(scores, labels), abs=1e-12)
     # hand case: scores 0.9(+), 0.8(-), 0.8(+), 0.1(-): points (0,0) (0,1/2) (1/2,1) (1,1)
+    noisy = [0.3, 0.3 * (1 + 3e-16), 0.2, 0.3 * (1 - 2e-16)]  # float noise: one threshold
+    fpr, tpr = roc_curve(noisy, [True, False, False, True])
+    assert len(fpr) == 3 and np.trapezoid(tpr, fpr) == pytest.approx(
+        sdcrisk.roc_auc(noisy, [True, False, False, True]), abs=1e-12)
     fpr, tpr = roc_curve([0.9, 0.8, 0.8, 0.1], [True, False, True, False])
     np.testing.assert_allclose(fpr, [0, 0, 0.5, 1])
     np.testing.assert_allclose(tpr, [0, 0.5, 1, 1])

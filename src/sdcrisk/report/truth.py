@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.measures import roc_auc, truth_measures
+from ..core.measures import roc_auc, rounded_for_ranking, truth_measures
 from ..core.result import RiskResult
 from ..data.population import population_counts
 from ..data.table import CellTable, Microdata
@@ -23,7 +23,8 @@ def roc_curve(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     """ROC curve points (false positive rate, true positive rate) over distinct thresholds.
 
     Starts at (0, 0) and ends at (1, 1); tied scores move both rates at once, so the area by
-    the trapezoid rule equals :func:`sdcrisk.roc_auc` (ties counted one half).
+    the trapezoid rule equals :func:`sdcrisk.roc_auc` (ties counted one half; scores within
+    float noise of each other are ties, as there).
 
     Raises
     ------
@@ -34,7 +35,7 @@ def roc_curve(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     ----------
     Fawcett, T. (2006). An introduction to ROC analysis. Pattern Recogn. Lett. 27, 861-874.
     """
-    scores = np.asarray(scores, float)
+    scores = rounded_for_ranking(np.asarray(scores, float))  # ties as roc_auc counts them
     labels = np.asarray(labels, bool)
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
