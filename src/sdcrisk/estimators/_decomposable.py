@@ -618,6 +618,12 @@ def _adjacency(key: int, j: int) -> tuple[int, ...]:
     return tuple(adj)
 
 
+#: the moves' running sums of log P(f | m) and the clique form differ by rounding only; the
+#: models kept past ``max_models`` are chosen by the sums rounded to this many decimals (ties,
+#: common when every record is unique, by edge mask), then ranked by the clique form
+RANK_DIGITS = 6
+
+
 def occam_window(margins: Margins, prior_weight: float, window: float,
                  max_models: int | None = None, *, max_iterations: int = 10_000,
                  max_visited: int | None = None) -> SearchResult:
@@ -682,13 +688,18 @@ def occam_window(margins: Margins, prior_weight: float, window: float,
         if new_window == current:
             break
         current = new_window
-    graphs = {k: DecomposableGraph(j, frozenset(_edges_of(k, j))) for k in current}
+    # the clique form is recomputed only for the models kept: building a graph per model of
+    # a window of 444,000 (12 keys on 1,000 records) took 35 of a fit's 50 s
+    kept = current
+    if max_models is not None and len(current) > max_models:
+        kept = set(sorted(current, key=lambda k: (-round(scores[k], RANK_DIGITS), k))
+                   [:max_models])
+    graphs = {k: DecomposableGraph(j, frozenset(_edges_of(k, j))) for k in kept}
     exact = {k: log_ml_clique_form(g, margins, prior_weight) for k, g in graphs.items()}
-    ranked = sorted(current, key=lambda k: (-exact[k], k))
-    truncated = 0
-    if max_models is not None and len(ranked) > max_models:
-        truncated = len(ranked) - max_models
-        ranked = ranked[:max_models]
+    ranked = sorted(kept, key=lambda k: (-exact[k], k))
+    truncated = len(current) - max_models if max_models is not None else 0
+    truncated = max(truncated, 0)
+    ranked = ranked[:max_models] if max_models is not None else ranked
     log_ml = np.array([exact[k] for k in ranked])
     w = np.exp(log_ml - log_ml.max())
     return SearchResult(
