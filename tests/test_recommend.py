@@ -95,6 +95,25 @@ def test_nominal_keys_merge_any_pair():
     assert adj.plans[0].records_changed > plan.records_changed
 
 
+def test_a_key_is_not_recoded_when_every_record_is_alone_on_the_others(monkeypatch):
+    """Every record unique on ``b`` alone: merging categories of ``a`` changes no cell count,
+    so its plan takes no step (before, it merged and re-fitted up to max_steps times: 12
+    keys of 1,000 levels on 1,000 records ran for hours with auto); ``b``'s own plan still
+    merges, because records share values of ``a``."""
+    data = {"a": [1, 1, 2, 2, 3, 3], "b": [10, 11, 12, 13, 14, 15]}
+    md = Microdata.from_source(data, keys=["a", "b"], population_size=60)
+    fits = []
+    est = NegativeBinomialRisk()
+    original = type(est).fit
+    monkeypatch.setattr(type(est), "fit", lambda self, t: fits.append(1) or original(self, t))
+    rec = recommend(md, RiskTarget(value=0.0), estimator=est, actions=["recoding"])
+    by_key = {p.key: p for p in rec.plans}
+    assert len(by_key["a"].path) == 1 and by_key["a"].merges == ()
+    assert not by_key["a"].reached and by_key["a"].records_changed == 0
+    assert by_key["b"].reached and by_key["b"].merges == ((10, 11), (12, 13), (14, 15))
+    assert len(fits) == 1 + 3  # the file once, then b's three merges; none for a
+
+
 def test_records_above_threshold_objective():
     md = ages()
     # NB at p = 0.1: f = 1 -> 0.2558, f = 2 -> 0.0827 (spec G.2); threshold 0.1 counts 4

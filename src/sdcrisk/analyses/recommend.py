@@ -316,7 +316,9 @@ def recommend(
     two categories: the ``refit_candidates`` best by a quick score (the objective carried by
     the risky records the merge would join with others, per record newly changed) are
     re-fitted and the lowest
-    re-estimated objective wins; the missing category is never merged.
+    re-estimated objective wins; the missing category is never merged. A key is not recoded
+    at all when every record is alone on the other keys: no merge of its categories could
+    then change a cell count (its plan has no step).
 
     References
     ----------
@@ -676,7 +678,12 @@ def _recoding_plan(sample: Microdata, ctx: _Context, j: int, pairs: str,
     numeric = all(isinstance(v, int | np.integer) for v in original if v is not None)
     mode = ("adjacent" if numeric else "all") if pairs == "auto" else pairs
     changed = np.zeros(sample.n, bool)
-    for _ in range(max_steps):
+    # every record alone on the other keys: no merge of this key's categories changes a
+    # cell count (each record stays alone), so no step can make a record less unique
+    others = [k for k in range(len(sample.keys)) if k != j]
+    alone = bool(others) and np.bincount(
+        _group_ids(sample.codes, sample.n_levels, others, sample.n)).max() == 1
+    for _ in range(0 if alone else max_steps):
         if obj <= ctx.target.value:
             break
         cands = _merge_candidates(md, j, ctx, res, mode,
