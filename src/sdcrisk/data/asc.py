@@ -316,10 +316,12 @@ def _free(meta: Metadata, arr: np.ndarray, first: int, variables: list[Variable]
 
 
 def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
-         block_bytes: int | None = None
+         block_bytes: int | None = None, text: Sequence[str] = ()
          ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the whole data file, in memory: ``{name: (values, missing
-    mask or None)}`` and the record count (see :func:`sdcrisk.data.muargus.read_records`)."""
+    mask or None)}`` and the record count (see :func:`sdcrisk.data.muargus.read_records`).
+    The variables in ``text`` come as the text read (not typed), as :class:`Stream` gives
+    them."""
     import pyarrow as pa
 
     stream = Stream(meta, block_bytes=block_bytes)
@@ -333,5 +335,5 @@ def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
         raise InputError(f"{meta.data.name}: no records (the data file is empty)")
     out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for c in columns:
-        out[c] = stream.values(c, pa.chunked_array(chunks.pop(c)), typed)
+        out[c] = stream.values(c, pa.chunked_array(chunks.pop(c)), typed and c not in text)
     return out, n

@@ -49,6 +49,7 @@ back in the same layout).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -330,14 +331,16 @@ def _check_overlaps(name: str, variables: tuple[Variable, ...]) -> None:
                 f"{a.start + a.width - 1}, line {a.line}); correct the start or width")
 
 
-def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
+def read_records(meta: Metadata, columns: list[str], *, typed: bool = True,
+                 text: Sequence[str] = ()
                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the data file: ``{name: (values, missing mask or None)}``
     and the record count.
 
     ``typed`` (for the risk): missing entries hold ``""`` (or 0), and columns of whole
     numbers without leading zeros come back as int64. Else (for protect, which writes the
-    file back) every column is the text read, missing codes included. Read block by block
+    file back) every column is the text read, missing codes included; so are the columns in
+    ``text`` (household ids, labels: :mod:`sdcrisk.data.ids`). Read block by block
     without Python work per record (:mod:`sdcrisk.data.asc`).
 
     Raises
@@ -348,7 +351,7 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
     """
     from .asc import read
 
-    return read(meta, columns, typed=typed)
+    return read(meta, columns, typed=typed, text=text)
 
 
 def format_records(meta: Metadata, columns: dict[str, list[str | None]],

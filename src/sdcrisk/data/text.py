@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
-           "decimal_comma_weights", "decode_text", "names_not_utf8", "utf8_text"]
+           "decimal_comma_weights", "decode_array", "decode_text", "names_not_utf8", "utf8_text"]
 
 
 def printable(text: str, limit: int = 160) -> str:
@@ -178,6 +178,23 @@ def decode_text(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def decode_array(arr):
+    """An Arrow array of bytes as an Arrow array of text, each value decoded by
+    :func:`decode_text`: a cast when every value is UTF-8, else the distinct values decoded
+    one by one and taken back per value (O(distinct values) Python work)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:  # a value that is not UTF-8
+        pass
+    uniq = pc.unique(arr)
+    text = pa.array([None if v is None else decode_text(v) for v in uniq.to_pylist()],
+                    type=pa.string())
+    return pc.take(text, pc.index_in(arr, value_set=uniq))
 
 
 def names_not_utf8(name: str, raw: bytes) -> InputError:
