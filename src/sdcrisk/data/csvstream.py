@@ -1,12 +1,12 @@
 """CSV files in the streaming reader (:mod:`sdcrisk.data.outofcore`): the dataset of record
 batches, how its key columns are typed, and its errors in the in-memory reader's words.
 
-A CSV that is not UTF-8 (a Latin-1 or Windows-1252 export) is read as the in-memory reader
+A CSV that is not UTF-8 (a Windows-1252 or Latin-1 export) is read as the in-memory reader
 reads it: its key columns come as bytes, and each distinct value is decoded by
-:func:`~sdcrisk.data.text.decode_text` (UTF-8, else Latin-1; value by value, so a file mixing
-both reads as in memory). Whether a file needs that is told by its first 64 KiB
-(:func:`utf8_head`), or by pyarrow's UTF-8 error past them (:class:`NotUtf8`), so a UTF-8
-file is read as text, as before, at no cost.
+:func:`~sdcrisk.data.text.decode_text` (UTF-8, else Windows-1252, else Latin-1; value by
+value, so a file mixing them reads as in memory). Whether a file needs that is told by its
+first 64 KiB (:func:`utf8_head`), or by pyarrow's UTF-8 error past them (:class:`NotUtf8`),
+so a UTF-8 file is read as text, as before, at no cost.
 """
 
 from __future__ import annotations
@@ -151,8 +151,9 @@ def csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputEr
         what = f" in column {names[int(column.group(1))]!r}" if column and names \
             and int(column.group(1)) < len(names) else ""
         return NotUtf8(f"{name}: the text{where}{what} is not UTF-8; the streaming reader "
-                        "(--out-of-core) could not read it as Latin-1 either: convert the file "
-                        "(e.g. iconv -f latin1 -t utf-8) or read it without --out-of-core")
+                        "(--out-of-core) could not read it as Windows-1252 either: convert "
+                        "the file (e.g. iconv -f cp1252 -t utf-8) or read it without "
+                        "--out-of-core")
     column = re.search(r"In CSV column #(\d+)", text)
     value = re.search(r"conversion error to double: invalid value '(.*)'", text)
     if column and value and names is not None and int(column.group(1)) < len(names):

@@ -17,7 +17,14 @@ from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
-from .text import csv_delimiter, decode_text, head_bytes, names_not_utf8, printable
+from .text import (
+    NOT_UTF8_READ_AS,
+    csv_delimiter,
+    decode_text,
+    head_bytes,
+    names_not_utf8,
+    printable,
+)
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 
@@ -226,8 +233,9 @@ def _read_labelled(path: Path, kind: str):
 
 def _decode_values(frame, name: str) -> None:
     """A CSV read as Latin-1 (one character per byte, so each value's bytes are recovered
-    exactly): decode each value with :func:`sdcrisk.data.io.decode_text`, the rule assess
-    reads values by (UTF-8, else Latin-1), in place, and say so in ``frame.attrs`` (the note
+    exactly): decode each value with :func:`sdcrisk.data.text.decode_text`, the rule assess
+    reads values by (UTF-8, else Windows-1252, else Latin-1), in place, and say so in
+    ``frame.attrs`` (the note
     protect prints: the protected file is written in UTF-8).
 
     Raises
@@ -255,8 +263,8 @@ def _decode_values(frame, name: str) -> None:
             fixed[i] = decode_text(raw)
         frame[col] = pd.Series(fixed, index=values.index, dtype=values.dtype)
     frame.attrs["read_note"] = (
-        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as Latin-1 (as "
-        "assess reads them); the protected file is written in UTF-8")
+        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as "
+        f"{NOT_UTF8_READ_AS} (as assess reads them); the protected file is written in UTF-8")
 
 
 def _is_utf8(raw: bytes) -> bool:

@@ -522,9 +522,9 @@ def arrow_column(name: str, chunked) -> Column:
         if nan.any():
             missing = nan if missing is None else (missing | nan)
     elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
-        # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
-        # tabulates as it is -- the counts do not depend on how its labels are spelt
+        # text that is not UTF-8 (pyarrow reads it as bytes): each value decoded by
+        # text.decode_text (UTF-8, else Windows-1252, else Latin-1), so that a Windows export
+        # tabulates as it is and its labels print as written
         values = decode_array(arr).fill_null("").to_numpy(zero_copy_only=False).astype(str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):

@@ -36,7 +36,8 @@ risk. A tag not in that list is refused (a misspelt ``<IDLEVL>`` would otherwise
 
 Values are read as text with surrounding spaces removed; a blank value, or one equal to
 one of the variable's missing codes, is a missing value. Columns are bytes (mu-Argus files
-use one byte a character); text that is not UTF-8 is read as Latin-1. A column whose
+use one byte a character); text that is not UTF-8 is read as Windows-1252 (else Latin-1),
+value by value, as a CSV's. A column whose
 values are all whole numbers written without leading zeros is read as integers (so labels
 print as in a CSV), any other as text (``"01"`` stays ``"01"``). Numbers are read as written
 (``<DECIMALS>`` does not move a decimal point).
@@ -231,8 +232,10 @@ def read_metadata(source: str | os.PathLike) -> Metadata:
         raise InputError(f"{rda.name}: could not be opened ({exc.strerror})") from exc
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
+    except UnicodeDecodeError:  # Windows-1252, else Latin-1, as values are read
+        from .text import decode_text
+
+        text = decode_text(raw)
     separator, names_in_front, fixed = None, False, True
     variables: list[dict] = []
 
