@@ -614,6 +614,9 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     t0, t2 = tabulate(md0), tabulate(md2)
     est, _ = concrete_estimator(est, t0)
     risk_before, risk_after = _risk(est, t0), _risk(est, t2)
+    # write_frame writes these columns from the frame and, to Parquet from Parquet, every
+    # other one from the input file as it was (types, nulls, a map column)
+    frame.attrs["protected_keys"] = list(keys)
     per_key = {key: 0 for key in keys}
     for _, j in suppress.tolist():
         per_key[keys[j]] += 1
