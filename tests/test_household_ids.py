@@ -127,6 +127,14 @@ def test_whole_numbers_are_ordered_by_value_and_text_as_text(tmp_path):
     codes = _both(path, ["a", "b"], "hh")
     np.testing.assert_array_equal(codes, np.unique(ids, return_inverse=True)[1])
     assert codes.max() + 1 == 5
+    # text only in the last batch of 5 (pass 1 merges numbers and text as text); 0x10 is
+    # not 16, -0 not 0, a 19-digit id past int64 text
+    for last in ("012", "0x10", "-0", "9" * 19):
+        ids = [str(i) for i in range(1, 12)] + [last]
+        _csv(path, ids)
+        codes = _both(path, ["a", "b"], "hh")
+        np.testing.assert_array_equal(codes, np.unique(ids, return_inverse=True)[1])
+        assert codes.max() + 1 == 12
 
 
 def test_ids_not_utf8_and_blank_ids(tmp_path):

@@ -369,7 +369,9 @@ def _read_coded(source, keys, weights, household, levels, missing, max_levels, f
             w = _validate_weights(weights, col)
             continue
         if name == household:  # labels (sdcrisk.data.ids), missing ids refused there
-            hh = np.unique(col.values, return_inverse=True)[1].ravel().astype(np.int64)
+            hh, _ = _cells.encode_column(household, col.values, None, levels=None,
+                                         missing_policy="error", max_levels=None)
+            hh = hh.astype(np.int64)
             continue
         c, levs = _cells.encode_column(
             name,
