@@ -104,6 +104,10 @@ def test_recodes_to_text_and_the_api(tmp_path):
     assert ages <= {"young", "2", "3", "4", "5"} and "young" in ages
     assert "x y" not in got.column("region").to_pylist()
     assert got.column("tags").equals(_table().column("tags"))
+    # a frame of other columns than the input's is written by pandas, as it is
+    sub = prot.frame[["id", "region"]]
+    assert pq.read_table(write_frame(sub, tmp_path / "sub.parquet")).column_names == [
+        "id", "region"]
 
 
 def test_input_changed_before_the_write_and_the_output_checked_first(tmp_path, capsys):

@@ -116,7 +116,8 @@ def read_frame(source: Any):
         if kind == "parquet":
             frame = pd.read_parquet(path)
             stat = path.stat()  # the file write_frame copies the other columns from
-            frame.attrs["parquet_source"] = (str(path), stat.st_size, stat.st_mtime_ns)
+            frame.attrs["parquet_source"] = (str(path), stat.st_size, stat.st_mtime_ns,
+                                             [str(c) for c in frame.columns])
         elif kind in _LABELLED:
             frame = _read_labelled(path, kind)
         else:
@@ -304,13 +305,16 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
 
     A frame read from a Parquet file whose protected columns are named in
     ``frame.attrs["protected_keys"]`` (as :func:`sdcrisk.analyses.protect.protect` leaves
-    it), written to Parquet, is written by Arrow (:func:`_write_parquet_keys`): every other
-    column copied from the input file as it is, whatever its type (a map, a list, integers
-    with nulls), the key columns from the frame."""
+    it), written to Parquet with the input's columns, is written by Arrow
+    (:func:`_write_parquet_keys`): every other column copied from the input file as it is,
+    whatever its type (a map, a list, integers with nulls), the key columns from the frame.
+    (A change made to another column of such a frame is not written: drop its
+    ``protected_keys`` attribute first, and pandas writes the frame.)"""
     path = Path(path)
     fmt = output_format(path)
     source = frame.attrs.get("parquet_source")
-    if fmt == "parquet" and source is not None and "protected_keys" in frame.attrs:
+    if (fmt == "parquet" and source is not None and "protected_keys" in frame.attrs
+            and [str(c) for c in frame.columns] == source[3]):
         with atomic_path(path) as tmp:
             _write_parquet_keys(frame, tmp, source, list(frame.attrs["protected_keys"]))
         return path
@@ -364,7 +368,7 @@ def _write_parquet_keys(frame, tmp: str, source: tuple, keys: list[str]) -> None
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    name, size, mtime = source
+    name, size, mtime, _ = source
     stat = Path(name).stat()
     if (stat.st_size, stat.st_mtime_ns) != (size, mtime):
         raise InputError(f"{Path(name).name}: the input changed after it was read; run protect "

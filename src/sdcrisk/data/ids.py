@@ -26,6 +26,7 @@ from ..exceptions import InputError
 
 __all__ = ["id_labels", "distinct_labels", "merge_labels"]
 
+
 def id_labels(name: str, arr, *, whole: bool | None = None, offset: int = 0) -> np.ndarray:
     """The label of each id in ``arr`` (an Arrow array or chunked array, or a NumPy array
     with ``None``/NaN for missing): int64 or text, by the module's rule.
