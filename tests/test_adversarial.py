@@ -298,7 +298,8 @@ def late_bad(tmp_path):
     (b"1,2,abc\n", ["--weights", "w"],
      ["weights column 'w' is not numeric: value 'abc' at line 2000002",
       "must be numbers > 0"]),
-    # (a value that is not UTF-8 is read as Latin-1 now: tests/test_latin1_stream.py)
+    # (a value that is not UTF-8 is read as Windows-1252, else Latin-1, now:
+    # tests/test_latin1_stream.py)
     (b"1,2,3,4\n", ["--population-size", "1e8"],
      ["late.csv: could not be read as CSV", "Row #2000002: Expected 3 columns, got 4"]),
 ])

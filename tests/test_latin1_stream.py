@@ -1,10 +1,10 @@
-"""Latin-1 / Windows-1252 CSV files through the streaming reader, read as in memory.
+"""Windows-1252 / Latin-1 CSV files through the streaming reader, read as in memory.
 
 The in-memory reader decodes each value of a column that is not UTF-8 as UTF-8, else as
-Latin-1 (:func:`sdcrisk.data.text.decode_text`); the streaming reader (``--out-of-core``, and
-the automatic route for a file over the memory limit) refused such a file. Now it reads the
-keys of such a file as bytes and decodes each distinct value by the same rule, so both give
-the same table and the same measures.
+Windows-1252, else as Latin-1 (:func:`sdcrisk.data.text.decode_text`); the streaming reader
+(``--out-of-core``, and the automatic route for a file over the memory limit) refused such a
+file. Now it reads the keys of such a file as bytes and decodes each distinct value by the
+same rule, so both give the same table and the same measures.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from sdcrisk.exceptions import InputError
 
 #: (city, sex, weight): cells (Zürich,1) x2, (Genève,2) x2, (München,1) x2 and four sample
 #: uniques (Genève,1), (Köln,1), (€uro,2), (a–b,2); n = 10. '€' and '–' are the
-#: Windows-1252 bytes 0x80 and 0x96 (Latin-1 control characters, read as such in memory).
+#: Windows-1252 bytes 0x80 and 0x96 (Latin-1 control characters, read as such until
+#: 2026-11-25).
 ROWS = [("Zürich", "1", "10"), ("Zürich", "1", "10"), ("Genève", "2", "20"),
         ("Genève", "2", "20"), ("Genève", "1", "30"), ("Köln", "1", "10"),
         ("\u20acuro", "2", "10"), ("a\u2013b", "2", "10"), ("München", "1", "20"),
@@ -80,9 +81,9 @@ def test_tabulate_file_has_the_in_memory_labels_and_record_map(tmp_path, name, s
     path = _write(tmp_path / name, sep)
     ref = tabulate(Microdata.from_source(path, ["city", "sex"], weights="w"))
     got = tabulate_file(path, ["city", "sex"], weights="w", record_cell="memory")
-    # 0x80 and 0x96 are read as Latin-1 (control characters), not as Windows-1252's
-    # '€' and '–': the in-memory rule, kept (the counts do not depend on it)
-    want = ["Genève", "Köln", "München", "Zürich", "a\x96b", "\x80uro"]
+    # 0x80 and 0x96 are read as Windows-1252's '€' and '–', not as Latin-1's control
+    # characters (the counts do not depend on it)
+    want = ["Genève", "Köln", "München", "Zürich", "a–b", "€uro"]
     assert sorted(map(str, ref.levels[0])) == want
     assert [str(v) for v in got.levels[0]] == [str(v) for v in ref.levels[0]]
     assert [int(v) for v in got.levels[1]] == [int(v) for v in ref.levels[1]] == [1, 2]
@@ -222,3 +223,63 @@ def test_parts_in_utf8_and_in_latin1_merge_into_one_table(tmp_path):
     assert plan.counts.tolist() == [1, 2, 1]  # (Genève,2), (Zürich,1) twice, (x,2)
     assert [part_record_cells(p, plan.mapper(), 2).tolist() for p in (one, two)] == [
         [1, 2], [1, 0]]
+
+
+def _labels_both(path, keys):
+    """The tables of ``path`` in memory and streamed, and the cells' labels (a result's
+    internal cells, as JSON) of each: equal."""
+    from sdcrisk import NegativeBinomialRisk
+
+    ref = tabulate(Microdata.from_source(path, keys))
+    got = tabulate_file(path, keys, record_cell="memory")
+    assert got.counts.tolist() == ref.counts.tolist()
+    np.testing.assert_array_equal(np.asarray(got.record_cell), np.asarray(ref.record_cell))
+    cells = [json.loads(NegativeBinomialRisk().fit(t, population_size=1000).cells(
+        internal=True).to_json(orient="records")) for t in (ref, got)]
+    assert cells[0] == cells[1]
+    return ref, cells[0]
+
+
+def test_windows_1252_labels_print_as_written_in_memory_and_streamed(tmp_path):
+    """0x80 and 0x96 are '€' and '–' (they were the control characters U+0080 and U+0096):
+    the JSON labels of the cells, in memory and streamed, CSV and mu-Argus."""
+    path = _write(tmp_path / "w.csv")
+    ref, cells = _labels_both(path, ["city", "sex"])
+    assert "€uro" in ref.levels[0] and "a–b" in ref.levels[0]
+    assert {c["city"] for c in cells} >= {"€uro", "a–b", "Zürich"}
+    assert not any("\x80" in c["city"] or "\x96" in c["city"] for c in cells)
+    # a mu-Argus file of the same bytes (fixed format) reads them alike
+    (tmp_path / "m.rda").write_text("CITY 1 8\n  <IDLEVEL> 1\nSEX 9 1\n  <IDLEVEL> 1\n")
+    (tmp_path / "m.asc").write_bytes(b"".join(
+        city.encode("cp1252").ljust(8) + sex.encode() + b"\n" for city, sex, _ in ROWS))
+    mu, mu_cells = _labels_both(str(tmp_path / "m.rda"), ["CITY", "SEX"])
+    assert [str(v) for v in mu.levels[0]] == [str(v) for v in ref.levels[0]]
+    assert [c["CITY"] for c in mu_cells] == [c["city"] for c in cells]
+
+
+def test_bytes_undefined_in_windows_1252_read_as_latin1(tmp_path):
+    """A value holding 0x81, 0x8D, 0x8F, 0x90 or 0x9D (undefined in cp1252) is read as
+    Latin-1, the whole value: b'\\x80\\x81' is '\\x80\\x81', distinct from b'\\x80' ('€')."""
+    path = tmp_path / "u.csv"
+    values = [b"\x80", b"\x80\x81", b"x\x8dy", b"\x90", b"\x9d", b"\x8f", b"\x81", b"\x96"]
+    path.write_bytes(b"v,s\n" + b"".join(v + b",1\n" for v in values))
+    ref, cells = _labels_both(path, ["v", "s"])
+    assert sorted(map(str, ref.levels[0])) == sorted(
+        ["€", "\x80\x81", "x\x8dy", "\x90", "\x9d", "\x8f", "\x81", "–"])
+    assert ref.counts.tolist() == [1] * len(values)
+
+
+def test_distinct_bytes_stay_distinct_and_spellings_of_one_text_are_one(tmp_path):
+    """Counts are those of the distinct byte strings, except two encodings of one text: every
+    single byte 0x80-0xFF (128 byte strings, not UTF-8) gives its own label; '–' written as
+    UTF-8 (e2 80 93) and as the Windows-1252 byte 0x96 is one label of two records, as
+    'é' in UTF-8 and in Latin-1 was before (docs/errors.md), in memory and streamed."""
+    path = tmp_path / "d.csv"
+    singles = [bytes([b]) for b in range(0x80, 0x100)]
+    path.write_bytes(b"v,s\n" + b"".join(b"x" + v + b",1\n" for v in singles)
+                     + "x–,1\n".encode() + "xé,1\n".encode())
+    ref, _ = _labels_both(path, ["v", "s"])
+    assert len(ref.levels[0]) == 128  # 130 byte strings, 2 of them other spellings
+    assert sorted(ref.counts.tolist()) == [1] * 126 + [2, 2]
+    counts = dict(zip([str(v) for v in ref.levels[0]], ref.counts.tolist(), strict=True))
+    assert counts["x–"] == counts["xé"] == 2 and counts["x€"] == 1

@@ -445,12 +445,13 @@ def test_csv_in_typed_format_out_keeps_values_and_writes_missing(tmp_path, suffi
 
 
 def _latin1_csv(tmp_path):
-    """A Latin-1 export (Windows-1252 style) with one UTF-8 value: 8 records."""
+    """A Windows-1252 export with one UTF-8 value: 8 records ('€' is the byte 0x80, '–'
+    0x96)."""
     rows = [("Mon\xe9e", "1", "caf\xe9"), ("Mon\xe9e", "1", "th\xe9"), ("Mon\xe9e", "2", "x"),
             ("Z\xfcrich", "2", "y"), ("Z\xfcrich", "2", "z"), ("Z\xfcrich", "1", "\xe0 la"),
-            ("Bern", "1", "w"), ("Bern", "2", "v")]
+            ("Bern", "1", "\u20acuro"), ("Bern", "2", "a\u2013b")]
     lines = [b"region,age,note"] + [
-        b",".join(v.encode("latin-1") for v in row) for row in rows]
+        b",".join(v.encode("cp1252") for v in row) for row in rows]
     lines[5] = "Z\xfcrich,2,z".encode()  # this one value is UTF-8 (0xc3 0xbc), decoded as such
     path = tmp_path / "latin1.csv"
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -466,9 +467,10 @@ def test_protect_reads_a_latin1_csv_as_assess_does(tmp_path, capsys):
     text, err = capsys.readouterr()
     assert code == 0, err
     got = json.loads(text)
-    # 8 values are not UTF-8: Monée x 3, Zürich x 2 (the third is UTF-8), café, thé, à la
-    assert got["notes"][0] == ("latin1.csv is not UTF-8: 8 values read as Latin-1 (as assess "
-                               "reads them); the protected file is written in UTF-8")
+    # 10 values are not UTF-8: Monée x 3, Zürich x 2 (the third is UTF-8), café, thé, à la,
+    # €uro, a–b
+    assert got["notes"][0] == ("latin1.csv is not UTF-8: 10 values read as Windows-1252 (as "
+                               "assess reads them); the protected file is written in UTF-8")
     # the same labels and counts as assess reads: the risk before equals assess's
     assert main(["assess", str(path), "--keys", "region,age", "--population-size", "1000",
                  "--method", "nb", "--format", "json"]) == 0
@@ -479,7 +481,7 @@ def test_protect_reads_a_latin1_csv_as_assess_does(tmp_path, capsys):
     assert sorted(map(str, md.levels[0])) == ["Bern", "Monée", "Zürich"]
     # written as UTF-8 text; the non-key column keeps every value as decoded
     after = pd.read_csv(out, dtype=str, keep_default_na=False, encoding="utf-8")
-    assert after["note"].tolist() == ["café", "thé", "x", "y", "z", "à la", "w", "v"]
+    assert after["note"].tolist() == ["café", "thé", "x", "y", "z", "à la", "€uro", "a–b"]
     assert set(after["region"]) <= {"Monée", "Zürich", "Bern", ""}
 
 

@@ -75,6 +75,8 @@ def _key_values(col):
             return out
         out = col.astype(object).where(~miss, None)
         return out.map(lambda v: v if v is None else str(v).strip())
+    if pd.api.types.is_extension_array_dtype(col) and col.dtype.kind in "iu":
+        col = col.astype(float)  # a suppressed integer key (Int64): pd.NA as NaN
     return col.where(~miss)
 
 
@@ -470,7 +472,8 @@ def _parse_target(spec: str):
 
 def _frame_suppress(frame, key: str, rows: np.ndarray):
     """Blank ``rows`` of a key column: "" in a text column (CSV cells, Stata strings), a
-    missing value otherwise (integer columns become float to hold it)."""
+    missing value otherwise (integer columns become pandas' nullable Int64 to hold it, so
+    that a CSV output writes 3, not 3.0; booleans become float)."""
     import pandas as pd
 
     col = frame[key].copy()
@@ -478,7 +481,9 @@ def _frame_suppress(frame, key: str, rows: np.ndarray):
         # a dictionary-encoded Parquet column or a labelled Stata/SPSS one: a blank is no
         # category of it, so the column is written as its plain values
         col = col.astype(object)
-    if col.dtype.kind in "iub":
+    if col.dtype.kind in "iu":
+        col = col.astype("Int64")
+    elif col.dtype.kind == "b":
         col = col.astype(float)
     if pd.api.types.is_string_dtype(col) or col.dtype == object:
         col.iloc[rows] = "" if col.map(lambda v: isinstance(v, str)).all() else None
@@ -614,6 +619,9 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
     t0, t2 = tabulate(md0), tabulate(md2)
     est, _ = concrete_estimator(est, t0)
     risk_before, risk_after = _risk(est, t0), _risk(est, t2)
+    # write_frame writes these columns from the frame and, to Parquet from Parquet, every
+    # other one from the input file as it was (types, nulls, a map column)
+    frame.attrs["protected_keys"] = list(keys)
     per_key = {key: 0 for key in keys}
     for _, j in suppress.tolist():
         per_key[keys[j]] += 1

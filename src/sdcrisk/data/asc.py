@@ -10,13 +10,14 @@ than 8 bytes stays a fixed-size binary value), so that telling values apart is i
 A **free-format** block is parsed by pyarrow's CSV reader (the ``.rda``'s separator).
 
 Either way a block becomes an Arrow record batch of *raw* values: the bytes as written,
-blanks included. What a raw value means - its text (surrounding blanks removed, UTF-8 else
-Latin-1), whether it is missing (blank, or one of the variable's missing codes), whether the
-column is integers (every present value a whole number without leading zeros) - depends
-only on the distinct raw values, so :meth:`Stream.values` works out the distinct values
-alone and the records follow by lookup. That is what lets the same records be read in
-memory (:func:`read`) and streamed (:class:`Stream`, the source of
-:func:`sdcrisk.data.outofcore.tabulate_file` for mu-Argus files) with the same result.
+blanks included. What a raw value means - its text (surrounding blanks removed, decoded by
+:func:`~sdcrisk.data.text.decode_text`), whether it is missing (blank, or one of the
+variable's missing codes), whether the column is integers (every present value a whole
+number without leading zeros) - depends only on the distinct raw values, so
+:meth:`Stream.values` works out the distinct values alone and the records follow by lookup.
+That is what lets the same records be read in memory (:func:`read`) and streamed
+(:class:`Stream`, the source of :func:`sdcrisk.data.outofcore.tabulate_file` for mu-Argus
+files) with the same result.
 
 Memory in memory is the key columns (1-8 bytes a record each while reading, then the
 values); streamed, one block.
@@ -47,13 +48,16 @@ _SPACE[list(b" \t\n\r\x0b\x0c")] = True
 
 
 def decode(values: np.ndarray) -> np.ndarray:
-    """A bytes array as text: UTF-8, else Latin-1 (every byte is a character)."""
+    """A bytes array (distinct values) as text, each value by the rule every reader uses
+    (:func:`~sdcrisk.data.text.decode_text`: UTF-8, else Windows-1252, else Latin-1)."""
     if values.size and values.view(np.uint8).max() < 0x80:  # ASCII: numpy's cast, 10x faster
         return values.astype(f"U{max(values.itemsize, 1)}")
     try:
         return np.char.decode(values, "utf-8")
-    except UnicodeDecodeError:
-        return np.char.decode(values, "latin-1")
+    except UnicodeDecodeError:  # value by value, as a CSV's
+        from .text import decode_text
+
+        return np.array([decode_text(v) for v in values.tolist()], dtype=str)
 
 
 def type_values(var: Variable, raw: np.ndarray, typed: bool = True
@@ -316,10 +320,12 @@ def _free(meta: Metadata, arr: np.ndarray, first: int, variables: list[Variable]
 
 
 def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
-         block_bytes: int | None = None
+         block_bytes: int | None = None, text: Sequence[str] = ()
          ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the whole data file, in memory: ``{name: (values, missing
-    mask or None)}`` and the record count (see :func:`sdcrisk.data.muargus.read_records`)."""
+    mask or None)}`` and the record count (see :func:`sdcrisk.data.muargus.read_records`).
+    The variables in ``text`` come as the text read (not typed), as :class:`Stream` gives
+    them."""
     import pyarrow as pa
 
     stream = Stream(meta, block_bytes=block_bytes)
@@ -333,5 +339,5 @@ def read(meta: Metadata, columns: Sequence[str], *, typed: bool = True,
         raise InputError(f"{meta.data.name}: no records (the data file is empty)")
     out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for c in columns:
-        out[c] = stream.values(c, pa.chunked_array(chunks.pop(c)), typed)
+        out[c] = stream.values(c, pa.chunked_array(chunks.pop(c)), typed and c not in text)
     return out, n

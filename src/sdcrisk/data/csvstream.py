@@ -1,12 +1,12 @@
 """CSV files in the streaming reader (:mod:`sdcrisk.data.outofcore`): the dataset of record
 batches, how its key columns are typed, and its errors in the in-memory reader's words.
 
-A CSV that is not UTF-8 (a Latin-1 or Windows-1252 export) is read as the in-memory reader
+A CSV that is not UTF-8 (a Windows-1252 or Latin-1 export) is read as the in-memory reader
 reads it: its key columns come as bytes, and each distinct value is decoded by
-:func:`~sdcrisk.data.text.decode_text` (UTF-8, else Latin-1; value by value, so a file mixing
-both reads as in memory). Whether a file needs that is told by its first 64 KiB
-(:func:`utf8_head`), or by pyarrow's UTF-8 error past them (:class:`NotUtf8`), so a UTF-8
-file is read as text, as before, at no cost.
+:func:`~sdcrisk.data.text.decode_text` (UTF-8, else Windows-1252, else Latin-1; value by
+value, so a file mixing them reads as in memory). Whether a file needs that is told by its
+first 64 KiB (:func:`utf8_head`), or by pyarrow's UTF-8 error past them (:class:`NotUtf8`),
+so a UTF-8 file is read as text, as before, at no cost.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..exceptions import InputError
 from .io import check_present
-from .text import csv_delimiter, csv_header, decode_text, head_bytes, printable
+from .text import csv_delimiter, csv_header, decode_array, head_bytes, printable
 
-__all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "decoded_text", "infer_type",
+__all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "infer_type",
            "keys_as_bytes", "typed_column", "utf8_head"]
 
 #: the texts read as a missing value, as the in-memory reader reads them
@@ -33,8 +33,9 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
 
     ``as_bytes``: read the columns as bytes (weights too, unless comma-separated: numbers
     then), to be decoded value by value as the in-memory reader decodes them
-    (:func:`typed_column`, :func:`decoded_text`); None: when the file's first 64 KiB are
-    not UTF-8 (or its first block is not), so that a UTF-8 file pays nothing for it.
+    (:func:`typed_column`, :func:`~sdcrisk.data.text.decode_array`); None: when the file's
+    first 64 KiB are not UTF-8 (or its first block is not), so that a UTF-8 file pays
+    nothing for it.
 
     Raises
     ------
@@ -101,9 +102,9 @@ def typed_column(arr):
     """A CSV key column as the in-memory reader types it: text read as bytes (a file that is
     not UTF-8) stays bytes unless every value is UTF-8, when it is typed by :func:`infer_type`
     like any text; otherwise each value is decoded by
-    :func:`~sdcrisk.data.text.decode_text` (UTF-8, else Latin-1) and kept as text, as
-    pyarrow's reader makes such a column binary and :func:`~sdcrisk.data.io.arrow_column`
-    decodes it. Only distinct values come here, so decoding costs O(cells)."""
+    :func:`~sdcrisk.data.text.decode_text` and kept as text, as pyarrow's reader makes such
+    a column binary and :func:`~sdcrisk.data.io.arrow_column` decodes it. Only distinct
+    values come here, so decoding costs O(cells)."""
     import pyarrow as pa
 
     if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
@@ -111,25 +112,7 @@ def typed_column(arr):
     try:
         return infer_type(arr.cast(pa.string()))
     except pa.ArrowInvalid:  # a value that is not UTF-8: the column is text
-        return pa.array([None if v is None else decode_text(v) for v in arr.to_pylist()],
-                        type=pa.string())
-
-
-def decoded_text(arr, typ):
-    """One batch of a column read as bytes (household ids, weights) as text, for the type
-    ``typ`` that :func:`typed_column` gave the column in pass 1 (``pa.string()`` for
-    weights): cast to text when ``typ`` is a number (every value was UTF-8), else each
-    distinct value of the batch decoded by :func:`~sdcrisk.data.text.decode_text` and taken
-    back per record."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_string(typ):  # numbers: every id was UTF-8
-        return arr.cast(pa.string())
-    uniq = pc.unique(arr)
-    text = pa.array([None if v is None else decode_text(v) for v in uniq.to_pylist()],
-                    type=pa.string())
-    return pc.take(text, pc.index_in(arr, value_set=uniq))
+        return decode_array(arr)
 
 
 def infer_type(arr):
@@ -168,8 +151,9 @@ def csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputEr
         what = f" in column {names[int(column.group(1))]!r}" if column and names \
             and int(column.group(1)) < len(names) else ""
         return NotUtf8(f"{name}: the text{where}{what} is not UTF-8; the streaming reader "
-                        "(--out-of-core) could not read it as Latin-1 either: convert the file "
-                        "(e.g. iconv -f latin1 -t utf-8) or read it without --out-of-core")
+                        "(--out-of-core) could not read it as Windows-1252 either: convert "
+                        "the file (e.g. iconv -f cp1252 -t utf-8) or read it without "
+                        "--out-of-core")
     column = re.search(r"In CSV column #(\d+)", text)
     value = re.search(r"conversion error to double: invalid value '(.*)'", text)
     if column and value and names is not None and int(column.group(1)) < len(names):

@@ -17,7 +17,14 @@ from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
-from .text import csv_delimiter, decode_text, head_bytes, names_not_utf8, printable
+from .text import (
+    NOT_UTF8_READ_AS,
+    csv_delimiter,
+    decode_text,
+    head_bytes,
+    names_not_utf8,
+    printable,
+)
 
 __all__ = ["FORMATS", "read_frame", "write_frame", "output_format", "check_output_path"]
 
@@ -108,6 +115,9 @@ def read_frame(source: Any):
     try:
         if kind == "parquet":
             frame = pd.read_parquet(path)
+            stat = path.stat()  # the file write_frame copies the other columns from
+            frame.attrs["parquet_source"] = (str(path), stat.st_size, stat.st_mtime_ns,
+                                             [str(c) for c in frame.columns])
         elif kind in _LABELLED:
             frame = _read_labelled(path, kind)
         else:
@@ -226,8 +236,9 @@ def _read_labelled(path: Path, kind: str):
 
 def _decode_values(frame, name: str) -> None:
     """A CSV read as Latin-1 (one character per byte, so each value's bytes are recovered
-    exactly): decode each value with :func:`sdcrisk.data.io.decode_text`, the rule assess
-    reads values by (UTF-8, else Latin-1), in place, and say so in ``frame.attrs`` (the note
+    exactly): decode each value with :func:`sdcrisk.data.text.decode_text`, the rule assess
+    reads values by (UTF-8, else Windows-1252, else Latin-1), in place, and say so in
+    ``frame.attrs`` (the note
     protect prints: the protected file is written in UTF-8).
 
     Raises
@@ -255,8 +266,8 @@ def _decode_values(frame, name: str) -> None:
             fixed[i] = decode_text(raw)
         frame[col] = pd.Series(fixed, index=values.index, dtype=values.dtype)
     frame.attrs["read_note"] = (
-        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as Latin-1 (as "
-        "assess reads them); the protected file is written in UTF-8")
+        f"{name} is not UTF-8: {count} value{'s' if count != 1 else ''} read as "
+        f"{NOT_UTF8_READ_AS} (as assess reads them); the protected file is written in UTF-8")
 
 
 def _is_utf8(raw: bytes) -> bool:
@@ -290,9 +301,23 @@ def _refuse_duplicate_names(path: Path, head: bytes, sep: str = ",") -> None:
 
 def write_frame(frame, path: str | os.PathLike) -> Path:
     """Write ``frame`` to ``path`` in the format of its extension, atomically, with the mode a
-    plain write gives (:func:`sdcrisk.data.io.atomic_path`)."""
+    plain write gives (:func:`sdcrisk.data.io.atomic_path`).
+
+    A frame read from a Parquet file whose protected columns are named in
+    ``frame.attrs["protected_keys"]`` (as :func:`sdcrisk.analyses.protect.protect` leaves
+    it), written to Parquet with the input's columns, is written by Arrow
+    (:func:`_write_parquet_keys`): every other column copied from the input file as it is,
+    whatever its type (a map, a list, integers with nulls), the key columns from the frame.
+    (A change made to another column of such a frame is not written: drop its
+    ``protected_keys`` attribute first, and pandas writes the frame.)"""
     path = Path(path)
     fmt = output_format(path)
+    source = frame.attrs.get("parquet_source")
+    if (fmt == "parquet" and source is not None and "protected_keys" in frame.attrs
+            and [str(c) for c in frame.columns] == source[3]):
+        with atomic_path(path) as tmp:
+            _write_parquet_keys(frame, tmp, source, list(frame.attrs["protected_keys"]))
+        return path
     with atomic_path(path) as tmp:
         if fmt == "csv":  # the input's line ending (CSV input), else "\n"
             eol = frame.attrs.get("lineterminator", "\n")
@@ -323,6 +348,79 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                                      f"{what} file ({printable(str(exc))}); write "
                                      f"{other} instead") from exc
     return path
+
+
+def _write_parquet_keys(frame, tmp: str, source: tuple, keys: list[str]) -> None:
+    """The input Parquet file row group by row group with its ``keys`` replaced by the
+    frame's: the other columns are the input's own Arrow data (types, nulls, order, the
+    schema's metadata); each key keeps its type where its new values fit it (a suppressed
+    integer is a null of the integer column, not a float NaN), else takes the type of its
+    new values (a recode to text). A key value that protect blanked (``""`` where the input
+    had text) is written as null, a missing value as assess reads Parquet. Memory: the keys
+    and one row group of the other columns.
+
+    Raises
+    ------
+    InputError
+        The input file changed since it was read.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    name, size, mtime, _ = source
+    stat = Path(name).stat()
+    if (stat.st_size, stat.st_mtime_ns) != (size, mtime):
+        raise InputError(f"{Path(name).name}: the input changed after it was read; run protect "
+                         "again")
+    parquet = pq.ParquetFile(name)
+    schema = parquet.schema_arrow
+    if parquet.metadata.num_rows != len(frame):
+        raise InputError(f"{Path(name).name}: the input changed after it was read; run protect "
+                         "again")
+    new = {}
+    for key in keys:
+        values = _arrow_key(frame[key])
+        try:
+            values = values.cast(schema.field(key).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass  # a recode to text, say: the type of the new values
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            old = parquet.read(columns=[key]).column(0).combine_chunks()
+            if pa.types.is_dictionary(old.type):
+                old = old.cast(old.type.value_type)
+            blank = pc.equal(values, "")
+            if pa.types.is_string(old.type) or pa.types.is_large_string(old.type):
+                blank = pc.and_(blank, pc.not_equal(old, ""))  # "" as read stays ""
+            values = pc.if_else(blank.fill_null(False), pa.scalar(None, values.type), values)
+        new[key] = values
+    fields = [schema.field(c).with_type(new[c].type) if c in new else schema.field(c)
+              for c in schema.names]
+    out_schema = pa.schema(fields, metadata=schema.metadata)
+    others = [c for c in schema.names if c not in new]
+    with pq.ParquetWriter(tmp, out_schema) as writer:
+        start = 0
+        for i in range(parquet.num_row_groups):
+            group = parquet.read_row_group(i, columns=others)
+            stop = start + group.num_rows
+            columns = [new[c].slice(start, group.num_rows) if c in new else group.column(c)
+                       for c in schema.names]
+            writer.write_table(pa.table(columns, schema=out_schema))
+            start = stop
+
+
+def _arrow_key(col):
+    """A protected key column (pandas) as an Arrow array, missing entries null; a column
+    mixing numbers and text (a number column recoded to text) as text, whole numbers
+    without ``.0``."""
+    import pyarrow as pa
+
+    values = col.astype(object).where(col.notna(), None)
+    try:
+        return pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(int(v)) if isinstance(v, float)
+                         and v.is_integer() else str(v) for v in values], type=pa.string())
 
 
 def _write_labelled(frame, tmp: str, fmt: str) -> None:

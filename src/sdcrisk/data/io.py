@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError
-from .text import csv_delimiter, csv_header, decode_text, printable
+from .text import csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
            "resolve_path", "atomic_path", "named_file", "excel_frame", "parquet_parts"]
@@ -221,7 +221,9 @@ def _is_parquet(path: Path) -> bool:
     return path.suffix.lower() in _PARQUET
 
 
-def _read_arrow(path: Path, columns: Sequence[str]):
+def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
+    """A CSV or Parquet file's ``columns`` as a pyarrow Table; CSV columns in ``text`` (ids)
+    as bytes, not typed, for :func:`~sdcrisk.data.ids.id_labels`."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -243,6 +245,7 @@ def _read_arrow(path: Path, columns: Sequence[str]):
             include_columns=list(columns),
             null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"],
             strings_can_be_null=True,
+            column_types={c: pa.binary() for c in text},
         )
         with pa.input_stream(str(path), compression=compression) as stream:
             return pacsv.read_csv(
@@ -361,13 +364,13 @@ def named_file(source: Any) -> str | None:
     return None
 
 
-def _read_muargus(source: str | os.PathLike, columns: Sequence[str]
+def _read_muargus(source: str | os.PathLike, columns: Sequence[str], ids: Sequence[str] = ()
                   ) -> tuple[dict[str, Column], int]:
     from . import muargus
 
     meta = muargus.read_metadata(source)
     check_present(columns, meta.names, meta.path.name)
-    got, n = muargus.read_records(meta, list(columns))
+    got, n = muargus.read_records(meta, list(columns), text=ids)
     return {name: Column(name, values, miss) for name, (values, miss) in got.items()}, n
 
 
@@ -519,11 +522,10 @@ def arrow_column(name: str, chunked) -> Column:
         if nan.any():
             missing = nan if missing is None else (missing | nan)
     elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        # text that is not UTF-8 (pyarrow reads it as bytes): decode each value as UTF-8, else
-        # as Latin-1 (every byte is a character there), so that a Windows-1252/Latin-1 file
-        # tabulates as it is -- the counts do not depend on how its labels are spelt
-        values = np.array(["" if v is None else decode_text(v) for v in arr.to_pylist()],
-                          dtype=str)
+        # text that is not UTF-8 (pyarrow reads it as bytes): each value decoded by
+        # text.decode_text (UTF-8, else Windows-1252, else Latin-1), so that a Windows export
+        # tabulates as it is and its labels print as written
+        values = decode_array(arr).fill_null("").to_numpy(zero_copy_only=False).astype(str)
     else:
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             import pyarrow.compute as pc  # ~0.1 s to import: only for non-text columns here
@@ -621,8 +623,10 @@ def _object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
     return np.where(miss, "", values).astype(str)
 
 
-def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column], int]:
-    """Read the named columns of a file or frame.
+def read_columns(source: Any, columns: Sequence[str], ids: Sequence[str] = ()
+                 ) -> tuple[dict[str, Column], int]:
+    """Read the named columns of a file or frame; those in ``ids`` (household ids) as
+    labels, by :func:`sdcrisk.data.ids.id_labels` (a CSV's as their text, not typed).
 
     Returns
     -------
@@ -635,23 +639,24 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         Missing file or column, unreadable or empty file.
     """
     columns = list(dict.fromkeys(columns))
+    ids = [c for c in ids if c in columns]
     if isinstance(source, str) and source.startswith(_DUCKDB_PREFIX):
         table = _read_duckdb(source, columns)
-        out = {name: arrow_column(name, table.column(name)) for name in columns}
+        out = {name: _arrow_or_ids(name, table.column(name), ids) for name in columns}
         return out, table.num_rows
     special = named_file(source)
-    if special == "muargus":
-        return _read_muargus(source, columns)
-    if special == "excel":
-        return _read_excel(source, columns)
+    if special in ("muargus", "excel"):
+        out, n_rows = _read_muargus(source, columns, ids) if special == "muargus" \
+            else _read_excel(source, columns)
+        return _as_ids(out, ids), n_rows
     if isinstance(source, str | os.PathLike):
         path = resolve_path(source)
         kind = _format_of(path)[0] if path.stat().st_size else "csv"
         if kind in _READSTAT:
-            out = _read_readstat(path, kind, columns)
+            out = _as_ids(_read_readstat(path, kind, columns), ids)
             return out, (len(next(iter(out.values())).values) if out else 0)
-        table = _read_arrow(path, columns)
-        out = {name: arrow_column(name, table.column(name)) for name in columns}
+        table = _read_arrow(path, columns, ids)
+        out = {name: _arrow_or_ids(name, table.column(name), ids) for name in columns}
         n_rows = table.num_rows
     else:
         out = _frame_columns(source, columns)
@@ -665,11 +670,41 @@ def read_columns(source: Any, columns: Sequence[str]) -> tuple[dict[str, Column]
         if len(lengths) > 1:
             raise InputError(f"columns have different lengths: {sorted(lengths)}")
         n_rows = lengths.pop() if lengths else 0
+        out = _as_ids(out, ids)
     return out, n_rows
 
 
-def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Column]]:
-    """The named columns one at a time, each released once the caller moves on.
+def _arrow_or_ids(name: str, chunked, ids: Sequence[str]) -> Column:
+    """An Arrow column as :func:`arrow_column` reads it, or as household id labels."""
+    if name not in ids:
+        return arrow_column(name, chunked)
+    from .ids import id_labels
+
+    return Column(name, id_labels(name, chunked), None)
+
+
+def _as_ids(out: dict[str, Column], ids: Sequence[str]) -> dict[str, Column]:
+    """``out`` with its columns in ``ids`` read as household id labels
+    (:func:`~sdcrisk.data.ids.id_labels`), a missing entry an error naming its row."""
+    if not ids:
+        return out
+    import pyarrow as pa
+
+    from .ids import id_labels
+
+    for name in ids:
+        col = out[name]
+        values: Any = col.values
+        if col.missing is not None:
+            values = pa.array(values, mask=col.missing)
+        out[name] = Column(name, id_labels(name, values), None)
+    return out
+
+
+def iter_columns(source: Any, columns: Sequence[str], ids: Sequence[str] = ()
+                 ) -> tuple[int, Iterator[Column]]:
+    """The named columns one at a time, each released once the caller moves on; those in
+    ``ids`` as household id labels (:func:`read_columns`).
 
     A Parquet file is read column by column (only one column's values are in memory at a
     time); any other source is read as by :func:`read_columns` and its Arrow columns are
@@ -704,7 +739,7 @@ def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Col
                 except (pa.ArrowInvalid, OSError) as exc:
                     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     raise InputError(f"{path.name}: could not be read ({first})") from exc
-                column = arrow_column(name, chunked)
+                column = _arrow_or_ids(name, chunked, ids)
                 del chunked
                 # hand the decoded pages back: Arrow's allocator would keep them (0.2 GB
                 # of resident memory at 3e7 records, issue 20)
@@ -714,5 +749,5 @@ def iter_columns(source: Any, columns: Sequence[str]) -> tuple[int, Iterator[Col
 
         return parquet.metadata.num_rows, parquet_columns()
     # CSV (plain or compressed), Stata/SAS/SPSS, DuckDB, frames: read by their own readers
-    out, n_rows = read_columns(source, columns)
+    out, n_rows = read_columns(source, columns, ids)
     return n_rows, (out.pop(name) for name in columns)

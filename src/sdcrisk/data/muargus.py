@@ -36,7 +36,8 @@ risk. A tag not in that list is refused (a misspelt ``<IDLEVL>`` would otherwise
 
 Values are read as text with surrounding spaces removed; a blank value, or one equal to
 one of the variable's missing codes, is a missing value. Columns are bytes (mu-Argus files
-use one byte a character); text that is not UTF-8 is read as Latin-1. A column whose
+use one byte a character); text that is not UTF-8 is read as Windows-1252 (else Latin-1),
+value by value, as a CSV's. A column whose
 values are all whole numbers written without leading zeros is read as integers (so labels
 print as in a CSV), any other as text (``"01"`` stays ``"01"``). Numbers are read as written
 (``<DECIMALS>`` does not move a decimal point).
@@ -49,6 +50,7 @@ back in the same layout).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,8 +232,10 @@ def read_metadata(source: str | os.PathLike) -> Metadata:
         raise InputError(f"{rda.name}: could not be opened ({exc.strerror})") from exc
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
+    except UnicodeDecodeError:  # Windows-1252, else Latin-1, as values are read
+        from .text import decode_text
+
+        text = decode_text(raw)
     separator, names_in_front, fixed = None, False, True
     variables: list[dict] = []
 
@@ -330,14 +334,16 @@ def _check_overlaps(name: str, variables: tuple[Variable, ...]) -> None:
                 f"{a.start + a.width - 1}, line {a.line}); correct the start or width")
 
 
-def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
+def read_records(meta: Metadata, columns: list[str], *, typed: bool = True,
+                 text: Sequence[str] = ()
                  ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """The named variables of the data file: ``{name: (values, missing mask or None)}``
     and the record count.
 
     ``typed`` (for the risk): missing entries hold ``""`` (or 0), and columns of whole
     numbers without leading zeros come back as int64. Else (for protect, which writes the
-    file back) every column is the text read, missing codes included. Read block by block
+    file back) every column is the text read, missing codes included; so are the columns in
+    ``text`` (household ids, labels: :mod:`sdcrisk.data.ids`). Read block by block
     without Python work per record (:mod:`sdcrisk.data.asc`).
 
     Raises
@@ -348,7 +354,7 @@ def read_records(meta: Metadata, columns: list[str], *, typed: bool = True
     """
     from .asc import read
 
-    return read(meta, columns, typed=typed)
+    return read(meta, columns, typed=typed, text=text)
 
 
 def format_records(meta: Metadata, columns: dict[str, list[str | None]],

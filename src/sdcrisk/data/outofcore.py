@@ -47,15 +47,15 @@ from .csvstream import (
     NotUtf8,
     csv_dataset,
     csv_error,
-    decoded_text,
     keys_as_bytes,
     typed_column,
 )
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
+from .ids import distinct_labels, id_labels, merge_labels
 from .io import arrow_column, check_present, detect_format, named_file
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
-from .text import decimal_comma_weights, printable
+from .text import decimal_comma_weights, decode_array, printable
 
 __all__ = ["tabulate_file", "check_stream_options", "check_path", "PartCounts", "CellPlan",
            "count_part", "plan_cells", "part_record_cells"]
@@ -195,7 +195,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
         row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"weights column {name!r} is missing at row {row + 1}")
     if pa.types.is_binary(w.type):  # a CSV that is not UTF-8: the values as in memory
-        w = decoded_text(w, pa.string())
+        w = decode_array(w)
     if pa.types.is_string(w.type) or pa.types.is_large_string(w.type):
         # a CSV not separated by commas: text, with a decimal point or comma
         try:
@@ -337,7 +337,7 @@ def tabulate_file(
     if n == 0:
         raise InputError(f"{path.name}: no records (the sample is empty)")
     hh_ids = counted.households
-    hh_levels, hh_type = hh_ids.levels(is_csv) if hh_ids is not None else (None, None)
+    hh_levels, hh_whole = hh_ids.levels() if hh_ids is not None else (None, False)
     plan = _code_combos(counted.combos, keys, is_csv, bool(weights), levels, missing,
                         max_levels, typer)
     del counted
@@ -346,7 +346,7 @@ def tabulate_file(
     out = _record_map(n, plan.dtype, record_cell, workdir)
     hh_out = None if hh_ids is None else _record_map(n, np.int64, record_cell, workdir)
     pos = _map_records(data, path.name, plan, out, batch_rows, household=household,
-                       hh_out=hh_out, hh_levels=hh_levels, hh_type=hh_type)
+                       hh_out=hh_out, hh_levels=hh_levels, hh_whole=hh_whole)
     if pos != n:
         raise InputError(f"{path.name}: the file changed while it was read")
     big_n, how = resolve_population_size(
@@ -422,7 +422,7 @@ def _count(data, keys, weights, household, missing, batch_rows, is_csv) -> PartC
             wsum += float(w.sum())
             cols[WSUM], cols[ISUM] = pa.array(w), pa.array(1.0 / w)
         if hh_ids is not None:
-            hh_ids.add(_prepare(tbl.column(household)), n)
+            hh_ids.add(tbl.column(household), n)
         part = _group(pa.table(cols), keys, sums)
         partial.append(part)
         held += part.num_rows
@@ -553,7 +553,7 @@ def _code_combos(combos, keys, is_csv, weighted, levels, missing, max_levels,
 
 
 def _map_records(data, name, plan: CellPlan, out, batch_rows, *, household=None,
-                 hh_out=None, hh_levels=None, hh_type=None) -> int:
+                 hh_out=None, hh_levels=None, hh_whole=False) -> int:
     """Pass 2: write each record's cell index into ``out``; returns the records read."""
     import pandas as pd
     import pyarrow.compute as pc
@@ -577,7 +577,7 @@ def _map_records(data, name, plan: CellPlan, out, batch_rows, *, household=None,
         out[pos:end] = where
         if hh_out is not None:
             hh_out[pos:end] = _household_codes(name, household, tbl.column(household),
-                                               hh_levels, hh_type)
+                                               hh_levels, hh_whole, pos)
         pos = end
     return pos
 
@@ -634,10 +634,12 @@ def plan_cells(parts: Sequence[PartCounts], keys: Sequence[str], *, weighted: bo
 
 
 class _DistinctIds:
-    """The distinct values of a household column, gathered batch by batch (pass 1).
+    """The distinct household id labels of a column (:mod:`sdcrisk.data.ids`), gathered
+    batch by batch (pass 1).
 
-    Each batch's distinct ids are kept and merged once the unmerged ones outgrow the merged
-    set (and ``slack``), so memory stays O(households + batch) and merging linear overall.
+    Each batch's distinct labels are kept and merged once the unmerged ones outgrow the
+    merged set (and ``slack``), so memory stays O(households + batch) and merging linear
+    overall.
     """
 
     def __init__(self, name: str, slack: int):
@@ -646,70 +648,30 @@ class _DistinctIds:
         self.held = self.merged = 0
 
     def add(self, arr, offset: int) -> None:
-        import pyarrow.compute as pc
-
-        if arr.null_count:
-            row = offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-            raise InputError(f"household column {self.name!r} is missing at row {row + 1}")
-        part = pc.unique(arr)
+        part = distinct_labels(self.name, arr, offset=offset)
         self.parts.append(part)
         self.held += len(part)
         if len(self.parts) > 1 and self.held - self.merged > max(self.merged, self.slack):
             self._merge()
 
     def _merge(self) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        self.parts = [pc.unique(pa.concat_arrays(self.parts))]
+        self.parts = [merge_labels(self.parts)]
         self.held = self.merged = len(self.parts[0])
 
-    def levels(self, is_csv: bool):
-        """Sorted distinct ids as the in-memory path orders them, and the CSV column type."""
+    def levels(self) -> tuple[np.ndarray, bool]:
+        """The sorted distinct labels, as the in-memory path orders them, and whether they
+        are whole numbers (how pass 2 reads each batch's ids)."""
         self._merge()
-        raw = self.parts[0]
+        levels = self.parts[0]
         self.parts = []
-        typed = typed_column(raw) if is_csv else raw
-        values = _id_values(self.name, typed)
-        return np.unique(values), typed.type
+        return levels, levels.dtype.kind in "iu"
 
 
-def _id_values(name: str, arr) -> np.ndarray:
-    """Household ids as :func:`sdcrisk.data._cells.encode_column` orders them: integer codes
-    (integral decimals and booleans included) by value, anything else as text."""
-    col = arrow_column(name, arr)
-    values = col.values
-    if col.missing is not None:  # NaN in a decimal column
-        row = int(np.flatnonzero(col.missing)[0])
-        raise InputError(f"household column {name!r} is missing at row {row + 1}")
-    if values.dtype.kind == "f":
-        bad = ~np.isfinite(values) | (values != np.round(values))
-        if bad.any():
-            value = _cells._format_value(values[int(np.flatnonzero(bad)[0])])
-            raise InputError(f"column {name!r} is not categorical: value {value} is not an "
-                             "integer code; band it into categories (or give it as text) "
-                             "before using it as a key")
-        return values.astype(np.int64)
-    if values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    return values.astype(str)
-
-
-def _household_codes(source: str, name: str, column, levels: np.ndarray, typ) -> np.ndarray:
-    """Each record's household code: the position of its id among the sorted ``levels``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = _prepare(column)
-    if pa.types.is_binary(arr.type):  # a CSV that is not UTF-8: ids as pass 1 decoded them
-        arr = decoded_text(arr, typ)
-    if arr.type != typ and pa.types.is_string(arr.type) and not pa.types.is_string(typ):
-        # CSV text typed like the distinct ids (infer_type trims ' 3' before casting)
-        arr = pc.cast(pc.utf8_trim(arr, characters=" \t"), typ)
-    if arr.null_count:
-        raise InputError(f"{source}: a missing household id not seen in the first pass; the "
-                         "file changed while it was read")
-    values = _id_values(name, arr)
+def _household_codes(source: str, name: str, column, levels: np.ndarray, whole: bool,
+                     offset: int) -> np.ndarray:
+    """Each record's household code: the position of its id's label among the sorted
+    ``levels`` (labels by the rule of :func:`~sdcrisk.data.ids.id_labels`, as in memory)."""
+    values = id_labels(name, column, whole=whole, offset=offset)
     pos = np.searchsorted(levels, values)
     if (pos >= len(levels)).any() or (levels[np.minimum(pos, len(levels) - 1)] != values).any():
         raise InputError(f"{source}: a household id not seen in the first pass; the file "

@@ -356,7 +356,7 @@ def _read_coded(source, keys, weights, household, levels, missing, max_levels, f
     With a :class:`_Fold`, key codes go into its cell ids instead of the returned list.
     """
     wanted = list(keys) + [c for c in (weights, household) if c is not None]
-    n, columns = iter_columns(source, wanted)
+    n, columns = iter_columns(source, wanted, ids=[household] if household else [])
     if n == 0:
         raise InputError(f"{source_name(source)}: no records (the sample is empty)")
     if fold is not None:
@@ -368,10 +368,7 @@ def _read_coded(source, keys, weights, household, levels, missing, max_levels, f
         if name == weights:
             w = _validate_weights(weights, col)
             continue
-        if name == household:
-            if col.missing is not None:
-                row = int(np.flatnonzero(col.missing)[0])
-                raise InputError(f"household column {household!r} is missing at row {row + 1}")
+        if name == household:  # labels (sdcrisk.data.ids), missing ids refused there
             hh, _ = _cells.encode_column(household, col.values, None, levels=None,
                                          missing_policy="error", max_levels=None)
             hh = hh.astype(np.int64)

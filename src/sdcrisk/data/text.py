@@ -16,7 +16,8 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
-           "decimal_comma_weights", "decode_text", "names_not_utf8", "utf8_text"]
+           "decimal_comma_weights", "decode_array", "decode_text", "names_not_utf8", "utf8_text",
+           "NOT_UTF8_READ_AS"]
 
 
 def printable(text: str, limit: int = 160) -> str:
@@ -170,14 +171,54 @@ def utf8_text(raw: bytes, what: str) -> str:
                          f"{exc.start}); save the file as UTF-8") from None
 
 
+#: how a value that is not UTF-8 is read, in messages and notes
+NOT_UTF8_READ_AS = "Windows-1252"
+
+
 def decode_text(raw: bytes) -> str:
-    """One CSV value's bytes as text: UTF-8, else Latin-1 (every byte is a character there),
-    so that a Windows-1252/Latin-1 export tabulates as it is. Every reader of CSV values
-    (assess's pyarrow reader, protect's pandas reader) decodes through this one rule."""
+    """One value's bytes as text: UTF-8; else Windows-1252 (cp1252, what Windows exports
+    write: 0x80 is '€', 0x96 '–'), where every byte is defined there; else Latin-1 (every
+    byte is a character: a value holding one of the five bytes cp1252 leaves undefined,
+    0x81, 0x8D, 0x8F, 0x90, 0x9D, which Latin-1 reads as control characters). Every reader
+    of text values (assess's pyarrow reader in memory, the streaming reader, protect's
+    pandas reader, the mu-Argus reader) decodes through this one rule, value by value.
+
+    Distinct values of one encoding stay distinct (each decoding is one to one, and no
+    Windows-1252 text holds the characters only Latin-1 gives those five bytes), but two
+    encodings of one text are one label, hence one category: ``café`` written in UTF-8 on
+    one line and in Windows-1252 on another, or '–' as UTF-8 and as the byte 0x96. That is
+    meant: a file put together from a UTF-8 and a Windows export holds one category there,
+    which an intruder reads as one, and counting its spellings apart would invent sample
+    uniques. In memory and streamed alike (both code the decoded text).
+
+    >>> decode_text(b"\\x80uro a\\x96b"), decode_text(b"caf\\xc3\\xa9"), decode_text(b"\\x81")
+    ('€uro a–b', 'café', '\\x81')
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90 or 0x9D
         return raw.decode("latin-1")
+
+
+def decode_array(arr):
+    """An Arrow array of bytes as an Arrow array of text, each value decoded by
+    :func:`decode_text`: a cast when every value is UTF-8, else the distinct values decoded
+    one by one and taken back per value (O(distinct values) Python work)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:  # a value that is not UTF-8
+        pass
+    uniq = pc.unique(arr)
+    text = pa.array([None if v is None else decode_text(v) for v in uniq.to_pylist()],
+                    type=pa.string())
+    return pc.take(text, pc.index_in(arr, value_set=uniq))
 
 
 def names_not_utf8(name: str, raw: bytes) -> InputError:
@@ -185,5 +226,5 @@ def names_not_utf8(name: str, raw: bytes) -> InputError:
     are decoded by :func:`decode_text`, but a key or column named on the command line must
     match its name exactly, so a guessed encoding there is refused."""
     return InputError(f"{name}: the column name {raw!r} in the header line is not UTF-8 text; "
-                      "re-save the file as UTF-8 (values that are not UTF-8 are read as "
-                      "Latin-1, column names are not)")
+                      f"re-save the file as UTF-8 (values that are not UTF-8 are read as "
+                      f"{NOT_UTF8_READ_AS}, column names are not)")
