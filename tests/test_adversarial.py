@@ -142,6 +142,23 @@ def test_loglinear_all_two_way_on_the_huge_key_space_still_fits(capsys, wide_key
     assert json.loads(out)["sample_uniques"] == 1000
 
 
+def test_loglinear_sums_over_a_huge_key_space_name_options_the_user_can_type(capsys,
+                                                                            tmp_path):
+    """70 binary keys: the independence model's sums over all 2^70 cells need 6,912 GiB. The
+    refusal named "the dense engine", which no option of the CLI selects and which would
+    need 2^70 cells itself; it now says how many cells, and names methods that run there."""
+    rng = np.random.default_rng(1)
+    path = tmp_path / "b70.csv"
+    pd.DataFrame({f"b{i}": rng.integers(0, 2, 300) for i in range(70)}).to_csv(path,
+                                                                               index=False)
+    keys = ",".join(f"b{i}" for i in range(70))
+    code, _, err = _run(capsys, ["assess", path, "--keys", keys, "--population-size", 100_000,
+                                 "--method", "loglinear", "--terms", "independence"])
+    assert code == 2 and "internal error" not in err
+    assert "1.18e+21 cells" in err and "--method graphical" in err and "SDCRISK_MEMORY_LIMIT" in err
+    assert "dense engine" not in err
+
+
 # --- decide: options that microdata mode dropped, a class naming a variable twice -----------
 
 @pytest.fixture

@@ -388,9 +388,13 @@ def factored_sums(values: list[np.ndarray], n: float, pi: float) -> dict:
             log_b += math.log(v.size)
     if log_b > log_a:
         group_a, group_b = group_b, group_a
+    cells = math.exp(log_a + log_b)
     check_memory((math.exp(log_a) + math.exp(log_b) * (SERIES_ORDER + 2)) * 8,
-                 what="the factored all-cell sums of a log-linear model",
-                 remedies="use fewer keys or the dense engine")
+                 what=f"summing a log-linear model over all {cells:.3g} cells of the key "
+                      "space",
+                 remedies="use fewer keys or keys with fewer levels, or a method that "
+                          "does not sum over every cell (--method graphical, nb or "
+                          "pitman-yor)")
     a_vals = _product([v / n for v in group_a])
     b_sorted = np.sort(_product([v / n for v in group_b]))
     powers = b_sorted[:, None] ** np.arange(SERIES_ORDER + 1)[None, :]
