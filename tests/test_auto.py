@@ -21,6 +21,7 @@ from sdcrisk import (
     ParameterError,
     tabulate,
 )
+from sdcrisk.analyses._auto_bounds import whole_count_lower
 from sdcrisk.analyses._auto_choice import choose, not_worse, pair_weights, score_of
 from sdcrisk.analyses.auto import _blend, default_candidates, widen_interval
 from sdcrisk.analyses.validation import Candidate, Replicate, ValidationRow, ValidationTable
@@ -162,6 +163,35 @@ def test_unusable_rows_are_never_chosen():
     skipped = dataclasses.replace(vt, rows=(dataclasses.replace(vt.rows[0], status="skipped"),))
     with pytest.raises(ValueError, match="no candidate"):
         choose(skipped)
+
+
+def test_whole_count_lower_by_hand():
+    """tau1's truth is a whole number: a lower bound in (0, 1) excludes only 0 and becomes 0;
+    bounds of 1 or more, the estimate, the upper bound and the half-width are kept."""
+    assert whole_count_lower((0.05, 0.0008, 5.0, 0.9)) == (0.05, 0.0, 5.0, 0.9)
+    assert whole_count_lower((2.0, 0.999, 9.0, 0.4)) == (2.0, 0.0, 9.0, 0.4)
+    assert whole_count_lower((3.0, 1.0, 9.0, 0.4)) == (3.0, 1.0, 9.0, 0.4)
+    assert whole_count_lower((30.0, 22.5, 41.0, 0.2)) == (30.0, 22.5, 41.0, 0.2)
+    assert whole_count_lower((0.0, 0.0, 0.0, 0.0)) == (0.0, 0.0, 0.0, 0.0)
+
+
+def test_auto_tau1_interval_admits_zero_when_its_lower_bound_is_below_one():
+    """3,000 records on 720 cells, N = 150,000: 1,349 sample uniques, tau1 about 1.3. The
+    conformal lower bound (about 0.2) said that at least one sample unique is population
+    unique; the interval now starts at 0, and P(PU | SU)'s with it; tau2's is untouched."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    data = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 6, n),
+            "e": rng.integers(0, 30, n)}
+    table = tabulate(Microdata.from_source(data, keys=list(data), population_size=150_000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AutoRisk().fit(table)
+    t1, t2 = res.measures["tau1"], res.measures["tau2"]
+    assert table.sample_uniques == 1349 and 0.5 < t1.estimate < 3
+    assert t1.lower == 0.0 and t1.upper > t1.estimate
+    assert res.measures["p_pu_given_su"].lower == 0.0
+    assert 0 < t2.lower < t2.estimate < t2.upper
 
 
 def test_widen_interval_by_hand():
