@@ -24,6 +24,8 @@ from conftest import shared_data
 from sdcrisk import Bernoulli, ConvergenceWarning, Microdata, ParameterError, draw_sample, tabulate
 from sdcrisk.cli import main
 from sdcrisk.report.collect import (
+    _reduce_table,
+    _suda_section,
     build_report,
     calibration_table,
     category_contributions,
@@ -425,6 +427,26 @@ def test_truth_section_reproduces_the_shared_ground_truth():
     assert "<dt>true tau1</dt><dd>48</dd>" in page2
 
 
+def test_leave_one_key_out_tables_drop_the_record_map_when_the_fit_needs_none():
+    """The reduced tables of variable_contributions carried an n-long int64 record map each
+    (240 MB a key at 3x10^7 records) that nb and auto's calibrated rule never read; without
+    it the fits give the same figures. Households keep it (their risks are record-level)."""
+    md = Microdata.from_source("example:uk_census2011", "region,sex,age_band,marital_status",
+                               population_size=560_759)
+    table = tabulate(md)
+    est = sdcrisk.NegativeBinomialRisk()
+    for j in range(len(table.keys)):
+        with_map = _reduce_table(table, j)
+        without = _reduce_table(table, j, record_map=False)
+        assert with_map.record_cell is not None and without.record_cell is None
+        assert without.n == with_map.n == 10_000
+        a, b = est.fit(with_map), est.fit(without)
+        for m in ("tau1", "tau2", "expected_reidentifications"):
+            assert a.measures[m].estimate == b.measures[m].estimate
+    df = variable_contributions(est.fit(table))
+    assert df["sample_uniques"].iloc[0] == table.sample_uniques
+
+
 def test_suda_section_shows_suda2_figures():
     md = Microdata.from_source("example:uk_census2011",
                                "region,sex,age_band,marital_status,ethnic_group,religion",
@@ -442,6 +464,16 @@ def test_suda_section_shows_suda2_figures():
     # the combinations of variables that single records out: names and counts only
     (keys, count), *_ = suda.msu_combinations()
     assert f"<td>{' × '.join(keys)}</td>" in page and f'<td class="num">{count:,}</td>' in page
+    scored = int(np.count_nonzero(suda.score > 0))
+    assert f"<dt>records with a SUDA score &gt; 0</dt><dd>{scored:,}</dd>" in page
+    assert f"<dt>minimal sample uniques (MSUs)</dt><dd>{suda.n_msus:,}</dd>" in page
+    # the section keeps the page's figures, not the result's per-cell arrays (0.9 GiB at
+    # 3x10^7 records), which stayed alive through the sections after it
+    notes: list[str] = []
+    section = _suda_section(table, notes, kind="external", min_count=3, top=10)
+    assert "result" not in section and not any(
+        isinstance(v, np.ndarray) for v in section.values())
+    assert section["scored_records"] == scored and section["dis"] == suda.dis
     # N unknown: DIS uses sdcMicro's default fraction 0.01
     md = Microdata.from_source("example:uk_census2011", "region,sex,age_band")
     page = build_report(sdcrisk.NegativeBinomialRisk().fit(tabulate(md)), contributions=False)

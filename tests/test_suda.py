@@ -77,6 +77,7 @@ def test_hand_worked_three_records():
         assert res.score.tolist() == [2.0, 4.0, 2.0]
         assert res.attribute_contributions == {"a": 50.0, "b": 37.5, "c": 37.5}
         assert res.msu_counts.tolist() == [[1, 0, 0], [2, 0, 0], [0, 2, 0]]
+        assert res.msu_counts.dtype == np.uint8  # at most C(3, 1) = 3 of one size
     res = suda2(_md({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]}))
     # contributions per record: r1 {a}: a carries 2 of 2; r3: a in both MSUs (1 + 1 of 2)
     np.testing.assert_array_equal(res.contributions,

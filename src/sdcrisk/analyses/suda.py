@@ -114,7 +114,8 @@ class SudaResult(ResultBase):
     cell_score, cell_dis_score : ndarray (n_cells,)
         SUDA and DIS-SUDA score of each cell.
     cell_msu_counts : ndarray (n_cells, M)
-        Number of MSUs of size 1..M of each cell.
+        Number of MSUs of size 1..M of each cell (the smallest unsigned integer type that
+        holds C(M, M // 2), the most a cell can have of one size: uint8 up to 8 keys).
     cell_contributions : ndarray (n_cells, M)
         Sum of the scores of the cell's MSUs that contain each variable.
     weights : ndarray (M,)
@@ -468,7 +469,10 @@ def suda2(
     weights = suda_weights(m_keys, max_size=size, original_scores=bool(original_scores))
     n_cells = table.n_cells
     sizes = _popcount(masks)
-    msu_counts = np.zeros((n_cells, m_keys), dtype=np.int64)
+    # a cell has at most C(M, k) MSUs of size k: the smallest unsigned type that holds
+    # C(M, M // 2) (uint8 up to 8 keys: 45 instead of 361 MiB at 5.9 million cells)
+    most = math.comb(m_keys, m_keys // 2)
+    msu_counts = np.zeros((n_cells, m_keys), dtype=np.min_scalar_type(most))
     np.add.at(msu_counts, (cells, sizes - 1), 1)
     score = np.zeros(n_cells)
     for k in range(m_keys):  # in size order, as sdcMicro sums
@@ -487,9 +491,11 @@ def suda2(
     if scored.any():
         sq = np.power(score[scored], q)
         if dis_rounding == "sdcmicro":
-            # sdcMicro adds 1/s^q record by record in file order
-            rec = score[table.record_map()]
-            adj = float(np.cumsum(1.0 / np.power(rec[rec > 0], q))[-1])
+            # sdcMicro adds 1/s^q record by record in file order (the scored records only:
+            # no n-long array of scores, 240 MB at 3x10^7 records)
+            record_cell = table.record_map()
+            rec = score[record_cell[np.flatnonzero(scored[record_cell])]]
+            adj = float(np.cumsum(1.0 / np.power(rec, q))[-1])
         else:
             adj = math.fsum((1.0 / sq).tolist())
         dis_score[scored] = 1.0 / (1.0 + c_const / (sq * adj))

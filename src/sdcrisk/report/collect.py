@@ -92,8 +92,11 @@ def sdcmicro_high_risk(record_risk: np.ndarray) -> tuple[int, float]:
     return int(np.count_nonzero((r > cut) & (r > 0.1))), max(cut, 0.1)
 
 
-def _reduce_table(table: CellTable, drop: int) -> CellTable:
-    """The table with key ``drop`` removed: cells merged, counts and weights summed."""
+def _reduce_table(table: CellTable, drop: int, *, record_map: bool = True) -> CellTable:
+    """The table with key ``drop`` removed: cells merged, counts and weights summed.
+    ``record_map=False``: without the record -> cell map (kept with households), for fits
+    whose file-level figures need only the cells (an n-long int64 array per key: 240 MB a
+    key at 3x10^7 records)."""
     keep = [j for j in range(len(table.keys)) if j != drop]
     codes = table.cell_codes[:, keep]
     radices = [len(table.levels[j]) for j in keep]
@@ -110,10 +113,12 @@ def _reduce_table(table: CellTable, drop: int) -> CellTable:
     if table.wildcard is not None:  # the wildcard frequencies of the merged cells
         wild = wildcard.wildcard_cell_counts(codes[rep], radices, counts, weights, levels,
                                              table.wildcard.alpha)
+    keep_map = record_map or table.household is not None or table.wildcard is not None
     return dataclasses.replace(
         table, keys=tuple(table.keys[j] for j in keep), levels=levels, cell_codes=codes[rep],
-        counts=counts, weight_sums=weights, record_cell=inverse[table.record_map()],
-        population=None, wildcard=wild)
+        counts=counts, weight_sums=weights,
+        record_cell=inverse[table.record_map()] if keep_map else None,
+        records=None if keep_map else table.n, population=None, wildcard=wild)
 
 
 #: methods too slow to fit again once per key: leave-one-key-out uses ``nb`` for them
@@ -204,7 +209,8 @@ def variable_contributions(result: RiskResult, *, estimator: Estimator | str | N
     rows = [_contribution_row(None, base)]
     if len(table.keys) >= 2:
         for j, key in enumerate(table.keys):
-            rows.append(_contribution_row(key, _quiet_fit(est, _reduce_table(table, j), notes)))
+            reduced = _reduce_table(table, j, record_map=est.uses_record_map())
+            rows.append(_contribution_row(key, _quiet_fit(est, reduced, notes)))
     df = pd.DataFrame(rows)
     df.insert(1, "method", est.name)
     df["su_reduction"] = df["sample_uniques"].iloc[0] - df["sample_uniques"]
@@ -390,8 +396,17 @@ def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: i
         hidden = int(small.sum())
         levels = levels[~small]
     levels = levels.sort_values("contribution", ascending=False, kind="stable").head(top)
-    return {"result": res, "dis_fraction_text": frac_text, "levels": levels,
-            "levels_hidden": hidden, "combinations": res.msu_combinations(top=top)}
+    summary = res.summary()
+    # the page's figures, not the result: its per-cell arrays (0.9 GiB at 3x10^7 records,
+    # 5.9 million cells) would stay alive through the sections that follow
+    return {"original_scores": res.original_scores, "dis_fraction_text": frac_text,
+            "summary": [{"variable": k, "contribution": float(r["contribution"]),
+                         "msus": int(r["msus"])} for k, r in summary.iterrows()],
+            "scored_records": int(table.counts[res.cell_score > 0].sum()),
+            "n_msus": res.n_msus, "msu_size_totals": res.msu_size_totals(),
+            "total_score": res.total_score, "dis": res.dis, "dis_table": res.dis_table(),
+            "levels": levels, "levels_hidden": hidden,
+            "combinations": res.msu_combinations(top=top)}
 
 
 def _uniqueness_section(table: CellTable, notes: list[str]) -> Any:
@@ -478,10 +493,30 @@ def _risk_histogram(record_risk: np.ndarray, per_decade: int = 4) -> dict:
     lo = max(math.floor(math.log10(pos.min())) if pos.size else -1, -12)
     lo = min(lo, -1)
     edges = np.linspace(lo, 0, (0 - lo) * per_decade + 1)
-    logr = np.log10(np.clip(pos, 10.0**lo, 1.0))
+    # in place: one copy of the positive risks (n x 8 bytes), not three
+    logr = np.log10(np.clip(pos, 10.0**lo, 1.0, out=pos), out=pos)
     counts, _ = np.histogram(logr, bins=edges)
     return {"edges": edges, "counts": counts, "zeros": int((r <= 0).sum()),
             "n": len(r)}
+
+
+def _record_figures(data: dict, rec_res: RiskResult, risk_threshold: float | None
+                    ) -> float | None:
+    """The record-risk histogram, sdcMicro's high-risk count and the count above the
+    threshold, into ``data``; returns the threshold used. A function of its own, so that the
+    n-long record risks (240 MB at 3x10^7 records) are freed before the sections after it."""
+    r = rec_res.record_risk()
+    data["histogram"] = _risk_histogram(r)
+    count, cut = sdcmicro_high_risk(r)
+    data["high_risk"] = {"count": count, "cut": cut}
+    thr = rec_res.thresholds.get("record_risk_threshold")
+    data["argus_threshold"] = thr
+    if risk_threshold is None and thr:
+        risk_threshold = float(thr)
+    data["risk_threshold"] = risk_threshold
+    data["above_threshold"] = (None if risk_threshold is None
+                               else int(np.count_nonzero(r > risk_threshold)))
+    return risk_threshold
 
 
 def _assumption_groups(results: dict[str, RiskResult], notes: list[str]) -> dict:
@@ -551,17 +586,7 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
                      "the riskiest key combinations and the risk shares are not shown")
     else:
         rec_res = results[record_label]
-        r = rec_res.record_risk()
-        data["histogram"] = _risk_histogram(r)
-        count, cut = sdcmicro_high_risk(r)
-        data["high_risk"] = {"count": count, "cut": cut}
-        thr = rec_res.thresholds.get("record_risk_threshold")
-        data["argus_threshold"] = thr
-        if risk_threshold is None and thr:
-            risk_threshold = float(thr)
-        data["risk_threshold"] = risk_threshold
-        data["above_threshold"] = (None if risk_threshold is None
-                                   else int(np.count_nonzero(r > risk_threshold)))
+        risk_threshold = _record_figures(data, rec_res, risk_threshold)
         data["riskiest"] = riskiest_cells(rec_res, top=top, internal=kind == "internal",
                                           population_counts=None if pop is None
                                           else pop.counts)

@@ -298,15 +298,12 @@ def suda_part(data: dict) -> list:
     suda = data.get("suda")
     if suda is None:
         return []
-    res = suda["result"]
     kind = "Elliot et al. (2002) scores, (M - k)! for an MSU of size k" if \
-        res.original_scores else "legacy IHSN scores"
+        suda["original_scores"] else "legacy IHSN scores"
     out: list = [h3("SUDA2: special uniques"), method(
         f"Method: SUDA2 minimal sample uniques (sdcMicro suda2), {kind}; DIS-SUDA with "
         f"sampling fraction {suda['dis_fraction_text']}")]
-    summary = res.summary()
-    rows = [{"variable": k, "contribution": r["contribution"], "msus": int(r["msus"])}
-            for k, r in summary.iterrows()]
+    rows = suda["summary"]
     out.append(table([("variable", "key"),
                       ("contribution", "attribute contribution", "pct1"),
                       ("msus", "MSUs containing it", "fmt")], rows,
@@ -321,14 +318,13 @@ def suda_part(data: dict) -> list:
                             else 0.0 for r in ordered], title="SUDA attribute contributions",
                            xlabel="% of the total SUDA score", value_format="{:.1f}%")
         out.append(figure(svg, "Keys by their SUDA attribute contribution."))
-    score = res.score
-    out.append(kv([("records with a SUDA score > 0", fmt(int(np.count_nonzero(score > 0)))),
-                   ("minimal sample uniques (MSUs)", fmt(res.n_msus)),
+    out.append(kv([("records with a SUDA score > 0", fmt(suda["scored_records"])),
+                   ("minimal sample uniques (MSUs)", fmt(suda["n_msus"])),
                    ("MSUs by size", ", ".join(f"{k}: {v:,}" for k, v in
-                                              res.msu_size_totals().items() if v)),
-                   ("total SUDA score", fmt(res.total_score)),
-                   ("DIS (probability a unique match is correct)", fmt(res.dis))]))
-    bands = res.dis_table()
+                                              suda["msu_size_totals"].items() if v)),
+                   ("total SUDA score", fmt(suda["total_score"])),
+                   ("DIS (probability a unique match is correct)", fmt(suda["dis"]))]))
+    bands = suda["dis_table"]
     out.append(table([(b, b, "fmt") for b in bands], [bands],
                      caption="Records by DIS-SUDA score (sdcMicro's bands)"))
     combos = suda["combinations"][:10]
