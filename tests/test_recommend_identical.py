@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import assert_same_tree
 from sdcrisk import Microdata, RiskTarget, recommend
 from sdcrisk.core import _nb
 from sdcrisk.data.datasets import example_path
@@ -52,27 +53,10 @@ def test_recommend_auto_plans_are_those_recorded_before_the_speed_ups(name, shar
             "values_changed": p.values_changed, "cells_changed": p.cells_changed,
             "path": [s["objective"] for s in p.path], "measures_after": dict(p.measures_after)}
            for p in rec.plans]
-    _same(got, want["plans"])
-
-
-def _same(got, want, path="plans"):
-    """Every choice, flag and count exact; floats to 1e-9 relative. The file was recorded
-    under one set of library versions, and under another (a fresh install of 2026-11-25)
-    a tau2 came out one ulp apart (42.16496472683984 against ...85) and a tau1 1.2e-10
-    apart (an optimiser's stopping point: 111.32778450 against 111.32778451); the speed-ups'
-    own bit-exactness is checked in-process by the tests below."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and got.keys() == want.keys(), path
-        for k in want:
-            _same(got[k], want[k], f"{path}.{k}")
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), path
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _same(g, w, f"{path}[{i}]")
-    elif isinstance(want, float):
-        assert got == pytest.approx(want, rel=1e-9, abs=0), path
-    else:
-        assert type(got) is type(want) and got == want, path
+    # choices and counts exact, floats to 1e-9: under a fresh install of 2026-11-25 a tau2
+    # came out one ulp and a tau1 1.2e-10 from the recorded values (an optimiser's stop);
+    # the speed-ups' own bit-exactness is checked in-process by the tests below
+    assert_same_tree(want["plans"], got, "plans")
 
 
 def _direct_step_by_step(f, r, p, power):
