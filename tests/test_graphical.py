@@ -17,6 +17,7 @@ import warnings
 
 import mpmath
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -34,6 +35,7 @@ from sdcrisk import (
 from sdcrisk.analyses.sampling import draw_sample, truth_of
 from sdcrisk.cli import main
 from sdcrisk.core.measures import theta_expectation
+from sdcrisk.data.datasets import example_path
 from sdcrisk.estimators._decomposable import (
     DecomposableGraph,
     Margins,
@@ -363,6 +365,30 @@ def test_max_models_with_tied_models_keeps_the_lowest_edge_masks():
     tied = [m for v, m in ranked if round(v, 6) == round(ranked[0][0], 6)]
     assert len(tied) >= 3  # the best model shape is shared by three edge masks
     assert {g.edge_mask() for g in part.graphs} == set(tied[:3])
+
+
+def test_scope_sample_uniques_gives_the_same_figures_from_the_sample_uniques():
+    """scope='sample-uniques': tau1, tau2, P(PU|SU) and theta with their intervals equal to the
+    full fit's (a model average of several models here), per model too; what needs every
+    cell (P(PU), expected re-identifications, record risks, the threshold) is left out."""
+    frame = pd.read_csv(example_path("uk_census2011")).iloc[:1000]
+    table = tabulate(Microdata.from_source(frame, "region,sex,age_band,marital_status",
+                                           population_size=56_000))
+    full = GraphicalRisk(window=1e3).fit(table)
+    su = GraphicalRisk(window=1e3, scope="sample-uniques").fit(table)
+    assert len(full.fitted["models"]) >= 2
+    assert set(su.measures) == {"tau1", "tau2", "p_pu_given_su", "theta"}
+    for m in su.measures:
+        a, b = full.measures[m], su.measures[m]
+        assert (b.estimate, b.lower, b.upper) == pytest.approx((a.estimate, a.lower, a.upper),
+                                                              rel=1e-12)
+    for a, b in zip(full.fitted["models"], su.fitted["models"], strict=True):
+        assert b["tau1"] == pytest.approx(a["tau1"], rel=1e-12) and b["p_pu"] is None
+    assert not su.cell_risk_values and su.parameters["scope"] == "sample-uniques"
+    with pytest.raises(ParameterError, match="scope='sample-uniques'"):
+        GraphicalRisk(scope="sample-uniques", monte_carlo=100)
+    with pytest.raises(ParameterError, match="scope='cells'"):
+        GraphicalRisk(scope="cells")
 
 
 def test_search_stops_at_its_budget_and_warns():

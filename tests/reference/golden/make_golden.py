@@ -17,7 +17,9 @@ log(tau / SU) as a feature (issue 17; the estimates are unchanged, the intervals
 ``assess_graphical`` and ``assess_auto`` when the graphical model took ``max_visited`` (one
 new parameter and one diagnostic; the measures are unchanged); ``evaluate`` when roc_auc
 began to count scores within float noise of each other as ties (2026-11-25: the log-linear
-AUC, 0.85114 recorded, 0.85105 under numpy 2.4, is now 0.85089 under either).
+AUC, 0.85114 recorded, 0.85105 under numpy 2.4, is now 0.85089 under either);
+``assess_graphical`` when the graphical model took the ``scope`` option (one new parameter,
+"all"; the measures are unchanged).
 """
 
 from __future__ import annotations
