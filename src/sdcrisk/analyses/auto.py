@@ -20,6 +20,7 @@ from ..core.measures import (
 from ..core.result import RiskResult
 from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable
+from ..estimators import options_of
 from ..estimators._base import Estimator, check_int, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_bounds import ordered, whole_count_lower, widen_interval, within_bounds
@@ -414,7 +415,7 @@ class AutoRisk(Estimator):
         sources = _possible_refs(params, {})
         for label in sorted(cands, key=lambda c: rank.get(c, len(rank))):
             est = cands[label].estimator(**shared)
-            if label not in sources and "scope" in {f.name for f in dataclasses.fields(est)}:
+            if label not in sources and "scope" in options_of(type(est)):
                 # no candidate set takes its record risks: its tau1 and tau2 alone, from the
                 # sample-unique cells (the same figures; 40% of graphical's fit at 3x10^7)
                 est = dataclasses.replace(est, scope="sample-uniques")

@@ -325,13 +325,13 @@ class GraphicalRisk(Estimator):
                   "approximation (closed forms)"}
         theta_avg = float(np.dot(weights, [r["theta"] if r["theta"] is not None else np.nan
                                            for r in rows])) if n1 else None
+        theta = Measure("theta", theta_avg, description=DESCRIPTIONS["theta"] + " (model "
+                        "average of the corrected FW eq 25 per model)")
         if su_only:
             del margins
             measures = predictive_measures(pred, population_size=big_n, level=self.ci_level)
             measures = {m: measures[m] for m in ("tau1", "tau2", "p_pu_given_su")}
-            measures["theta"] = Measure(
-                "theta", theta_avg, description=DESCRIPTIONS["theta"] + " (model average of "
-                "the corrected FW eq 25 per model)")
+            measures["theta"] = theta
             return RiskResult(
                 method=self.name, measures=measures, table=table,
                 parameters=self.get_params(), fitted={"predictive_law": pred.law, **fitted},
@@ -347,9 +347,7 @@ class GraphicalRisk(Estimator):
                                              assumptions=tuple(assumptions),
                                              diagnostics=diagnostics, seed=self.random_state)
             measures = dict(result.measures)
-            measures["theta"] = Measure(
-                "theta", theta_avg, description=DESCRIPTIONS["theta"] + " (model average of "
-                "the corrected FW eq 25 per model)")
+            measures["theta"] = theta
             return dataclasses.replace(result, measures=measures)
         return self._fit_monte_carlo(table, margins, search, pred, u, mc_seq, fitted,
                                      assumptions, diagnostics)
