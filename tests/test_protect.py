@@ -444,6 +444,72 @@ def test_csv_in_typed_format_out_keeps_values_and_writes_missing(tmp_path, suffi
     assert k_anonymity_violations(microdata_of(got, KEYS5), 3) == 0
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".dta", ".sav"])
+def test_csv_in_typed_format_out_keeps_zero_padded_codes(tmp_path, suffix, capsys):
+    """A zero-padded code ("07", "018") stays text in a typed output: written as a number it
+    would lose its zeros ("07" -> 7.0). A whole-number key with suppressions is an integer
+    column with nulls (Parquet), not a float one."""
+    pytest.importorskip("pyreadstat") if suffix == ".sav" else None
+    rows = [("07", "1", "018", "a"), ("07", "1", "018", "b"), ("07", "2", "031", "c"),
+            ("10", "2", "031", "d"), ("10", "1", "200", "e"), ("02", "2", "018", "f")]
+    path = tmp_path / "in.csv"
+    path.write_text("region,age,occ,note\n" + "".join(",".join(r) + "\n" for r in rows))
+    out = tmp_path / f"p{suffix}"
+    assert main(["protect", str(path), "--keys", "region,age,occ", "--k-anonymity", "2",
+                 "--sampling-fraction", "0.1", "--method", "nb", "--out", str(out)]) == 0
+    capsys.readouterr()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(out)
+        assert str(table.schema.field("region").type) in ("string", "large_string")
+        assert str(table.schema.field("age").type) == "int64"
+        got = table.to_pandas()
+        blank = got.isna()
+    else:
+        got = (pd.read_stata(out) if suffix == ".dta"
+               else __import__("pyreadstat").read_sav(str(out))[0])
+        blank = got[["region", "occ"]] == ""
+        blank["age"] = got["age"].isna()
+    kept = ~blank
+    for i, row in enumerate(rows):  # every value not suppressed is the input's text
+        for j, name in enumerate(("region", "age", "occ")):
+            if kept[name].iloc[i]:
+                value = got[name].iloc[i]
+                assert (str(int(value)) if name == "age" else value) == row[j]
+    assert blank[["region", "age", "occ"]].to_numpy().sum() > 0  # something was suppressed
+    assert got["note"].tolist() == [r[3] for r in rows]
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".sav"])
+def test_stata_or_spss_in_parquet_out_writes_suppressed_text_as_null(tmp_path, suffix, capsys):
+    """Stata and SPSS hold a missing text value as ""; in Parquet "" is a category (as assess
+    reads it), so a suppressed text key must be written as null, or the copy read back is
+    not k-anonymous."""
+    if suffix == ".sav":
+        pyreadstat = pytest.importorskip("pyreadstat")
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"region": rng.choice([f"area {c}" for c in "abcdefghijkl"], 80),
+                          "sex": rng.choice(["m", "f"], 80),
+                          "age": rng.integers(20, 22, 80).astype(float)})
+    path = tmp_path / f"in{suffix}"
+    if suffix == ".dta":
+        frame.to_stata(path, write_index=False)
+    else:
+        pyreadstat.write_sav(frame, str(path))
+    out = tmp_path / "p.parquet"
+    assert main(["protect", str(path), "--keys", "region,sex,age", "--k-anonymity", "3",
+                 "--sampling-fraction", "0.1", "--method", "nb", "--out", str(out)]) == 0
+    capsys.readouterr()
+    got = pd.read_parquet(out)
+    assert not (got[["region", "sex"]] == "").to_numpy().any()
+    assert got["region"].isna().sum() + got["sex"].isna().sum() > 0
+    from sdcrisk.analyses.protect import k_anonymity_violations
+
+    assert k_anonymity_violations(Microdata.from_source(str(out), keys=["region", "sex", "age"]),
+                                  3) == 0
+
+
 def _latin1_csv(tmp_path):
     """A Windows-1252 export with one UTF-8 value: 8 records ('€' is the byte 0x80, '–'
     0x96)."""

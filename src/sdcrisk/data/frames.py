@@ -334,6 +334,8 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
         else:
             if "lineterminator" in frame.attrs or "muargus" in frame.attrs:
                 frame = _typed(frame)  # text in, typed format out: as pandas reads its CSV
+            elif fmt == "parquet" and "value_labels" in frame.attrs:
+                frame = _missing_text_as_null(frame)  # Stata or SPSS in, Parquet out
             try:
                 if fmt == "parquet":
                     frame.to_parquet(tmp, index=False)
@@ -445,10 +447,46 @@ def _write_labelled(frame, tmp: str, fmt: str) -> None:
                          column_labels=[columns.get(c) for c in frame.columns])
 
 
+def _missing_text_as_null(frame):
+    """A frame read from Stata or SPSS, whose missing text value is ``""``, with its ``""``
+    text written as null: the missing value of Parquet (where ``""`` is a category, as
+    assess reads it), so a suppressed key stays missing in a Parquet copy."""
+    import pandas as pd
+
+    frame = frame.copy()
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype == object or pd.api.types.is_string_dtype(col):
+            frame[name] = col.where(col.astype(str).str.strip() != "", None)
+    return frame
+
+
 def _typed(frame):
-    """A frame of CSV text with the column types pandas reads that CSV with (blank = NA)."""
+    """A frame of CSV text with the column types pandas reads that CSV with (blank = NA),
+    except where those types would change the file's values: a column holding a zero-padded
+    number (``"07"``, ``"-01"``) stays text, since a number would drop the zeros of a code
+    ("07" and "7" would be written alike); and a column of whole numbers with blanks (a
+    suppressed integer key) is a nullable integer, not a float."""
     import io
 
     import pandas as pd
 
-    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+    typed = pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+    typed.columns = frame.columns
+    for i, name in enumerate(frame.columns):
+        text = frame.iloc[:, i]
+        column = typed.iloc[:, i]
+        if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            continue
+        given = text.astype(str)
+        filled = given != ""
+        if given[filled].str.match(_PADDED).any():
+            typed[name] = text.where(filled, None)
+        elif (pd.api.types.is_float_dtype(column) and column.isna().any()
+              and not given[filled].str.contains(r"[.eE]|inf|nan", case=False).any()):
+            typed[name] = column.astype("Int64")
+    return typed
+
+
+#: a number written with a leading zero: a code, kept as text by :func:`_typed`
+_PADDED = r"^[+-]?0\d"
