@@ -179,6 +179,32 @@ def test_cli_recommend(capsys, tmp_path):
     assert code == 0 and "recode age: merge {30, 31}; {32, 33}" in out
 
 
+def test_cli_recommend_target_as_protect_writes_it(capsys, tmp_path):
+    """``--target tau2=V`` (protect's form) is ``--target V``; ``records-above=V`` sets the
+    objective; a measure contradicting --objective, or an unknown one, is refused."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    base = ["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+            "--method", "nb", "--format", "json"]
+    outs = []
+    for target in (["--target", "0.5"], ["--target", "tau2=0.5"],
+                   ["--target", "0.5", "--objective", "tau2"]):
+        assert main(base + target) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0]["objective"] == "tau2" and outs[0]["thresholds"]["target"] == 0.5
+    assert main(base + ["--target", "records-above=1", "--risk-threshold", "0.05"]) == 0
+    above = json.loads(capsys.readouterr().out)
+    assert above["objective"] == "records_above" and above["thresholds"]["target"] == 1
+    for target, words in ((["--target", "tau1=3"], "the measure is tau2 or records-above"),
+                          (["--target", "tau2=1", "--objective", "records-above"],
+                           "names tau2 but --objective is records-above"),
+                          (["--target", "tau2=x"], "--target tau2=x must be a non-negative")):
+        assert main(base + target) == 2
+        assert words in capsys.readouterr().err
+
+
 def test_dev_population_target_reached_and_true_risk_falls(shared_data):
     # uci_adult KS6, 5% Bernoulli sample (seed 0), as in ../shared/data/uci_adult/ground_truth
     path = shared_data("uci_adult", "uci_adult.csv.gz")

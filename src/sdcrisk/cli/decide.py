@@ -117,10 +117,12 @@ def register(sub) -> None:
     add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
                          "its calibrated combination of five candidates, re-fitted as a "
                          "whole; nb is faster)")
-    r.add_argument("--objective", choices=["tau2", "records-above"], default="tau2",
+    r.add_argument("--objective", choices=["tau2", "records-above"],
                    help="what --target bounds: the estimated tau2 (default), or the number "
                    "of records whose risk exceeds --risk-threshold")
-    r.add_argument("--target", type=float, required=True, help="target value of the objective")
+    r.add_argument("--target", required=True, metavar="[MEASURE=]VALUE",
+                   help="target value of the objective: a number, or MEASURE=VALUE as protect "
+                   "takes it (tau2=5, records-above=20), which sets --objective")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk threshold for --objective records-above")
     r.add_argument("--actions", default="suppression,recoding",
@@ -357,17 +359,51 @@ def _decision_text(result, *, internal: bool) -> str:
 
 
 # --- recommend ------------------------------------------------------------------------------
+def _recommend_target(spec: str, objective: str | None) -> tuple[str, float]:
+    """``--target`` as (objective, value): a number (the objective is ``--objective``'s, tau2
+    by default) or MEASURE=VALUE as protect's ``--target`` (the measure is the objective).
+
+    Raises
+    ------
+    ParameterError
+        A measure other than tau2 or records-above, one that contradicts ``--objective``, or
+        a value that is not a non-negative finite number.
+    """
+    text = str(spec).strip()
+    name, sep, value = text.partition("=")
+    if sep:
+        measure = name.strip().replace("_", "-")
+        if measure not in ("tau2", "records-above"):
+            raise ParameterError(f"--target {text!r}: the measure is tau2 or records-above "
+                                 "(e.g. --target tau2=5), or give the value alone with "
+                                 "--objective")
+        if objective is not None and objective != measure:
+            raise ParameterError(f"--target {text!r} names {measure} but --objective is "
+                                 f"{objective}: give one of them")
+        objective = measure
+    else:
+        value = text
+    objective = objective or "tau2"
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (number >= 0 and math.isfinite(number)):
+        raise ParameterError(f"--target {text} must be a non-negative number and finite "
+                             f"(the {objective} to reach, e.g. --target 1 or --target "
+                             f"{objective}=1)")
+    return objective, number
+
+
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
     from ..analyses.recommend import PARALLEL_FROM, RiskTarget, recommend
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
-    if not (args.target >= 0 and math.isfinite(args.target)):  # before reading the file
-        raise ParameterError(f"--target {args.target:g} must be a non-negative number and "
-                             f"finite (the {args.objective} to reach, e.g. 1)")
+    objective, value = _recommend_target(args.target, args.objective)  # before reading
     md = sample_microdata(args)
-    target = RiskTarget(objective=args.objective.replace("-", "_"), value=args.target,
+    target = RiskTarget(objective=objective.replace("-", "_"), value=value,
                         risk_threshold=args.risk_threshold)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
     est = get_estimator(args.method, **options_for(args))
