@@ -510,6 +510,26 @@ def test_stata_or_spss_in_parquet_out_writes_suppressed_text_as_null(tmp_path, s
                                   3) == 0
 
 
+def test_one_number_written_two_ways_counts_as_two_categories(tmp_path, capsys):
+    """'07' and '7' are one number but two values of the written file: read as numbers, the
+    lone '07' record shared a cell with the two '7's and was released unique."""
+    path = tmp_path / "in.csv"
+    path.write_text("a,b\n07,x\n7,x\n7,x\n8,x\n8,x\n")
+    out = tmp_path / "out.csv"
+    assert main(["protect", str(path), "--keys", "a,b", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "values suppressed: 1 (a 1, b 0)" in text
+    assert "key 'a': '07' and '7' are the same number written two ways" in text
+    assert out.read_text().splitlines() == ["a,b", ",x", "7,x", "7,x", "8,x", "8,x"]
+    # each number written one way: read as numbers, nothing to suppress, no note
+    path.write_text("a,b\n07,x\n07,x\n10,y\n10,y\n")
+    assert main(["protect", str(path), "--keys", "a,b", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(out), "--overwrite"]) == 0
+    text = capsys.readouterr().out
+    assert "values suppressed: 0 (a 0, b 0)" in text and "written two ways" not in text
+
+
 def _latin1_csv(tmp_path):
     """A Windows-1252 export with one UTF-8 value: 8 records ('€' is the byte 0x80, '–'
     0x96)."""

@@ -59,17 +59,46 @@ def _missing_mask(col) -> np.ndarray:
     return col.isna().to_numpy()
 
 
+def _same_number(col) -> tuple[str, str] | None:
+    """Two different texts of a text key column that are the same number (``"07"`` and
+    ``"7"``, ``"1"`` and ``"1.0"``), or None. The protected file writes each value's text, so
+    an intruder reading it tells them apart: protect then counts the column's texts as its
+    categories, not their numbers."""
+    import pandas as pd
+
+    if not (col.dtype == object or pd.api.types.is_string_dtype(col)):
+        return None
+    col = _decoded(col)
+    return _two_texts(col[~_missing_mask(col)].astype(str).str.strip())
+
+
+def _two_texts(texts) -> tuple[str, str] | None:
+    """:func:`_same_number` on a column's present values, stripped (work on distinct values)."""
+    import pandas as pd
+
+    distinct = pd.Series(texts.unique())
+    numbers = pd.to_numeric(distinct, errors="coerce")
+    if numbers.isna().any():
+        return None
+    twice = numbers.duplicated(keep=False)
+    if not twice.any():
+        return None
+    same = distinct[numbers == numbers[twice].iloc[0]].sort_values().tolist()
+    return same[0], same[1]
+
+
 def _key_values(col):
-    """A key column for Microdata: numbers where every present value is a number, else
-    text; missing entries as None/NaN."""
+    """A key column for Microdata: numbers where every present value is a number (each
+    written one way: :func:`_same_number`), else text; missing entries as None/NaN."""
     import pandas as pd
 
     col = _decoded(col)
     miss = _missing_mask(col)
     present = col[~miss]
     if col.dtype == object or pd.api.types.is_string_dtype(col):
-        num = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
-        if not num.isna().any():
+        texts = present.astype(str).str.strip()
+        num = pd.to_numeric(texts, errors="coerce")
+        if not num.isna().any() and _two_texts(texts) is None:
             out = pd.Series(np.nan, index=col.index, dtype=float)
             out[~miss] = num.to_numpy(float)
             return out
@@ -561,6 +590,13 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
                   source_name(source))
     md0 = microdata_of(frame0, keys, **opts)
     notes: list[str] = [frame0.attrs["read_note"]] if "read_note" in frame0.attrs else []
+    for key in keys:
+        same = _same_number(frame0[key])
+        if same is not None:
+            notes.append(f"key {key!r}: {same[0]!r} and {same[1]!r} are the same number written "
+                         "two ways; the protected file keeps each text, so protect counts "
+                         "them as different categories (assess reads a CSV's numbers as one "
+                         "category: write each code one way to make them one)")
     merged: dict = {}
     frame = frame0
     if recodes:
