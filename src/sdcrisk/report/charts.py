@@ -156,7 +156,10 @@ class _Frame:
 
 
 def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
-    out = []
+    """Dashed vertical lines with their labels, every line drawn before any label, so that a
+    label's white halo hides a neighbouring line that crosses it."""
+    out: list[str] = []
+    labels: list[str] = []
     for i, m in enumerate(markers):
         v = math.log10(m.x) if frame.log_x and m.x > 0 else m.x
         if not (math.isfinite(v) and frame.xlim[0] <= v <= frame.xlim[1]):
@@ -167,10 +170,10 @@ def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
         dx = -4 if anchor == "end" else 4
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y0}" y2="{frame.y1}" '
                    f'stroke="{escape(m.colour)}" stroke-width="1.5" stroke-dasharray="5 3"/>')
-        out.append(f'<text x="{x + dx:.1f}" y="{y}" text-anchor="{anchor}" class="marker" '
-                   f'fill="{escape(m.colour)}" stroke="#fff" stroke-width="3" paint-order="stroke">'
-                   f'{escape(m.label)}</text>')
-    return out
+        labels.append(f'<text x="{x + dx:.1f}" y="{y}" text-anchor="{anchor}" class="marker" '
+                      f'fill="{escape(m.colour)}" stroke="#fff" stroke-width="3" '
+                      f'paint-order="stroke">{escape(m.label)}</text>')
+    return out + labels
 
 
 def _legend(frame: _Frame, labels: Sequence[tuple[str, str, bool]]) -> list[str]:
