@@ -21,7 +21,11 @@ from sdcrisk.cli import build_parser
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 # the pages whose commands a reader copies; each must quote at least this many commands
-GUIDE_PAGES = {"primer.md": 4, "sdcmicro.md": 4, "keys.md": 2, "protect.md": 4, "index.md": 1}
+GUIDE_PAGES = {"primer.md": 4, "sdcmicro.md": 4, "keys.md": 2, "protect.md": 4, "index.md": 1,
+               "inputs.md": 5, "scale.md": 3, "copula.md": 1, "latent_class.md": 1,
+               "README.md": 9}
+# pages whose --flags are all sdcrisk's (the others also name benchmark scripts' flags)
+OPTION_PAGES = sorted(set(GUIDE_PAGES) - {"latent_class.md", "README.md"})
 # a command with any of these is a pattern, not a command line (skipped)
 PLACEHOLDERS = ("...", "…", "<", "[", "|")
 SHELL_ENDS = {">", ">>", "2>", "2>&1", "&&", ";", "|", "||"}
@@ -57,8 +61,9 @@ def _commands(text: str) -> list[str]:
 
 
 def _argv(command: str) -> list[str] | None:
-    """The arguments after ``sdcrisk``, up to the first shell operator; None for patterns
-    and for a bare command name (``sdcrisk assess`` in a sentence)."""
+    """The arguments after ``sdcrisk``, up to the first shell operator; None for patterns,
+    for a bare command name (``sdcrisk assess`` in a sentence) and for a command named with
+    an option but no data (``sdcrisk assess --key-sets FILE`` in a sentence)."""
     if any(p in command for p in PLACEHOLDERS):
         return None
     words = shlex.split(command, comments=True)
@@ -67,12 +72,16 @@ def _argv(command: str) -> list[str] | None:
         if w in SHELL_ENDS or w.startswith((">", "2>")):
             break
         argv.append(w)
-    return argv if len(argv) >= 2 else None
+    return argv if len(argv) >= 2 and not argv[1].startswith("-") else None
+
+
+def _page(page: str) -> str:
+    return (ROOT / page if page == "README.md" else DOCS / page).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("page", sorted(GUIDE_PAGES))
 def test_quoted_commands_parse(page):
-    text = (DOCS / page).read_text(encoding="utf-8")
+    text = _page(page)
     commands = [c for c in _commands(text) if _argv(c) is not None]
     assert len(commands) >= GUIDE_PAGES[page], (page, commands)
     parser = build_parser()
@@ -83,6 +92,31 @@ def test_quoted_commands_parse(page):
         except SystemExit as exc:  # argparse exits 2 on an unknown option or a bad value
             pytest.fail(f"{page}: `{command}` does not parse (exit {exc.code})")
         assert args.command == argv[0], command
+        # a command that reads a sample must say how large the population is, or it exits 2
+        if argv[0] in ("assess", "report", "recommend", "protect"):
+            assert (set(argv) & N_SOURCES or args.data.startswith("example:")), (
+                f"{page}: `{command}` gives no population size ({', '.join(sorted(N_SOURCES))})")
+
+
+# the options that give N; without one, assess/report/recommend/protect refuse (exit 2)
+N_SOURCES = {"--population-size", "--sampling-fraction", "--weights", "--population",
+             "--whole-population"}
+
+
+@pytest.mark.parametrize("page", sorted(set(GUIDE_PAGES) | {"auto.md", "errors.md", "api.md"}))
+def test_command_blocks_are_labelled(page):
+    """A fenced block without a language is not read by test_quoted_commands_parse: command
+    lines belong in ```bash blocks (outputs in ```text)."""
+    fenced = False
+    for number, line in enumerate(_page(page).splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            if not fenced and line.strip() == "```":
+                unlabelled = True
+            elif not fenced:
+                unlabelled = False
+            fenced = not fenced
+        elif fenced and unlabelled:
+            assert not line.strip().startswith("sdcrisk "), f"{page}:{number}: {line.strip()}"
 
 
 def _cli_options() -> set[str]:
@@ -95,14 +129,14 @@ def _cli_options() -> set[str]:
     return options
 
 
-# options of other tools named on the pages (mkdocs)
-OTHER_TOOLS = {"--strict", "--site-dir"}
+# options of other tools named on the pages (mkdocs; dask worker)
+OTHER_TOOLS = {"--strict", "--site-dir", "--nworkers", "--nthreads", "--memory-limit"}
 
 
-@pytest.mark.parametrize("page", sorted(GUIDE_PAGES))
+@pytest.mark.parametrize("page", OPTION_PAGES)
 def test_named_options_exist(page):
     """Every ``--option`` a page names, in a command or in prose, is one of the CLI's."""
-    text = (DOCS / page).read_text(encoding="utf-8")
+    text = _page(page)
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text))
     assert named - _cli_options() - OTHER_TOOLS == set()
 
@@ -130,6 +164,7 @@ def test_command_extraction():
                                   "--out", "b.csv"]
     assert _argv(commands[2]) is None
     assert _argv("sdcrisk report") is None  # a command named in a sentence
+    assert _argv("sdcrisk assess --key-sets FILE") is None  # an option named in a sentence
     with pytest.raises(SystemExit):
         build_parser().parse_args(_argv("sdcrisk protect a.csv --k-anonimity 3"))
 

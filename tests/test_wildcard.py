@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import shared_data
-from sdcrisk import Microdata, NegativeBinomialRisk, tabulate
+from sdcrisk import Microdata, NegativeBinomialRisk, PoissonGammaRisk, tabulate
 from sdcrisk.cli import main
 from sdcrisk.data.wildcard import wildcard_cell_counts, wildcard_record_counts
 from sdcrisk.exceptions import ParameterError
@@ -100,6 +100,18 @@ def test_model_based_estimators_refuse_wildcards():
             get_estimator(name).fit(t)
     with pytest.raises(ParameterError, match="mode='sdcmicro'"):
         NegativeBinomialRisk(mode="exact").fit(t)
+
+
+def test_wildcard_refusal_comes_before_the_cell_space_check():
+    # every complete combination of a 2 x 2 key space is observed, and a pattern with a
+    # missing value makes a fifth observed cell: poisson-gamma said "cell_space=4 is
+    # smaller than the 5 observed cells" instead of the documented refusal of wildcards
+    df = pd.DataFrame({"a": [1, 1, 2, 2, None], "b": [1, 2, 1, 2, 1]})
+    t = tabulate(Microdata.from_source(df, ["a", "b"], population_size=1000,
+                                       missing="wildcard"))
+    assert t.cell_space == 4 and t.n_cells == 5
+    with pytest.raises(ParameterError, match="cannot treat missing key values as wild"):
+        PoissonGammaRisk().fit(t)
 
 
 def test_wildcard_without_missing_values_is_accepted_everywhere():

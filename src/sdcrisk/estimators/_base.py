@@ -326,8 +326,9 @@ class Estimator(ABC):
         self.check_keys(table.keys)
         if table.n == 0:
             raise InputError("the sample is empty")
-        self.check_table(table)
         wc = table.wildcard
+        # before check_table: the patterns with missing values are observed cells outside
+        # the key space, so a table check (poisson-gamma's cell_space) would misreport them
         if wc is not None and wc.n_missing_cells and not self.supports_wildcards():
             raise ParameterError(
                 f"method {self.name!r} cannot treat missing key values as wildcards "
@@ -335,6 +336,7 @@ class Estimator(ABC):
                 "values): its model counts exact key combinations. Use method 'nb' with "
                 "mode='sdcmicro' (sdcMicro's measure_risk on wildcard counts; --method nb "
                 "--mode sdcmicro), or missing='category' to make missing its own category")
+        self.check_table(table)
         if population_size is not None:
             big_n = check_population_size(population_size, table.n)
             table = dataclasses.replace(table, population_size=big_n,
