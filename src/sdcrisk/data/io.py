@@ -276,7 +276,7 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
         hint = _close_name(missing[0], available)
         raise InputError(f"{what}: missing column {missing[0]!r}{hint}; available columns: "
-                         f"{shown}{more}{_delimiter_hint(available)}")
+                         f"{shown}{more}{_delimiter_hint(available, what)}")
     for c in columns:
         where = [i + 1 for i, a in enumerate(available) if a == c]
         if len(where) > 1:
@@ -290,17 +290,28 @@ def _close_name(name: str, available: Sequence[str]) -> str:
     """`` (did you mean 'age'?)`` for a name that differs from a column in case or spelling."""
     import difflib
 
+    padded = next((a for a in available if a != a.strip() and a.strip() == name.strip()), None)
+    if padded is not None:  # ' age ': --keys drops the spaces around the names it is given
+        return (f" (the file's column is {padded!r}, with spaces around its name: remove them "
+                "from the header)")
+    comma = next((a for a in available if "," in a and name in a.split(",")), None)
+    if comma is not None:  # 'age,sex': --keys reads it as two names
+        return (f" (the file's column {comma!r} has a comma in its name, which --keys cannot "
+                "give: rename it in the file)")
     folded = {a.lower(): a for a in available}
     close = folded.get(name.lower()) or next(iter(difflib.get_close_matches(
         name, available, n=1, cutoff=0.8)), None)
     return "" if close is None else f" (did you mean {close!r}?)"
 
 
-def _delimiter_hint(available: Sequence[str]) -> str:
+def _delimiter_hint(available: Sequence[str], what: str = "") -> str:
     """For a CSV whose header came back as one column holding another separator
     (``a;b;c``): what to do about it."""
     if len(available) != 1:
         return ""
+    if "," in available[0] and ".tsv" in what.lower():  # a .tsv name means tab-separated
+        return (". The header is one column holding commas: the file looks comma-separated "
+                "but its name ends in .tsv (read as tab-separated); name it .csv")
     for sep, name in ((";", "semicolon"), ("|", "pipe"), ("\t", "tab")):
         if sep in available[0]:
             tsv = " or name it .tsv" if sep == "\t" else ""
@@ -323,6 +334,11 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         labels = {} if kind == ".xpt" else {"apply_value_formats": True,
                                             "formats_as_category": False}
         frame, _ = reader(str(path), usecols=list(columns), **labels)
+        shared = _shared_labels(meta, columns) if labels else {}
+        if shared:  # codes that share a label stay apart, as in the file (and in protect)
+            codes, _ = reader(str(path), usecols=list(shared))
+            for name, names in shared.items():
+                frame[name] = codes[name].map(lambda v, names=names: names.get(v, v))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
@@ -333,6 +349,27 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         if col.dtype == object or str(col.dtype).startswith(("str", "string")):
             frame[name] = col.mask(col.astype(str).str.strip() == "")
     return _frame_columns(frame, columns)
+
+
+def _shared_labels(meta, columns: Sequence[str]) -> dict[str, dict]:
+    """{column: {code: label}} for the columns of a Stata or SPSS file whose value labels
+    give one label to several codes (SPSS's "Other" on 7 and 8): each such label gets its
+    code, "Other (7)", so that distinct codes stay distinct categories. Read by label, they
+    merged into one cell, and assess counted fewer sample uniques than the file holds."""
+    out = {}
+    for name in columns:
+        labels = (meta.variable_value_labels or {}).get(name) or {}
+        seen: dict[str, int] = {}
+        for label in labels.values():
+            seen[label] = seen.get(label, 0) + 1
+        if any(count > 1 for count in seen.values()):
+            out[name] = {code: f"{label} ({_code_text(code)})" if seen[label] > 1 else label
+                         for code, label in labels.items()}
+    return out
+
+
+def _code_text(code) -> str:
+    return str(int(code)) if isinstance(code, float) and code.is_integer() else str(code)
 
 
 def parquet_parts(path: str | os.PathLike) -> list[Path]:
