@@ -98,7 +98,11 @@ def microdata_of(frame, keys: Sequence[str], **options) -> Microdata:
             raise InputError(f"weights column {w!r} not found")
         import pandas as pd
 
-        cols[w] = pd.to_numeric(frame[w], errors="coerce")
+        col = frame[w]
+        cols[w] = pd.to_numeric(col, errors="coerce")
+        text = cols[w].isna().to_numpy() & ~_missing_mask(col)
+        if text.any():  # '12,5' (a decimal comma) or 'heavy': read, or named, as assess does
+            cols[w] = col.where(~_missing_mask(col))
     options.setdefault("missing", "wildcard")
     return Microdata.from_source(cols, list(keys), weights=w, **options)
 
