@@ -1,0 +1,160 @@
+"""The fourth bad-input sweep: messy files as a disclosure-control user has them. Each test
+pins an input that ended in a traceback (exit 1), in a wrong figure given silently, or in a
+message naming neither the value nor the remedy: the exit code and the words of the
+message, or the figures the input gives once read right."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcrisk import Microdata
+from sdcrisk.cli import main
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _clear(code, err, expected, words):
+    assert code == expected, err
+    assert "Traceback" not in err and "internal error" not in err
+    for w in words:
+        assert w.lower() in err.lower(), f"{w!r} not in {err!r}"
+
+
+def _frame(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.integers(1, 4, n), "b": rng.integers(1, 3, n),
+                         "w": np.round(rng.uniform(20, 60, n), 2)})
+
+
+# --- integer codes past 2**53 -------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)])
+def test_codes_too_long_for_a_number_are_refused(capsys, tmp_path, extra):
+    """A key of 21-digit codes: pyarrow reads the column as double, whose cast to int64
+    wrapped every value to one, so the key had a single category and the risk came out 0
+    (and "invalid value encountered in cast" as the only sign)."""
+    df = _frame()
+    df["a"] = [str(v * 10**20) for v in df["a"]]
+    path = tmp_path / "long_codes.csv"
+    df.to_csv(path, index=False)
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1e4",
+                        "--method", "nb", *extra)
+    _clear(code, err, 2, ("column 'a'", f"value {df['a'][0]} is too large",
+                          "recode it to shorter codes"))
+
+
+def test_unsigned_codes_past_int64_are_read(capsys, tmp_path):
+    """A uint64 Parquet key past int64 overflowed the coding's int64 blocks (exit 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "u64.parquet"
+    codes = np.array([2**63 + 1, 2**63 + 2, 2**63 + 3] * 4 + [2**63 + 9], dtype=np.uint64)
+    pq.write_table(pa.table({"a": codes, "b": np.zeros(13, np.int64)}), path)
+    code, out, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1000",
+                          "--method", "nb")
+    assert code == 0, err
+    assert "cell space K = 4; observed cells 4; sample uniques 1" in out
+
+
+# --- value labels shared by several codes -------------------------------------------------
+
+def _shared_label_file(tmp_path, kind):
+    pyreadstat = pytest.importorskip("pyreadstat")
+    df = pd.DataFrame({"a": [1.0, 2.0] + [3.0] * 20, "b": [1.0] * 22})
+    labels = {"a": {1.0: "other", 2.0: "other", 3.0: "main"}}
+    path = tmp_path / f"shared.{kind}"
+    if kind == "sav":
+        pyreadstat.write_sav(df, str(path), variable_value_labels=labels)
+    else:
+        pyreadstat.write_dta(df.astype(int), str(path),
+                             variable_value_labels={"a": {1: "other", 2: "other", 3: "main"}})
+    return path
+
+
+@pytest.mark.parametrize("kind", ["sav", "dta"])
+def test_codes_sharing_a_value_label_stay_apart(tmp_path, kind):
+    """Codes 1 and 2 both labelled 'other' were read as one category: their two records
+    made a cell of two, no sample unique, where the file (and protect, which reads codes)
+    has two sample uniques: the risk was understated."""
+    md = Microdata.from_source(_shared_label_file(tmp_path, kind), ["a", "b"],
+                               population_size=1000)
+    assert md.levels[0] == ("main", "other (1)", "other (2)")
+    counts = np.bincount(np.asarray(md.codes[0]))
+    assert counts.tolist() == [20, 1, 1]
+
+
+def test_shared_label_risk_agrees_with_protect(capsys, tmp_path):
+    path = _shared_label_file(tmp_path, "sav")
+    code, out, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1000",
+                          "--method", "nb")
+    assert code == 0, err
+    assert "observed cells 3; sample uniques 2" in out
+
+
+# --- names the user cannot type -----------------------------------------------------------
+
+@pytest.mark.parametrize(("header", "keys", "words"), [
+    (" a ,b,w", "a,b", ("missing column 'a'", "the file's column is ' a '",
+                        "spaces around its name", "remove them from the header")),
+    ('"a,x",b,w', "a,b", ("missing column 'a'", "column 'a,x' has a comma in its name",
+                          "--keys cannot give", "rename it")),
+])
+def test_header_names_that_keys_cannot_give(capsys, tmp_path, header, keys, words):
+    path = tmp_path / "names.csv"
+    path.write_text(header + "\n1,2,30\n2,1,40\n")
+    code, _, err = _run(capsys, "assess", path, "--keys", keys, "--population-size", "1e4",
+                        "--method", "nb")
+    _clear(code, err, 2, words)
+
+
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)])
+def test_comma_separated_file_named_tsv(capsys, tmp_path, extra):
+    path = tmp_path / "export.tsv"
+    _frame().to_csv(path, index=False)
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1e4",
+                        "--method", "nb", *extra)
+    _clear(code, err, 2, ("missing column 'a'", "looks comma-separated", "name it .csv"))
+
+
+# --- protect reads the weights as assess does -----------------------------------------------
+
+def test_protect_reads_decimal_comma_weights(capsys, tmp_path):
+    """A semicolon CSV with decimal commas (a European spreadsheet's export): assess read
+    its weights, protect refused them as "missing at row 1". Its figures are those of the
+    same records written with decimal points."""
+    import json
+
+    df = _frame()
+    df.to_csv(tmp_path / "semi.csv", sep=";", decimal=",", index=False)
+    df.to_csv(tmp_path / "points.csv", index=False)
+    got = {}
+    for name in ("semi.csv", "points.csv"):
+        code, out, err = _run(capsys, "protect", tmp_path / name, "--keys", "a,b", "--weights",
+                              "w", "--k-anonymity", "2", "--out", tmp_path / f"p_{name}",
+                              "--method", "nb", "--format", "json")
+        assert code == 0, err
+        got[name] = json.loads(out)["risk_before"]
+    assert got["semi.csv"]["expected_reidentifications"] > 0
+    assert got["semi.csv"] == got["points.csv"]
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("TRUE", ("weights column 'w' is not numeric", "value 'TRUE'")),
+    ("12,5", ("mixes decimal points and decimal commas",)),
+])
+def test_protect_names_a_weight_that_is_not_a_number(capsys, tmp_path, value, words):
+    path = tmp_path / "w.csv"
+    df = _frame().astype({"w": object})
+    df.loc[4, "w"] = value
+    df.to_csv(path, index=False)
+    code, _, err = _run(capsys, "protect", path, "--keys", "a,b", "--weights", "w",
+                        "--k-anonymity", "2", "--out", tmp_path / "p.csv")
+    _clear(code, err, 2, words)
+    assert "missing" not in err
