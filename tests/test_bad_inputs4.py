@@ -158,3 +158,24 @@ def test_protect_names_a_weight_that_is_not_a_number(capsys, tmp_path, value, wo
                         "--k-anonymity", "2", "--out", tmp_path / "p.csv")
     _clear(code, err, 2, words)
     assert "missing" not in err
+
+
+# --- a spreadsheet's trailing empty columns, streamed ------------------------------------------
+
+def test_trailing_empty_columns_stream_as_in_memory(capsys, tmp_path):
+    """',,' at the end of each line (columns with an empty name, twice): read in memory, but
+    refused by --out-of-core ("multiple columns named ") though no key is among them."""
+    path = tmp_path / "trailing.csv"
+    lines = _frame().to_csv(index=False).splitlines()
+    path.write_text("\n".join(line + ",," for line in lines) + "\n")
+    outs = []
+    for extra in ((), ("--out-of-core",)):
+        code, out, err = _run(capsys, "assess", path, "--keys", "a,b", "--weights", "w",
+                              "--method", "nb", "--format", "json", *extra)
+        assert code == 0, err
+        outs.append(out)
+    import json
+
+    got = [json.loads(o) for o in outs]
+    assert got[0]["n"] == got[1]["n"] == 60
+    assert got[0]["measures"] == got[1]["measures"]
