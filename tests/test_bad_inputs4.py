@@ -179,3 +179,47 @@ def test_trailing_empty_columns_stream_as_in_memory(capsys, tmp_path):
     got = [json.loads(o) for o in outs]
     assert got[0]["n"] == got[1]["n"] == 60
     assert got[0]["measures"] == got[1]["measures"]
+
+
+# --- a population file that cannot hold the sample ---------------------------------------------
+
+@pytest.fixture
+def population_files(tmp_path):
+    sample = _frame()
+    sample.to_csv(tmp_path / "sample.csv", index=False)
+    rng = np.random.default_rng(1)
+    pop = pd.DataFrame({"a": rng.integers(1, 4, 3000), "b": rng.integers(1, 3, 3000)})
+    pop[pop.a != 3].to_csv(tmp_path / "pop_without_a3.csv", index=False)
+    pop.head(20).to_csv(tmp_path / "pop_small.csv", index=False)
+    return tmp_path
+
+
+def _population_argv(command, d, population):
+    if command == "decide":
+        return ("decide", d / "sample.csv", "--domain", "a", "--class", "b=1", "--l1", "exp:1",
+                "--population", d / population)
+    if command == "report":
+        return ("report", d / "sample.csv", "--keys", "a,b", "--population", d / population,
+                "--out", d / "r.html", "--methods", "nb")
+    return ("evaluate", d / population, "--keys", "a,b", "--sample", d / "sample.csv",
+            "--methods", "nb")
+
+
+@pytest.mark.parametrize("command", ["decide", "report", "evaluate"])
+def test_population_file_smaller_than_the_sample(capsys, population_files, command):
+    """Was "population_size=20 gives N=20 ... --whole-population": the API's argument and a
+    flag that does not apply, not the file the user gave."""
+    code, _, err = _run(capsys, *_population_argv(command, population_files, "pop_small.csv"))
+    _clear(code, err, 2, ("sample.csv' has 60 records, more than the 20 of the population",
+                          "pop_small.csv", "give the whole population's file"))
+    assert "population_size=" not in err and "--whole-population" not in err
+
+
+def test_decide_population_without_a_sample_value(capsys, population_files):
+    """decide said "not among its declared levels ... (--levels on the command line)" for a
+    sample value the --population file lacks; report and evaluate named the population."""
+    code, _, err = _run(capsys, *_population_argv("decide", population_files,
+                                                  "pop_without_a3.csv"))
+    _clear(code, err, 2, ("column 'a' has value 3 that does not occur in the population",
+                          "pop_without_a3.csv", "must be drawn from this population"))
+    assert "--levels" not in err

@@ -246,7 +246,7 @@ def _types_text(table, at) -> str:
 def _decide_microdata(args, decision) -> str:
     from ..data.table import Microdata
     from ..report.charts import plot_tradeoff
-    from ._common import read_levels
+    from ._common import read_levels, sample_of_population
 
     if not args.domain or not args.class_definition:
         raise ParameterError("microdata mode needs --domain VAR and --class VAR=VALUE[,...]")
@@ -267,10 +267,10 @@ def _decide_microdata(args, decision) -> str:
     if args.population:
         population = Microdata.from_source(args.population, keys, levels=read_levels(args.levels),
                                            **opts)
-        sample = Microdata.from_source(
-            args.data, keys, weights=args.weights, population_size=population.n,
-            levels=dict(zip(population.keys, population.levels, strict=True)),
-            missing=args.missing, max_levels=None)
+        sample = sample_of_population(  # its messages name --population, not --levels
+            args.data, keys, population, what=f"the sample {args.data!r}",
+            population_path=args.population, weights=args.weights,
+            population_size=population.n, missing=args.missing)
     else:
         sample = Microdata.from_source(
             args.data, keys, weights=args.weights, population_size=args.population_size,
