@@ -223,3 +223,25 @@ def test_decide_population_without_a_sample_value(capsys, population_files):
     _clear(code, err, 2, ("column 'a' has value 3 that does not occur in the population",
                           "pop_without_a3.csv", "must be drawn from this population"))
     assert "--levels" not in err
+
+
+# --- report reads --protected before fitting ----------------------------------------------------
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda d: _frame().drop(columns="b").to_csv(d / "prot.csv", index=False),
+     ("prot.csv: missing column 'b'",)),
+    (lambda d: (d / "prot.csv").mkdir(), ("is a directory",)),
+])
+def test_report_refuses_a_bad_protected_file_before_fitting(capsys, tmp_path, monkeypatch,
+                                                            make, words):
+    """A --protected file without a key, or a folder, was refused only after every method
+    had been fitted (minutes on a large file)."""
+    from sdcrisk import NegativeBinomialRisk
+
+    _frame().to_csv(tmp_path / "data.csv", index=False)
+    make(tmp_path)
+    monkeypatch.setattr(NegativeBinomialRisk, "fit", lambda *a, **k: pytest.fail("fitted"))
+    code, _, err = _run(capsys, "report", tmp_path / "data.csv", "--keys", "a,b",
+                        "--population-size", "1e4", "--methods", "nb", "--protected",
+                        tmp_path / "prot.csv", "--out", tmp_path / "r.html")
+    _clear(code, err, 2, words)

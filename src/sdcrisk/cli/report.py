@@ -143,6 +143,12 @@ def _report(args) -> Outcome:
         table = tabulate(sample, population=population)
     else:
         table = tabulate(sample_microdata(args))
+    prot = None
+    if args.protected:  # read before any fit: a bad file is refused at once, not after them
+        prot = Microdata.from_source(
+            args.protected, list(table.keys), weights=args.weights, household=args.household,
+            population_size=float(table.population_size), missing=args.missing,
+            max_levels=args.max_levels)
     options = method_options(args, methods)
     estimators = {name: get_estimator(name, **options[name]) for name in methods}
     for est in estimators.values():  # a misspelt key is the user's error: before any fit
@@ -160,12 +166,8 @@ def _report(args) -> Outcome:
                       f"the page): {exc}", SdcRiskWarning, stacklevel=2)
     breaches = tuple(limit_breaches(results, limits))
     protected = None
-    if args.protected:
+    if prot is not None:
         head = next(iter(results))  # the headline: the first method that fitted
-        prot = Microdata.from_source(
-            args.protected, list(table.keys), weights=args.weights, household=args.household,
-            population_size=float(table.population_size), missing=args.missing,
-            max_levels=args.max_levels)
         protected = get_estimator(head, **options[head]).fit(tabulate(prot))
         # the protected file is the one to release: the gate is its figures (the original's
         # verdict is on the page)
