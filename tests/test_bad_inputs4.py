@@ -245,3 +245,16 @@ def test_report_refuses_a_bad_protected_file_before_fitting(capsys, tmp_path, mo
                         "--population-size", "1e4", "--methods", "nb", "--protected",
                         tmp_path / "prot.csv", "--out", tmp_path / "r.html")
     _clear(code, err, 2, words)
+
+
+# --- decide: a prior that cannot be estimated names the flags -----------------------------------
+
+@pytest.mark.parametrize(("frame", "cls", "words"), [
+    (pd.DataFrame({"d": [1] * 30, "c": [1, 2] * 15}), "c=1", ("1 domain(s) with a sample",)),
+    (pd.DataFrame({"d": [1, 2, 3] * 10, "c": [2] * 30}), "c=2", ("every sampled person",)),
+])
+def test_decide_prior_not_estimable_names_alpha_and_beta(capsys, tmp_path, frame, cls, words):
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    code, _, err = _run(capsys, "decide", tmp_path / "d.csv", "--domain", "d", "--class", cls,
+                        "--l1", "exp:1", "--population-size", "1e4")
+    _clear(code, err, 2, (*words, "--alpha and --beta"))

@@ -198,10 +198,12 @@ def fit_beta_binomial(y: Sequence[int], n: Sequence[int]) -> BetaBinomialFit:
     y_arr, n_arr = y_arr[keep], n_arr[keep]
     if len(y_arr) < 2:
         raise InputError(f"{len(y_arr)} domain(s) with a sample: at least 2 are needed to "
-                         "estimate alpha and beta; give them instead")
+                         "estimate alpha and beta; give them instead (--alpha and --beta on the "
+                         "command line)")
     if y_arr.sum() == 0 or y_arr.sum() == n_arr.sum():
         raise InputError("the class has no members (or every sampled person is in it) in all "
-                         "domains: alpha and beta cannot be estimated; give them instead")
+                         "domains: alpha and beta cannot be estimated; give them instead (--alpha "
+                         "and --beta on the command line)")
     const = float(np.sum(special.gammaln(n_arr + 1) - special.gammaln(y_arr + 1)
                          - special.gammaln(n_arr - y_arr + 1)))
 
