@@ -258,3 +258,33 @@ def test_decide_prior_not_estimable_names_alpha_and_beta(capsys, tmp_path, frame
     code, _, err = _run(capsys, "decide", tmp_path / "d.csv", "--domain", "d", "--class", cls,
                         "--l1", "exp:1", "--population-size", "1e4")
     _clear(code, err, 2, (*words, "--alpha and --beta"))
+
+
+# --- UTF-16 text, and a sheet whose table does not start on the first row ---------------------
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)])
+def test_utf16_text_is_named_as_such(capsys, tmp_path, encoding, extra):
+    """Excel's "Unicode Text" export was refused as "binary data, not text"."""
+    path = tmp_path / "unicode.txt"
+    path.write_bytes(_frame().to_csv(index=False, sep="\t").encode(encoding))
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1e4",
+                        "--method", "nb", *extra)
+    _clear(code, err, 2, ("unicode.txt: the file is utf-16 text", "save it as 'csv utf-8'"))
+    assert "binary" not in err
+
+
+@pytest.mark.parametrize("title", [None, "Survey extract, 2024"])
+def test_excel_table_below_the_first_row(capsys, tmp_path, title):
+    """Blank or title rows above the header: "available columns: none (no header)"."""
+    pytest.importorskip("openpyxl")
+    path = tmp_path / "book.xlsx"
+    with pd.ExcelWriter(path) as xw:
+        _frame().to_excel(xw, sheet_name="S", index=False, startrow=2)
+        if title:
+            xw.sheets["S"]["A1"] = title
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size", "1e4",
+                        "--method", "nb")
+    _clear(code, err, 2, ("book.xlsx::S: the sheet's first row holds no column names",
+                          repr(title) if title else "an empty row",
+                          "delete the title or blank rows above the table"))

@@ -160,7 +160,8 @@ def atomic_path(target: str | os.PathLike) -> Iterator[str]:
 def sniff(path: Path) -> str | None:
     """What the first bytes of ``path`` say it is: a compression (``gzip``, ``bz2``, ``zstd``,
     ``lz4``), ``parquet``, a pyreadstat extension (``.dta``, ``.sav``...), ``sqlite``, ``zip``,
-    ``binary`` (NUL bytes in the first 4 KiB) or None (text, as far as can be told)."""
+    ``utf16`` (UTF-16 text), ``binary`` (NUL bytes in the first 4 KiB) or None (text, as far
+    as can be told)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
@@ -171,6 +172,9 @@ def sniff(path: Path) -> str | None:
             return kind
     if head[:1] in (b"\x71", b"\x72", b"\x73") and head[1:2] in (b"\x01", b"\x02"):
         return ".dta"  # Stata 8-12: format byte, then byte order
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+            len(head) >= 8 and not any(head[1:512:2]) and all(head[0:512:2])):
+        return "utf16"  # Excel's "Unicode Text": a byte-order mark, or ASCII with NULs between
     if b"\x00" in head:
         return "binary"
     return None
@@ -206,6 +210,10 @@ def _format_of(path: Path) -> tuple[str, str | None]:
         return "parquet", None
     if kind in ("gzip", "bz2", "zstd", "lz4"):
         return "csv", kind
+    if kind == "utf16":
+        raise InputError(
+            f"{path.name}: the file is UTF-16 text (as Excel saves 'Unicode Text'), which is "
+            "not read; save it as 'CSV UTF-8' (or convert it: iconv -f UTF-16 -t UTF-8)")
     if kind in ("sqlite", "zip", "binary"):
         what = {"sqlite": "an SQLite database",
                 "zip": "a zip archive (an Excel workbook? name it .xlsx)",
@@ -446,7 +454,17 @@ def excel_frame(source: str | os.PathLike, columns: Sequence[str] | None = None)
                 name = sheet
             if columns is not None:
                 header = [str(c) for c in pd.read_excel(book, sheet_name=name, nrows=0).columns]
-                check_present(columns, header, f"{path.name}::{names[0] if name == 0 else name}")
+                where = f"{path.name}::{names[0] if name == 0 else name}"
+                named = [h for h in header if not h.startswith("Unnamed: ")]
+                if len(named) <= 1 and any(c not in header for c in columns) and len(
+                        pd.read_excel(book, sheet_name=name, header=None, nrows=20)
+                        .dropna(how="all")) > 1:
+                    # blank or title rows above the table: "no header" was all it said
+                    raise InputError(
+                        f"{where}: the sheet's first row holds no column names (found: "
+                        f"{', '.join(map(repr, named)) or 'an empty row'}); the first row must "
+                        "be the header: delete the title or blank rows above the table")
+                check_present(columns, header, where)
             frame = pd.read_excel(book, sheet_name=name)
     except InputError:
         raise
