@@ -288,3 +288,73 @@ def test_excel_table_below_the_first_row(capsys, tmp_path, title):
     _clear(code, err, 2, ("book.xlsx::S: the sheet's first row holds no column names",
                           repr(title) if title else "an empty row",
                           "delete the title or blank rows above the table"))
+
+
+# --- outputs that are not regular files, or folders where nothing can be created --------------
+
+def _good_csv(d):
+    _frame().to_csv(d / "data.csv", index=False)
+    return d / "data.csv"
+
+
+_OUT_COMMANDS = {
+    "assess": ("assess", "{data}", "--keys", "a,b", "--population-size", "1e4", "--method", "nb",
+               "--out", "{out}"),
+    "protect": ("protect", "{data}", "--keys", "a,b", "--population-size", "1e4",
+                "--k-anonymity", "2", "--out", "{out}", "--overwrite"),
+    "decide-csv": ("decide", "{data}", "--domain", "a", "--class", "b=1", "--l1", "exp:1",
+                   "--population-size", "1e4", "--csv", "{out}"),
+}
+
+
+@pytest.mark.parametrize("command", list(_OUT_COMMANDS))
+def test_output_that_is_a_named_pipe_is_not_replaced(capsys, tmp_path, command):
+    """The atomic write os.replace-d its temporary file over the target: a named pipe (or,
+    run as root, /dev/null) became a regular file."""
+    import os
+    import stat
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    pipe = tmp_path / "pipe.csv"
+    os.mkfifo(pipe)
+    argv = [a.format(data=_good_csv(tmp_path), out=pipe) for a in _OUT_COMMANDS[command]]
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ("pipe.csv' is a named pipe, not a regular file", "give a file name"))
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+@pytest.mark.parametrize("command", list(_OUT_COMMANDS))
+def test_output_folder_where_no_file_can_be_created(capsys, tmp_path, command, monkeypatch):
+    """/proc, a read-only file system: os.access says yes (always, to root), and the write
+    failed after the work with FileNotFoundError or OSError (exit 1)."""
+    from pathlib import Path
+
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    argv = [a.format(data=_good_csv(tmp_path), out="/proc/x.csv")
+            for a in _OUT_COMMANDS[command]]
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ("'/proc/x.csv': no file can be created in the folder '/proc'",
+                          "choose another path"))
+
+
+# --- settings files nested too deep for Python's JSON reader ------------------------------------
+
+@pytest.mark.parametrize(("flag", "words"), [
+    ("--levels", ("--levels", "not a readable json file", "recursion")),
+    ("--key-sets", ("deep.json: not valid json (nested too deep)",)),
+    ("--recode", ("--recode", "not a readable json file", "recursion")),
+])
+def test_json_nested_too_deep(capsys, tmp_path, flag, words):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    data = _good_csv(tmp_path)
+    if flag == "--recode":
+        argv = ("protect", data, "--keys", "a,b", "--population-size", "1e4", "--recode", deep,
+                "--out", tmp_path / "p.csv")
+    else:
+        argv = ("assess", data, "--keys", "a,b", "--population-size", "1e4", "--method", "nb",
+                flag, deep)
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, words)

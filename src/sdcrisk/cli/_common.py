@@ -47,7 +47,7 @@ def read_levels(path: str | None):
         return None
     try:
         data = json.loads(utf8_text(Path(path).read_bytes(), f"--levels {path!r}"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
         raise ParameterError("--levels must be a JSON object {key: [levels...]}")

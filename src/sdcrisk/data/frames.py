@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
-from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
+from .io import (
+    atomic_path,
+    cannot_create_in,
+    detect_format,
+    excel_frame,
+    named_file,
+    resolve_path,
+    special_file,
+)
 from .muargus import format_records, locate, read_metadata, read_records
 from .table import Microdata
 from .text import (
@@ -78,6 +86,10 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
                     raise ParameterError(f"--out {str(out)!r} {what}; protect never "
                                          "overwrites its input: give another file name")
     for target in targets:
+        special = special_file(target)
+        if special:  # os.replace would put a regular file in place of the device or pipe
+            raise ParameterError(f"--out {str(target)!r} is {special}, not a regular file; "
+                                 "give a file name")
         if target.exists() and not overwrite:
             also = "" if target == out else f" (an .asc output writes its {target.name} too)"
             raise ParameterError(f"--out {str(out)!r}: {str(target)!r} exists{also}; remove "
@@ -87,6 +99,10 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
         raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK):
         raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} is not writable")
+    reason = cannot_create_in(folder)
+    if reason:  # /proc, a read-only file system: os.access said yes
+        raise ParameterError(f"--out {str(out)!r}: no file can be created in the folder "
+                             f"{str(folder)!r} ({reason}); choose another path")
     return out
 
 
