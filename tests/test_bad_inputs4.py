@@ -358,3 +358,16 @@ def test_json_nested_too_deep(capsys, tmp_path, flag, words):
                 flag, deep)
     code, _, err = _run(capsys, *argv)
     _clear(code, err, 2, words)
+
+
+# --- decide over a huge domain with a broad prior ----------------------------------------------
+
+def test_decide_huge_domain_is_refused_by_memory_not_crashed(capsys, tmp_path):
+    """The central range of Y at N = 1e12 under Beta(1, 2) is ~1e12 values: np.arange raised
+    MemoryError (exit 1), or on a smaller N took the machine's memory."""
+    types = tmp_path / "types.csv"
+    types.write_text("n,N,share\n5,1000000000000,0.5\n10,200,0.5\n")
+    code, _, err = _run(capsys, "decide", "--domain-types", types, "--alpha", "1", "--beta",
+                        "2", "--l1", "exp:1")
+    _clear(code, err, 2, ("likely values of y in a domain of n = 1e+12", "memory limit",
+                          "--alpha", "--beta"))
