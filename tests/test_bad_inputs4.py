@@ -371,3 +371,23 @@ def test_decide_huge_domain_is_refused_by_memory_not_crashed(capsys, tmp_path):
                         "2", "--l1", "exp:1")
     _clear(code, err, 2, ("likely values of y in a domain of n = 1e+12", "memory limit",
                           "--alpha", "--beta"))
+
+
+# --- an interval level that rounds to 1 --------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["assess-copula", "assess-pitman-yor", "report", "protect",
+                                     "recommend"])
+def test_ci_level_next_to_one(capsys, tmp_path, command):
+    """0.9999999999999999 passed the (0, 1) check, then NormalDist.inv_cdf((1 + level) / 2)
+    = inv_cdf(1.0) raised StatisticsError (exit 1)."""
+    data = _good_csv(tmp_path)
+    base = ("--keys", "a,b", "--population-size", "1e4", "--ci-level", "0.9999999999999999")
+    argv = {"assess-copula": ("assess", data, *base, "--method", "copula"),
+            "assess-pitman-yor": ("assess", data, *base, "--method", "pitman-yor"),
+            "report": ("report", data, *base, "--methods", "nb", "--out", tmp_path / "r.html"),
+            "protect": ("protect", data, *base, "--k-anonymity", "2", "--out",
+                        tmp_path / "p.csv"),
+            "recommend": ("recommend", data, *base, "--method", "nb", "--target", "0.1")}
+    code, _, err = _run(capsys, *argv[command])
+    _clear(code, err, 2, ("--ci-level 0.9999999999999999 is too close to 1",
+                          "use at most 0.999999"))
