@@ -391,3 +391,19 @@ def test_ci_level_next_to_one(capsys, tmp_path, command):
     code, _, err = _run(capsys, *argv[command])
     _clear(code, err, 2, ("--ci-level 0.9999999999999999 is too close to 1",
                           "use at most 0.999999"))
+
+
+# --- decide --domain-sizes: a size that is no number, a domain twice ----------------------------
+
+@pytest.mark.parametrize(("rows", "words"), [
+    ("1,1000\n2,inf\n3,3000\n", ("line 3: n='inf' for domain '2' is not a finite number",)),
+    ("1,1000\n2,2000\n3,3000\n3,9000\n", ("domain '3' is listed on lines 4 and 5",
+                                          "give each domain once")),
+])
+def test_decide_domain_sizes_bad_rows(capsys, tmp_path, rows, words):
+    """'inf' was an OverflowError (exit 1); a domain listed twice took its last size."""
+    data = _good_csv(tmp_path)
+    (tmp_path / "sizes.csv").write_text("domain,N\n" + rows)
+    code, _, err = _run(capsys, "decide", data, "--domain", "a", "--class", "b=1", "--l1",
+                        "exp:1", "--domain-sizes", tmp_path / "sizes.csv")
+    _clear(code, err, 2, ("--domain-sizes", *words))

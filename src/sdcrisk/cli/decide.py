@@ -329,11 +329,21 @@ def _domain_sizes(path: str, domain: str) -> dict:
     label = "domain" if "domain" in df.columns else domain
     if label not in df.columns or "N" not in df.columns:
         raise InputError(f"{Path(path).name}: needs columns 'domain' (or {domain!r}) and 'N'")
-    try:
-        return {str(k): int(float(v)) for k, v in zip(df[label], df["N"], strict=True)}
-    except ValueError as exc:
-        raise InputError(f"{Path(path).name}: population sizes must be numbers ({exc})"
-                         ) from exc
+    sizes: dict[str, int] = {}
+    lines: dict[str, int] = {}
+    for line, (k, v) in enumerate(zip(df[label], df["N"], strict=True), start=2):
+        try:
+            size = float(v)
+        except (TypeError, ValueError):
+            size = math.nan
+        if not math.isfinite(size):  # 'inf' was an OverflowError (exit 1); 'x', NaN
+            raise InputError(f"--domain-sizes {path!r}: line {line}: N={v!r} for domain {k!r} "
+                             "is not a finite number; give each domain's population size")
+        if str(k) in sizes:  # the last line won, silently
+            raise InputError(f"--domain-sizes {path!r}: domain {k!r} is listed on lines "
+                             f"{lines[str(k)]} and {line}; give each domain once")
+        sizes[str(k)], lines[str(k)] = int(size), line
+    return sizes
 
 
 def _decision_text(result, *, internal: bool) -> str:
