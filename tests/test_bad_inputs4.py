@@ -407,3 +407,18 @@ def test_decide_domain_sizes_bad_rows(capsys, tmp_path, rows, words):
     code, _, err = _run(capsys, "decide", data, "--domain", "a", "--class", "b=1", "--l1",
                         "exp:1", "--domain-sizes", tmp_path / "sizes.csv")
     _clear(code, err, 2, ("--domain-sizes", *words))
+
+
+# --- a slip of the exponent in --chains ---------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["hdp", "mixed-membership"])
+def test_chains_have_a_run_time_bound(capsys, tmp_path, monkeypatch, method):
+    """--chains 10000 ran for minutes (past the sweep's 60 s) where --iterations and
+    --burn-in have a bound that refuses a slip of the exponent at once."""
+    from sdcrisk.estimators import mixed_membership
+
+    monkeypatch.setattr(mixed_membership, "sample", lambda *a, **k: pytest.fail("sampled"))
+    code, _, err = _run(capsys, "assess", _good_csv(tmp_path), "--keys", "a,b",
+                        "--population-size", "1e4", "--method", method, "--iterations", "10",
+                        "--burn-in", "0", "--chains", "10000")
+    _clear(code, err, 2, ("--chains 10000 is too many", "at most 1,000", "give e.g. 4"))
