@@ -422,3 +422,11 @@ def test_chains_have_a_run_time_bound(capsys, tmp_path, monkeypatch, method):
                         "--population-size", "1e4", "--method", method, "--iterations", "10",
                         "--burn-in", "0", "--chains", "10000")
     _clear(code, err, 2, ("--chains 10000 is too many", "at most 1,000", "give e.g. 4"))
+
+
+def test_protect_empty_out_is_named_empty(capsys, tmp_path):
+    """--out '' was reported as "--out '.': the format comes from the extension"."""
+    code, _, err = _run(capsys, "protect", _good_csv(tmp_path), "--keys", "a,b",
+                        "--population-size", "1e4", "--k-anonymity", "2", "--out", "")
+    _clear(code, err, 2, ("--out is empty", "give a file name"))
+    assert "'.'" not in err

@@ -72,6 +72,8 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
         The output is the input file, exists (without ``overwrite``), has an unknown
         extension, or its folder does not exist or is not writable.
     """
+    if isinstance(out, str) and not out.strip():  # Path("") is '.', which it then named
+        raise ParameterError("--out is empty; give a file name, e.g. protected.csv")
     out = Path(out)
     fmt = output_format(out)
     targets = [out] + ([out.with_suffix(".rda")] if fmt == "asc" else [])
