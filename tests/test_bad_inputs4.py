@@ -430,3 +430,19 @@ def test_protect_empty_out_is_named_empty(capsys, tmp_path):
                         "--population-size", "1e4", "--k-anonymity", "2", "--out", "")
     _clear(code, err, 2, ("--out is empty", "give a file name"))
     assert "'.'" not in err
+
+
+@pytest.mark.parametrize("new", [2.5, "2.5", "inf"])
+def test_protect_recode_to_a_fractional_code(capsys, tmp_path, new):
+    """A recode of integer codes to 2.5 was refused after it was applied, as "column 'a' is
+    not categorical: value 2.5 ... band it", a value the file does not hold."""
+    import json
+
+    recode = tmp_path / "recode.json"
+    recode.write_text(json.dumps({"a": {"1": new}}))
+    code, _, err = _run(capsys, "protect", _good_csv(tmp_path), "--keys", "a,b",
+                        "--population-size", "1e4", "--recode", recode, "--k-anonymity", "2",
+                        "--out", tmp_path / "p.csv")
+    _clear(code, err, 2, (f"--recode 'a': the new value of '1' is {new!r}",
+                          "give an integer code or a text label"))
+    assert "band it" not in err and not (tmp_path / "p.csv").exists()
