@@ -446,3 +446,33 @@ def test_protect_recode_to_a_fractional_code(capsys, tmp_path, new):
     _clear(code, err, 2, (f"--recode 'a': the new value of '1' is {new!r}",
                           "give an integer code or a text label"))
     assert "band it" not in err and not (tmp_path / "p.csv").exists()
+
+
+# --- a sample that cannot come from the population it is evaluated against ---------------------
+
+@pytest.mark.parametrize("command", ["evaluate", "report"])
+def test_sample_cell_larger_than_the_population_cell(capsys, tmp_path, command):
+    """Every value of the sample occurs in the population, but one combination 30 times
+    against once: "cell 0: big_f=1 < f=30" (names of the measures' internals)."""
+    pop = tmp_path / "pop.csv"
+    _frame().to_csv(pop, index=False)
+    first = _frame().iloc[0]
+    sample = tmp_path / "sample.csv"
+    pd.DataFrame({"a": [first.a] * 30, "b": [first.b] * 30}).to_csv(sample, index=False)
+    population_count = int(((_frame().a == first.a) & (_frame().b == first.b)).sum())
+    if command == "evaluate":
+        argv = ("evaluate", pop, "--keys", "a,b", "--sample", sample, "--methods", "nb")
+    else:
+        argv = ("report", sample, "--keys", "a,b", "--population", pop, "--methods", "nb",
+                "--out", tmp_path / "r.html")
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ("1 sample cell(s) hold more records than the population has",
+                          f"e.g. 30 against {population_count}", "does not come from this "
+                          "population"))
+    assert "big_f" not in err
+
+
+def test_evaluate_fraction_that_draws_nobody_says_what_to_do(capsys, tmp_path):
+    code, _, err = _run(capsys, "evaluate", _good_csv(tmp_path), "--keys", "a,b", "--fraction",
+                        "1e-9", "--methods", "nb")
+    _clear(code, err, 2, ("no record was drawn", "--fraction", "--n"))
