@@ -476,3 +476,20 @@ def test_evaluate_fraction_that_draws_nobody_says_what_to_do(capsys, tmp_path):
     code, _, err = _run(capsys, "evaluate", _good_csv(tmp_path), "--keys", "a,b", "--fraction",
                         "1e-9", "--methods", "nb")
     _clear(code, err, 2, ("no record was drawn", "--fraction", "--n"))
+
+
+@pytest.mark.parametrize(("option", "words"), [
+    (("--top", "0"), ("--top 0 must be an integer >= 1",)),
+    (("--risk-threshold", "nan"), ("--risk-threshold nan must lie in (0, 1]",)),
+    (("--min-count", "1"), ("--min-count 1 must be an integer >= 2",)),
+])
+def test_report_options_checked_before_fitting(capsys, tmp_path, monkeypatch, option, words):
+    """--top 0 and --risk-threshold nan were refused by the page builder, after every
+    method had been fitted."""
+    from sdcrisk import NegativeBinomialRisk
+
+    monkeypatch.setattr(NegativeBinomialRisk, "fit", lambda *a, **k: pytest.fail("fitted"))
+    code, _, err = _run(capsys, "report", _good_csv(tmp_path), "--keys", "a,b",
+                        "--population-size", "1e4", "--methods", "nb", *option, "--out",
+                        tmp_path / "r.html")
+    _clear(code, err, 2, words)

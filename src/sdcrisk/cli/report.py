@@ -100,7 +100,7 @@ def _report(args) -> Outcome:
     from ..analyses.evaluate import every_method_failed
     from ..analyses.methods import ESTIMATORS, get_estimator
     from ..data.table import Microdata, tabulate
-    from ..report.collect import build_report
+    from ..report.collect import build_report, check_report_options
     from ._common import (
         data_defaults,
         limit_breaches,
@@ -116,6 +116,9 @@ def _report(args) -> Outcome:
     methods = parse_methods(args.methods)
     if not methods:
         raise ParameterError("--methods is empty")
+    check_report_options(kind="internal" if args.internal else "external",  # before the fits
+                         min_count=args.min_count, top=args.top,
+                         risk_threshold=args.risk_threshold)
     limits = parse_limits(args.fail_above)
     contributions = {"headline": True, "auto": True, "none": False}.get(
         args.contributions, args.contributions)
