@@ -20,7 +20,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.io import atomic_path, cannot_create_in, special_file
+from ..data.io import atomic_path
+from ..data.outputs import cannot_create_in, special_file
 from ..exceptions import ParameterError
 
 __all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",

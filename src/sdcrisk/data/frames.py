@@ -14,16 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
-from .io import (
-    atomic_path,
-    cannot_create_in,
-    detect_format,
-    excel_frame,
-    named_file,
-    resolve_path,
-    special_file,
-)
+from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
+from .outputs import cannot_create_in, special_file
 from .table import Microdata
 from .text import (
     NOT_UTF8_READ_AS,
