@@ -493,3 +493,30 @@ def test_report_options_checked_before_fitting(capsys, tmp_path, monkeypatch, op
                         "--population-size", "1e4", "--methods", "nb", *option, "--out",
                         tmp_path / "r.html")
     _clear(code, err, 2, words)
+
+
+# --- a header line longer than 64 KiB ----------------------------------------------------------
+
+def test_wide_csv_with_a_long_header_line(capsys, tmp_path):
+    """A survey file of 8,000 variables (a 120 KB header line) was refused in memory as "no
+    line break in the first 64 KiB ... (JSON or another format?)"; --out-of-core and protect
+    read it."""
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.integers(0, 3, (50, 8000)),
+                        columns=[f"variable_{i:05d}" for i in range(8000)])
+    path = tmp_path / "wide.csv"
+    wide.to_csv(path, index=False)
+    assert len(path.read_text().split("\n", 1)[0]) > 1 << 16
+    outs = []
+    for extra in ((), ("--out-of-core",)):
+        code, out, err = _run(capsys, "assess", path, "--keys", "variable_00001,variable_07999",
+                              "--population-size", "1e4", "--method", "nb", "--format", "json",
+                              *extra)
+        assert code == 0, err
+        outs.append(out)
+    import json
+
+    got = [json.loads(o) for o in outs]
+    cells = (wide["variable_00001"].astype(str) + wide["variable_07999"].astype(str))
+    assert got[0]["observed_cells"] == got[1]["observed_cells"] == cells.nunique()
+    assert got[0]["sample_uniques"] == int((cells.value_counts() == 1).sum())
