@@ -520,3 +520,42 @@ def test_wide_csv_with_a_long_header_line(capsys, tmp_path):
     cells = (wide["variable_00001"].astype(str) + wide["variable_07999"].astype(str))
     assert got[0]["observed_cells"] == got[1]["observed_cells"] == cells.nunique()
     assert got[0]["sample_uniques"] == int((cells.value_counts() == 1).sum())
+
+
+# --- sources a command does not read: a DuckDB table, a folder of Parquet parts -------------------
+
+@pytest.fixture
+def duckdb_table(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    _good_csv(tmp_path)
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.execute(f"create table t as select * from read_csv_auto('{tmp_path / 'data.csv'}')")
+    con.close()
+    return f"duckdb:{tmp_path / 'db.duckdb'}::t"
+
+
+@pytest.mark.parametrize("command", ["protect", "assess --out-of-core"])
+def test_duckdb_source_where_only_files_are_read(capsys, tmp_path, duckdb_table, command):
+    """protect and --out-of-core said "file not found: 'duckdb:...'"."""
+    if command == "protect":
+        argv = ("protect", duckdb_table, "--keys", "a,b", "--population-size", "1e4",
+                "--k-anonymity", "2", "--out", tmp_path / "p.csv")
+    else:
+        argv = ("assess", duckdb_table, "--keys", "a,b", "--population-size", "1e4",
+                "--method", "nb", "--out-of-core")
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ("a duckdb table is read by assess", "export it to a file first"))
+    assert "file not found" not in err
+
+
+@pytest.mark.parametrize("command", ["report", "protect"])
+def test_folder_of_parquet_parts_where_one_file_is_read(capsys, tmp_path, command):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _frame().to_parquet(parts / "p1.parquet")
+    out = tmp_path / ("r.html" if command == "report" else "p.csv")
+    extra = ("--methods", "nb") if command == "report" else ("--k-anonymity", "2")
+    code, _, err = _run(capsys, command, parts, "--keys", "a,b", "--population-size", "1e4",
+                        *extra, "--out", out)
+    _clear(code, err, 2, ("parts' is a directory",
+                          "a folder of parquet parts is streamed by assess only"))

@@ -116,10 +116,23 @@ def resolve_path(source: str | os.PathLike, *, formats: str | None = None) -> Pa
         raise InputError("the data path is empty; give "
                          f"{formats or 'a CSV, Parquet, Stata, SAS or SPSS file'}")
     if not path.exists():
-        raise InputError(f"file not found: {text!r}")
+        raise not_found(text)
     if path.is_dir():
-        raise InputError(f"{text!r} is a directory; give {formats or 'a CSV or Parquet file'}")
+        parts = " (a folder of Parquet parts is streamed by assess only)" \
+            if any(path.glob("*.parquet")) else ""
+        raise InputError(f"{text!r} is a directory{parts}; give "
+                         f"{formats or 'a CSV or Parquet file'}")
     return path
+
+
+def not_found(text: str) -> InputError:
+    """The error for a data path that does not exist: a ``duckdb:`` source where only files
+    are read (protect, --out-of-core) said "file not found"."""
+    if text.startswith(_DUCKDB_PREFIX):
+        return InputError(f"{text!r}: a DuckDB table is read by assess, report, recommend, "
+                          "evaluate and decide in memory, not here; export it to a file first "
+                          "(in duckdb: COPY t TO 't.parquet')")
+    return InputError(f"file not found: {text!r}")
 
 
 @contextlib.contextmanager
