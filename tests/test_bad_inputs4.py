@@ -559,3 +559,22 @@ def test_folder_of_parquet_parts_where_one_file_is_read(capsys, tmp_path, comman
                         *extra, "--out", out)
     _clear(code, err, 2, ("parts' is a directory",
                           "a folder of parquet parts is streamed by assess only"))
+
+
+# --- the factored log-linear join is held to the memory limit at every step ---------------------
+
+def test_loglinear_join_over_many_keys_is_refused_by_the_memory_limit(capsys, tmp_path,
+                                                                       monkeypatch):
+    """all-2-way over 30 keys grew the join support past the machine's memory (the process
+    was killed, rc 137): the check before the join ran only past 8e8 candidate cells and
+    counted 3 bytes a cell. Here 18 keys (K = 3^18, the factored engine) under a 256 MiB
+    limit: refused with the limit named, before the join's arrays are allocated."""
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.integers(0, 3, (300, 18)), columns=[f"k{i}" for i in range(18)])
+    wide.to_csv(tmp_path / "k14.csv", index=False)
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "256M")
+    code, _, err = _run(capsys, "assess", tmp_path / "k14.csv", "--keys", ",".join(wide),
+                        "--population-size", "1e4", "--method", "loglinear", "--terms",
+                        "all-2-way")
+    _clear(code, err, 2, ("the join of", "cells of a log-linear block", "memory limit is 256.0 MiB",
+                          "fewer keys"))
