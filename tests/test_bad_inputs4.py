@@ -571,9 +571,9 @@ def test_loglinear_join_over_many_keys_is_refused_by_the_memory_limit(capsys, tm
     limit: refused with the limit named, before the join's arrays are allocated."""
     rng = np.random.default_rng(0)
     wide = pd.DataFrame(rng.integers(0, 3, (300, 18)), columns=[f"k{i}" for i in range(18)])
-    wide.to_csv(tmp_path / "k14.csv", index=False)
+    wide.to_csv(tmp_path / "k18.csv", index=False)
     monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "256M")
-    code, _, err = _run(capsys, "assess", tmp_path / "k14.csv", "--keys", ",".join(wide),
+    code, _, err = _run(capsys, "assess", tmp_path / "k18.csv", "--keys", ",".join(wide),
                         "--population-size", "1e4", "--method", "loglinear", "--terms",
                         "all-2-way")
     _clear(code, err, 2, ("the join of", "cells of a log-linear block", "memory limit is 256.0 MiB",
