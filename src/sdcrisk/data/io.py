@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError
+from .labels import shared_labels
 from .outputs import special_file
 from .text import csv_delimiter, csv_header, decode_array, printable
 
@@ -359,7 +360,7 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         labels = {} if kind == ".xpt" else {"apply_value_formats": True,
                                             "formats_as_category": False}
         frame, _ = reader(str(path), usecols=list(columns), **labels)
-        shared = _shared_labels(meta, columns) if labels else {}
+        shared = shared_labels(meta, columns) if labels else {}
         if shared:  # codes that share a label stay apart, as in the file (and in protect)
             codes, _ = reader(str(path), usecols=list(shared))
             for name, names in shared.items():
@@ -374,27 +375,6 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         if col.dtype == object or str(col.dtype).startswith(("str", "string")):
             frame[name] = col.mask(col.astype(str).str.strip() == "")
     return _frame_columns(frame, columns)
-
-
-def _shared_labels(meta, columns: Sequence[str]) -> dict[str, dict]:
-    """{column: {code: label}} for the columns of a Stata or SPSS file whose value labels
-    give one label to several codes (SPSS's "Other" on 7 and 8): each such label gets its
-    code, "Other (7)", so that distinct codes stay distinct categories. Read by label, they
-    merged into one cell, and assess counted fewer sample uniques than the file holds."""
-    out = {}
-    for name in columns:
-        labels = (meta.variable_value_labels or {}).get(name) or {}
-        seen: dict[str, int] = {}
-        for label in labels.values():
-            seen[label] = seen.get(label, 0) + 1
-        if any(count > 1 for count in seen.values()):
-            out[name] = {code: f"{label} ({_code_text(code)})" if seen[label] > 1 else label
-                         for code, label in labels.items()}
-    return out
-
-
-def _code_text(code) -> str:
-    return str(int(code)) if isinstance(code, float) and code.is_integer() else str(code)
 
 
 def parquet_parts(path: str | os.PathLike) -> list[Path]:
