@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from ..core.base import ResultBase
-from ..data.sizes import check_number, short_repr
+from ..data.sizes import check_memory, check_number, short_repr
 from ..exceptions import ConvergenceWarning, InputError, ParameterError, user_stacklevel
 
 if TYPE_CHECKING:
@@ -198,10 +198,12 @@ def fit_beta_binomial(y: Sequence[int], n: Sequence[int]) -> BetaBinomialFit:
     y_arr, n_arr = y_arr[keep], n_arr[keep]
     if len(y_arr) < 2:
         raise InputError(f"{len(y_arr)} domain(s) with a sample: at least 2 are needed to "
-                         "estimate alpha and beta; give them instead")
+                         "estimate alpha and beta; give them instead (--alpha and --beta on the "
+                         "command line)")
     if y_arr.sum() == 0 or y_arr.sum() == n_arr.sum():
         raise InputError("the class has no members (or every sampled person is in it) in all "
-                         "domains: alpha and beta cannot be estimated; give them instead")
+                         "domains: alpha and beta cannot be estimated; give them instead (--alpha "
+                         "and --beta on the command line)")
     const = float(np.sum(special.gammaln(n_arr + 1) - special.gammaln(y_arr + 1)
                          - special.gammaln(n_arr - y_arr + 1)))
 
@@ -474,6 +476,13 @@ def _expected_losses(y: int, n: int, N: int, prior: BetaBinomialPrior,
         th_lo, th_hi = stats.beta.ppf(tail / 4, a, b), stats.beta.isf(tail / 4, a, b)
         lo = max(0.0, math.floor(big * th_lo - 10 * math.sqrt(big * th_lo + 1) - 10))
         hi = min(float(big), math.ceil(big * th_hi + 10 * math.sqrt(big * th_hi + 1) + 10))
+        # a broad prior over a huge domain: the central range alone was 4.8e10 values at
+        # N = 1e12 (a MemoryError, exit 1); ~56 bytes a value measured
+        check_memory((hi - lo + 1) * _BYTES_PER_VALUE,
+                     what=f"enumerating the {hi - lo + 1:.3g} likely values of Y in a domain "
+                          f"of N = {N:.3g} (n = {n})",
+                     remedies="a prior with more weight (larger alpha and beta: --alpha, "
+                              "--beta) narrows them, or split the domain")
         t = np.arange(lo, hi + 1, dtype=float)
     p = _posterior_pmf(t, big, a, b)
     Y = y + t
@@ -481,6 +490,9 @@ def _expected_losses(y: int, n: int, N: int, prior: BetaBinomialPrior,
            else float(L(y, np.zeros(1), n, N)[0]) for L in losses]
     return out, prior.posterior_mean(y, n, N), truncated
 
+
+#: working memory of one enumerated value of Y (support, pmf, losses; ~56 bytes measured)
+_BYTES_PER_VALUE = 64
 
 #: supports longer than this use the ratio recurrence instead of three log-beta calls a term
 _RECURRENCE_FROM = 5_000

@@ -109,6 +109,14 @@ def _key_values(col):
     return col.where(~miss)
 
 
+def _number(v) -> float | None:
+    """``v`` (a number, or text) as a float; None when it is no number."""
+    try:
+        return float(v.strip() if isinstance(v, str) else v)
+    except (TypeError, ValueError):
+        return None
+
+
 def _value_text(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
@@ -127,7 +135,11 @@ def microdata_of(frame, keys: Sequence[str], **options) -> Microdata:
             raise InputError(f"weights column {w!r} not found")
         import pandas as pd
 
-        cols[w] = pd.to_numeric(frame[w], errors="coerce")
+        col = frame[w]
+        cols[w] = pd.to_numeric(col, errors="coerce")
+        text = cols[w].isna().to_numpy() & ~_missing_mask(col)
+        if text.any():  # '12,5' (a decimal comma) or 'heavy': read, or named, as assess does
+            cols[w] = col.where(~_missing_mask(col))
     options.setdefault("missing", "wildcard")
     return Microdata.from_source(cols, list(keys), weights=w, **options)
 
@@ -169,6 +181,16 @@ def apply_recodes(frame, keys: Sequence[str], recodes: Mapping[str, Mapping]) ->
             raise ParameterError(f"--recode {key!r}: the new value of {bad[0]!r} is "
                                  f"{json.dumps(bad[1], default=repr)}; give a category as "
                                  'text or a number ("" leaves the value blank)')
+        if col.dtype.kind in "iuf" or all(_number(v) is not None for v in present):
+            # integer codes: 2.5 or 'inf' as a new code was refused later as "not
+            # categorical ... band it", of a value the file does not hold
+            frac = next(((old, nv) for old, nv in mapping.items()
+                         if (f := _number(nv)) is not None
+                         and not (math.isfinite(f) and f == round(f))), None)
+            if frac is not None:
+                raise ParameterError(f"--recode {key!r}: the new value of {frac[0]!r} is "
+                                     f"{frac[1]!r}, not a code of this column of integer "
+                                     "codes; give an integer code or a text label")
         table = {str(old).strip(): new for old, new in mapping.items()}
         unknown = [o for o in table if o not in present]
         if unknown:

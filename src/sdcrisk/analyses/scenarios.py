@@ -128,6 +128,9 @@ def read_key_sets(path: str | Path) -> list[KeySet]:
         except json.JSONDecodeError as exc:
             raise InputError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})"
                              ) from exc
+        except RecursionError as exc:  # [[[[...]]]] thousands deep: exit 1 before
+            raise InputError(f"{path.name}: not valid JSON (nested too deep); give a list of "
+                             "key sets") from exc
         if not isinstance(data, Mapping | list):
             raise InputError(f"{path.name}: the JSON must be a list of key sets or an object "
                              '{"name": ["key", ...]}, not ' + type(data).__name__)

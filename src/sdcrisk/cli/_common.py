@@ -47,7 +47,7 @@ def read_levels(path: str | None):
         return None
     try:
         data = json.loads(utf8_text(Path(path).read_bytes(), f"--levels {path!r}"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise ParameterError(f"--levels {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
         raise ParameterError("--levels must be a JSON object {key: [levels...]}")
@@ -569,10 +569,16 @@ def sample_of_population(source: str, keys: Sequence[str], population: Microdata
     """
     from ..exceptions import InputError
 
+    size = options.pop("population_size", None)
     try:
-        return Microdata.from_source(
+        sample = Microdata.from_source(
             source, keys, levels=dict(zip(population.keys, population.levels, strict=True)),
             max_levels=None, **options)
+        if sample.n > population.n:  # was "population_size=100 gives N=100", an API name
+            raise InputError(f"{what} has {sample.n:,} records, more than the {population.n:,} "
+                             f"of the population {population_path!r}; the sample must be "
+                             "drawn from this population: give the whole population's file")
+        return sample if size is None else sample.with_population_size(size)
     except InputError as exc:
         if "declared levels" not in str(exc):
             raise

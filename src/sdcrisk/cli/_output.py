@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.io import atomic_path
+from ..data.outputs import cannot_create_in, special_file
 from ..exceptions import ParameterError
 
 __all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",
@@ -63,6 +64,11 @@ def check_outputs(args) -> None:
         if path.is_dir():
             raise ParameterError(f"{flag} {value!r} is a directory; give a file name, e.g. "
                                  f"{str(path / ('result' + _suffix(attr)))!r}")
+        special = special_file(path)
+        if special:  # /dev/null: the atomic write would replace it with a regular file
+            raise ParameterError(f"{flag} {value!r} is {special}, not a regular file; give a "
+                                 "file name, or leave out " + flag +
+                                 (" to print to the terminal" if attr == "out" else ""))
         folder = path.parent if str(path.parent) else Path(".")
         if not folder.exists():
             raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} does not "
@@ -72,6 +78,10 @@ def check_outputs(args) -> None:
         if not os.access(folder, os.W_OK | os.X_OK):
             raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} is not "
                                  "writable; choose another path")
+        reason = cannot_create_in(folder)
+        if reason:  # /proc, a read-only file system: the write failed after the work (exit 1)
+            raise ParameterError(f"{flag} {value!r}: no file can be created in the folder "
+                                 f"{str(folder)!r} ({reason}); choose another path")
         if path.exists() and not os.access(path, os.W_OK):
             raise ParameterError(f"{flag} {value!r}: the file exists and is read-only")
         resolved = path.resolve()

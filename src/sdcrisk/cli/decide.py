@@ -248,7 +248,7 @@ def _types_text(table, at) -> str:
 def _decide_microdata(args, decision) -> str:
     from ..data.table import Microdata
     from ..report.charts import plot_tradeoff
-    from ._common import read_levels
+    from ._common import read_levels, sample_of_population
 
     if not args.domain or not args.class_definition:
         raise ParameterError("microdata mode needs --domain VAR and --class VAR=VALUE[,...]")
@@ -269,10 +269,10 @@ def _decide_microdata(args, decision) -> str:
     if args.population:
         population = Microdata.from_source(args.population, keys, levels=read_levels(args.levels),
                                            **opts)
-        sample = Microdata.from_source(
-            args.data, keys, weights=args.weights, population_size=population.n,
-            levels=dict(zip(population.keys, population.levels, strict=True)),
-            missing=args.missing, max_levels=None)
+        sample = sample_of_population(  # its messages name --population, not --levels
+            args.data, keys, population, what=f"the sample {args.data!r}",
+            population_path=args.population, weights=args.weights,
+            population_size=population.n, missing=args.missing)
     else:
         sample = Microdata.from_source(
             args.data, keys, weights=args.weights, population_size=args.population_size,
@@ -331,11 +331,21 @@ def _domain_sizes(path: str, domain: str) -> dict:
     label = "domain" if "domain" in df.columns else domain
     if label not in df.columns or "N" not in df.columns:
         raise InputError(f"{Path(path).name}: needs columns 'domain' (or {domain!r}) and 'N'")
-    try:
-        return {str(k): int(float(v)) for k, v in zip(df[label], df["N"], strict=True)}
-    except ValueError as exc:
-        raise InputError(f"{Path(path).name}: population sizes must be numbers ({exc})"
-                         ) from exc
+    sizes: dict[str, int] = {}
+    lines: dict[str, int] = {}
+    for line, (k, v) in enumerate(zip(df[label], df["N"], strict=True), start=2):
+        try:
+            size = float(v)
+        except (TypeError, ValueError):
+            size = math.nan
+        if not math.isfinite(size):  # 'inf' was an OverflowError (exit 1); 'x', NaN
+            raise InputError(f"--domain-sizes {path!r}: line {line}: N={v!r} for domain {k!r} "
+                             "is not a finite number; give each domain's population size")
+        if str(k) in sizes:  # the last line won, silently
+            raise InputError(f"--domain-sizes {path!r}: domain {k!r} is listed on lines "
+                             f"{lines[str(k)]} and {line}; give each domain once")
+        sizes[str(k)], lines[str(k)] = int(size), line
+    return sizes
 
 
 def _decision_text(result, *, internal: bool) -> str:

@@ -83,7 +83,7 @@ def _read_recodes(path: str | None):
         return None
     try:
         data = json.loads(utf8_text(Path(path).read_bytes(), f"--recode {path!r}"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise ParameterError(f"--recode {path!r}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
         raise ParameterError("--recode must hold a JSON object {key: {old: new}}")

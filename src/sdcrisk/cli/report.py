@@ -100,7 +100,7 @@ def _report(args) -> Outcome:
     from ..analyses.evaluate import every_method_failed
     from ..analyses.methods import ESTIMATORS, get_estimator
     from ..data.table import Microdata, tabulate
-    from ..report.collect import build_report
+    from ..report.collect import build_report, check_report_options
     from ._common import (
         data_defaults,
         limit_breaches,
@@ -116,6 +116,9 @@ def _report(args) -> Outcome:
     methods = parse_methods(args.methods)
     if not methods:
         raise ParameterError("--methods is empty")
+    check_report_options(kind="internal" if args.internal else "external",  # before the fits
+                         min_count=args.min_count, top=args.top,
+                         risk_threshold=args.risk_threshold)
     limits = parse_limits(args.fail_above)
     contributions = {"headline": True, "auto": True, "none": False}.get(
         args.contributions, args.contributions)
@@ -143,6 +146,12 @@ def _report(args) -> Outcome:
         table = tabulate(sample, population=population)
     else:
         table = tabulate(sample_microdata(args))
+    prot = None
+    if args.protected:  # read before any fit: a bad file is refused at once, not after them
+        prot = Microdata.from_source(
+            args.protected, list(table.keys), weights=args.weights, household=args.household,
+            population_size=float(table.population_size), missing=args.missing,
+            max_levels=args.max_levels)
     options = method_options(args, methods)
     estimators = {name: get_estimator(name, **options[name]) for name in methods}
     for est in estimators.values():  # a misspelt key is the user's error: before any fit
@@ -160,12 +169,8 @@ def _report(args) -> Outcome:
                       f"the page): {exc}", SdcRiskWarning, stacklevel=2)
     breaches = tuple(limit_breaches(results, limits))
     protected = None
-    if args.protected:
+    if prot is not None:
         head = next(iter(results))  # the headline: the first method that fitted
-        prot = Microdata.from_source(
-            args.protected, list(table.keys), weights=args.weights, household=args.household,
-            population_size=float(table.population_size), missing=args.missing,
-            max_levels=args.max_levels)
         protected = get_estimator(head, **options[head]).fit(tabulate(prot))
         # the protected file is the one to release: the gate is its figures (the original's
         # verdict is on the page)

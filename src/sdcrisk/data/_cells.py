@@ -36,6 +36,10 @@ def code_dtype(n_levels: int):
 _code_dtype = code_dtype  # the name analyses/recommend.py uses
 
 
+#: the largest integer a float64 holds exactly with its neighbours (2**53)
+_EXACT_FLOAT = float(2**53)
+
+
 def _format_value(value) -> str:
     if isinstance(value, np.generic):
         value = value.item()
@@ -78,6 +82,18 @@ def encode_column(
                 f"column {name!r} is not categorical: value {_format_value(vals[i])} is not an "
                 f"integer code; "
                 "band it into categories (or give it as text) before using it as a key"
+            )
+        big = np.abs(vals) > _EXACT_FLOAT
+        if big.any():
+            # a code past 2**53 read as a number has lost digits (pyarrow reads a CSV column
+            # with a value past int64 as double), and one past int64 wrapped on the cast
+            # below: distinct codes merged into one category, silently (fuzz sweep 4)
+            i = int(np.flatnonzero(big)[0])
+            raise InputError(
+                f"column {name!r} is not categorical: value {_format_value(vals[i])} is too "
+                "large to be an exact integer code (a number past 2^53 loses digits, so "
+                "distinct codes would merge); recode it to shorter codes, or give it as text "
+                "(e.g. a letter before each code), before using it as a key"
             )
         vals = vals.astype(np.int64)
         values = values.copy()
@@ -123,7 +139,9 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
     if vals.size == 0:
         return np.zeros(len(values), np.int64), ()
     lo, hi = int(vals.min()), int(vals.max())
-    if hi - lo < _INT_RANGE_LOOKUP:
+    # an unsigned code past int64 (a uint64 Parquet column) would overflow the int64 blocks
+    # of the lookup: np.unique takes it as it is
+    if hi - lo < _INT_RANGE_LOOKUP and hi <= np.iinfo(np.int64).max:
         # a lookup table over [lo, hi], filled and applied block by block: no n-long int64
         # temporary (at 3e7 records that was 240 MB a key; issue 20)
         n = len(values)

@@ -58,19 +58,32 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
     types = {c: pa.binary() if as_bytes else pa.string() for c in columns}
     if weights is not None and delimiter == ",":  # elsewhere a decimal comma may be
         types[weights] = pa.float64()                # used: the weights check reads it
-    fmt = ds.CsvFileFormat(
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=NULLS,
-                                             strings_can_be_null=True),
-        read_options=pacsv.ReadOptions(block_size=1 << 24))
+    def dataset(**read):
+        fmt = ds.CsvFileFormat(
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(column_types=types, null_values=NULLS,
+                                                 strings_can_be_null=True),
+            read_options=pacsv.ReadOptions(block_size=1 << 24, **read))
+        return ds.dataset(str(path), format=fmt)
+
     try:
-        data = ds.dataset(str(path), format=fmt)
+        data = dataset()
         names = data.schema.names
     except (pa.ArrowInvalid, OSError) as exc:
         try:
             header = csv_header(path, delimiter, compression)
         except InputError:
             header = None
+        if header is not None and "multiple columns named" in str(exc) and not any(
+                header.count(c) > 1 for c in columns):
+            # names repeated among columns not read (a spreadsheet's trailing empty columns,
+            # ',,' at the end of each line): named apart, as the in-memory reader passes
+            # over them (this reader refused the file)
+            renamed = [h if header.count(h) == 1 else f"{h}\x00{i}"
+                       for i, h in enumerate(header)]
+            data = dataset(column_names=renamed, skip_rows=1)
+            check_present(columns, data.schema.names, path.name)
+            return data, True
         error = csv_error(path.name, header, exc)
         if isinstance(error, NotUtf8) and not as_bytes:  # past the first 64 KiB
             return csv_dataset(path, compression, columns, weights, True)

@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError
+from .labels import shared_labels
+from .outputs import special_file
 from .text import csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
@@ -115,10 +117,23 @@ def resolve_path(source: str | os.PathLike, *, formats: str | None = None) -> Pa
         raise InputError("the data path is empty; give "
                          f"{formats or 'a CSV, Parquet, Stata, SAS or SPSS file'}")
     if not path.exists():
-        raise InputError(f"file not found: {text!r}")
+        raise not_found(text)
     if path.is_dir():
-        raise InputError(f"{text!r} is a directory; give {formats or 'a CSV or Parquet file'}")
+        parts = " (a folder of Parquet parts is streamed by assess only)" \
+            if any(path.glob("*.parquet")) else ""
+        raise InputError(f"{text!r} is a directory{parts}; give "
+                         f"{formats or 'a CSV or Parquet file'}")
     return path
+
+
+def not_found(text: str) -> InputError:
+    """The error for a data path that does not exist: a ``duckdb:`` source where only files
+    are read (protect, --out-of-core) said "file not found"."""
+    if text.startswith(_DUCKDB_PREFIX):
+        return InputError(f"{text!r}: a DuckDB table is read by assess, report, recommend, "
+                          "evaluate and decide in memory, not here; export it to a file first "
+                          "(in duckdb: COPY t TO 't.parquet')")
+    return InputError(f"file not found: {text!r}")
 
 
 @contextlib.contextmanager
@@ -135,6 +150,9 @@ def atomic_path(target: str | os.PathLike) -> Iterator[str]:
     never changed (reading it needs ``os.umask``, process-wide and racy with other threads).
     """
     target = Path(target)
+    special = special_file(target)
+    if special:  # os.replace would put a regular file in place of /dev/null (as root)
+        raise InputError(f"{str(target)!r} is {special}, not a regular file; give a file name")
     folder = target.parent if str(target.parent) else Path(".")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
@@ -160,7 +178,8 @@ def atomic_path(target: str | os.PathLike) -> Iterator[str]:
 def sniff(path: Path) -> str | None:
     """What the first bytes of ``path`` say it is: a compression (``gzip``, ``bz2``, ``zstd``,
     ``lz4``), ``parquet``, a pyreadstat extension (``.dta``, ``.sav``...), ``sqlite``, ``zip``,
-    ``binary`` (NUL bytes in the first 4 KiB) or None (text, as far as can be told)."""
+    ``utf16`` (UTF-16 text), ``binary`` (NUL bytes in the first 4 KiB) or None (text, as far
+    as can be told)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
@@ -171,6 +190,9 @@ def sniff(path: Path) -> str | None:
             return kind
     if head[:1] in (b"\x71", b"\x72", b"\x73") and head[1:2] in (b"\x01", b"\x02"):
         return ".dta"  # Stata 8-12: format byte, then byte order
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+            len(head) >= 8 and not any(head[1:512:2]) and all(head[0:512:2])):
+        return "utf16"  # Excel's "Unicode Text": a byte-order mark, or ASCII with NULs between
     if b"\x00" in head:
         return "binary"
     return None
@@ -206,6 +228,10 @@ def _format_of(path: Path) -> tuple[str, str | None]:
         return "parquet", None
     if kind in ("gzip", "bz2", "zstd", "lz4"):
         return "csv", kind
+    if kind == "utf16":
+        raise InputError(
+            f"{path.name}: the file is UTF-16 text (as Excel saves 'Unicode Text'), which is "
+            "not read; save it as 'CSV UTF-8' (or convert it: iconv -f UTF-16 -t UTF-8)")
     if kind in ("sqlite", "zip", "binary"):
         what = {"sqlite": "an SQLite database",
                 "zip": "a zip archive (an Excel workbook? name it .xlsx)",
@@ -276,7 +302,7 @@ def check_present(columns: Sequence[str], available: Sequence[str], what: str) -
         more = "" if len(available) <= 20 else f" (+{len(available) - 20} more)"
         hint = _close_name(missing[0], available)
         raise InputError(f"{what}: missing column {missing[0]!r}{hint}; available columns: "
-                         f"{shown}{more}{_delimiter_hint(available)}")
+                         f"{shown}{more}{_delimiter_hint(available, what)}")
     for c in columns:
         where = [i + 1 for i, a in enumerate(available) if a == c]
         if len(where) > 1:
@@ -290,17 +316,28 @@ def _close_name(name: str, available: Sequence[str]) -> str:
     """`` (did you mean 'age'?)`` for a name that differs from a column in case or spelling."""
     import difflib
 
+    padded = next((a for a in available if a != a.strip() and a.strip() == name.strip()), None)
+    if padded is not None:  # ' age ': --keys drops the spaces around the names it is given
+        return (f" (the file's column is {padded!r}, with spaces around its name: remove them "
+                "from the header)")
+    comma = next((a for a in available if "," in a and name in a.split(",")), None)
+    if comma is not None:  # 'age,sex': --keys reads it as two names
+        return (f" (the file's column {comma!r} has a comma in its name, which --keys cannot "
+                "give: rename it in the file)")
     folded = {a.lower(): a for a in available}
     close = folded.get(name.lower()) or next(iter(difflib.get_close_matches(
         name, available, n=1, cutoff=0.8)), None)
     return "" if close is None else f" (did you mean {close!r}?)"
 
 
-def _delimiter_hint(available: Sequence[str]) -> str:
+def _delimiter_hint(available: Sequence[str], what: str = "") -> str:
     """For a CSV whose header came back as one column holding another separator
     (``a;b;c``): what to do about it."""
     if len(available) != 1:
         return ""
+    if "," in available[0] and ".tsv" in what.lower():  # a .tsv name means tab-separated
+        return (". The header is one column holding commas: the file looks comma-separated "
+                "but its name ends in .tsv (read as tab-separated); name it .csv")
     for sep, name in ((";", "semicolon"), ("|", "pipe"), ("\t", "tab")):
         if sep in available[0]:
             tsv = " or name it .tsv" if sep == "\t" else ""
@@ -323,6 +360,11 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
         labels = {} if kind == ".xpt" else {"apply_value_formats": True,
                                             "formats_as_category": False}
         frame, _ = reader(str(path), usecols=list(columns), **labels)
+        shared = shared_labels(meta, columns) if labels else {}
+        if shared:  # codes that share a label stay apart, as in the file (and in protect)
+            codes, _ = reader(str(path), usecols=list(shared))
+            for name, names in shared.items():
+                frame[name] = codes[name].map(lambda v, names=names: names.get(v, v))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
@@ -409,7 +451,17 @@ def excel_frame(source: str | os.PathLike, columns: Sequence[str] | None = None)
                 name = sheet
             if columns is not None:
                 header = [str(c) for c in pd.read_excel(book, sheet_name=name, nrows=0).columns]
-                check_present(columns, header, f"{path.name}::{names[0] if name == 0 else name}")
+                where = f"{path.name}::{names[0] if name == 0 else name}"
+                named = [h for h in header if not h.startswith("Unnamed: ")]
+                if len(named) <= 1 and any(c not in header for c in columns) and len(
+                        pd.read_excel(book, sheet_name=name, header=None, nrows=20)
+                        .dropna(how="all")) > 1:
+                    # blank or title rows above the table: "no header" was all it said
+                    raise InputError(
+                        f"{where}: the sheet's first row holds no column names (found: "
+                        f"{', '.join(map(repr, named)) or 'an empty row'}); the first row must "
+                        "be the header: delete the title or blank rows above the table")
+                check_present(columns, header, where)
             frame = pd.read_excel(book, sheet_name=name)
     except InputError:
         raise

@@ -52,7 +52,7 @@ from .csvstream import (
 )
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
-from .io import arrow_column, check_present, detect_format, named_file
+from .io import arrow_column, check_present, detect_format, named_file, not_found
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import decimal_comma_weights, decode_array, printable
@@ -237,7 +237,7 @@ def check_stream_options(path, keys, levels, missing, engine, batch_rows,
         check_level_keys(levels, keys)
     path = check_path(path, function)
     if not path.exists() and named_file(path) != "muargus":  # FILE.rda::DATA: locate() checks
-        raise InputError(f"file not found: {str(path)!r}")
+        raise not_found(str(path))
     return path
 
 
@@ -591,7 +591,7 @@ def count_part(path: str | os.PathLike, keys: Sequence[str], *, weights: str | N
     """
     path = Path(path)
     if not path.exists() and named_file(path) != "muargus":
-        raise InputError(f"file not found: {str(path)!r}")
+        raise not_found(str(path))
     keys = tuple(keys)
     data, is_csv = _dataset(path, list(keys) + ([weights] if weights else []), weights,
                             (weights,))

@@ -43,7 +43,8 @@ class PopulationCounts:
 
 
 def population_counts(sample: Microdata, population: Microdata,
-                       sample_cell_codes: np.ndarray) -> PopulationCounts:
+                       sample_cell_codes: np.ndarray,
+                       sample_counts: np.ndarray | None = None) -> PopulationCounts:
     """F for each of the sample's observed cells (given by their codes), with the
     population's size, cells, uniques and k-anonymity violations.
 
@@ -51,7 +52,8 @@ def population_counts(sample: Microdata, population: Microdata,
     ------
     InputError
         Keys or levels that differ between sample and population, or a sample cell that
-        the population does not have (the sample does not come from it).
+        the population does not have, or has fewer records in than ``sample_counts`` (the
+        sample does not come from it).
     """
     if sample.keys != population.keys:
         raise InputError(
@@ -88,6 +90,13 @@ def population_counts(sample: Microdata, population: Microdata,
             "does not come from this population"
         )
     big_f = pcounts[pos].astype(np.int64)
+    if sample_counts is not None and (big_f < sample_counts).any():
+        # was "cell 0: big_f=1 < f=50" from the measures, after the fits
+        over = np.flatnonzero(big_f < sample_counts)
+        raise InputError(
+            f"{len(over)} sample cell(s) hold more records than the population has in them "
+            f"(e.g. {int(sample_counts[over[0]])} against {int(big_f[over[0]])}); the sample "
+            "does not come from this population")
     kav = {k: int(pcounts[pcounts < k].sum()) for k in (2, 3, 5)}
     return PopulationCounts(
         counts=big_f,

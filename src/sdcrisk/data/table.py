@@ -216,7 +216,9 @@ class Microdata:
         """
         rows = _cells.check_index(rows, self.n, name="rows", item="record")
         if rows.size == 0:
-            raise InputError("the sample is empty: no record was drawn")
+            raise InputError("the sample is empty: no record was drawn; raise the sampling "
+                             "fraction (--fraction on the command line) or draw a number of "
+                             "records (--n)")
         w = None if self.weights is None else self.weights[rows]
         hh = None if self.household is None else self.household[rows]
         big_n, how = resolve_population_size(len(rows), w, population_size, sampling_fraction)
@@ -739,7 +741,7 @@ def _tabulate_codes(md: Microdata, population: Microdata | None) -> CellTable:
                                      minlength=len(cells))
     pop = None
     if population is not None:
-        pop = population_counts(md, population, cell_codes)
+        pop = population_counts(md, population, cell_codes, counts)
     return CellTable(
         keys=md.keys,
         levels=md.levels,

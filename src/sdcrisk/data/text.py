@@ -35,7 +35,15 @@ def csv_header(path: Path, delimiter: str, compression: str | None = None) -> li
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    opts = pacsv.ReadOptions(block_size=1 << 16)
+    # a header line longer than a block (thousands of columns) read as "no line break":
+    # the block grows to hold the first line, up to 16 MiB
+    size = 1 << 16
+    while size < 1 << 24:
+        head = head_bytes(path, compression, size)
+        if b"\n" in head or len(head) < size:  # a line, or the whole file in one block
+            break
+        size <<= 2
+    opts = pacsv.ReadOptions(block_size=size)
     try:
         with pa.input_stream(str(path), compression=compression) as stream:
             reader = pacsv.open_csv(

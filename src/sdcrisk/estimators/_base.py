@@ -224,6 +224,10 @@ class Estimator(ABC):
             if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
                     or not 0 < value < 1):
                 raise ParameterError(f"{name}={value!r} must be a number in (0, 1)")
+        if (1 + self.ci_level) / 2 >= 1:  # 0.9999999999999999: the quantile of 1 (exit 1)
+            raise ParameterError(f"ci_level={self.ci_level!r} is too close to 1 for an "
+                                 "interval (its upper quantile (1 + level) / 2 rounds to 1); "
+                                 "use at most 0.999999")
         if hasattr(self, "random_state"):
             check_seed(self.random_state)
         self._validate()

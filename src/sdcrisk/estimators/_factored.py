@@ -144,10 +144,13 @@ def join_support(positive: dict, keys, gens, shape, *, limit: int | None = None)
     placed = [first]
     for j in order[1:]:
         d = shape[j]
-        if part.shape[0] * d > 4 * limit:
-            check_memory(part.shape[0] * d * 3.0, what=f"the join of {part.shape[0]:,} x {d} "
-                         "cells of a log-linear block", remedies="use the dense engine, "
-                         "partition the table or use fewer keys")
+        # per candidate cell: the mask (1 byte), np.nonzero's two int64 indices and the
+        # joined rows' int16 codes twice (part[rows], the concatenation); checked at every
+        # step (3 bytes a cell, past 8e8 cells only, let a 30-key all-2-way join grow past
+        # the machine's memory: killed)
+        check_memory(part.shape[0] * d * (17.0 + 4 * (len(placed) + 1)),
+                     what=f"the join of {part.shape[0]:,} x {d} cells of a log-linear block",
+                     remedies="use the dense engine, partition the table or use fewer keys")
         ok = np.broadcast_to(positive[(j,)][None, :], (part.shape[0], d)).copy()
         for g in gens:
             if j not in g or len(g) == 1 or not set(g) <= set(placed) | {j}:

@@ -74,6 +74,9 @@ def _check_prior(name: str, value) -> None:
 #: most MCMC iterations per chain (``iterations``, ``burn_in``, ``max_iterations``): more is
 #: a slip that would run for months
 MAX_ITERATIONS = 10_000_000
+#: chains at most: each runs the whole sampler (10,000 chains of 10 iterations ran for
+#: minutes); four give R-hat
+MAX_CHAINS = 1_000
 #: largest ``tolerance`` (records): split-chain means of tau1 or tau2 that differ by more
 #: than one person are not "practically equal" (tolerance=1e6 turned every check off)
 MAX_TOLERANCE = 1.0
@@ -107,6 +110,10 @@ class _MixedMembershipBase(Estimator):
 
     def _validate(self) -> None:
         check_int("chains", self.chains, 1)
+        if self.chains > MAX_CHAINS:
+            raise ParameterError(f"chains={self.chains} is too many: at most {MAX_CHAINS:,} "
+                                 "(each chain runs the whole sampler; 4 give R-hat); give e.g. "
+                                 "4 or 8")
         if self.iterations is not None:
             check_int("iterations", self.iterations, 1)
         check_int("burn_in", self.burn_in, 0)

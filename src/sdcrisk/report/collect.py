@@ -50,6 +50,7 @@ from .verdict import normalise_limits
 
 __all__ = [
     "build_report",
+    "check_report_options",
     "write_report",
     "variable_contributions",
     "category_contributions",
@@ -452,6 +453,13 @@ def _as_results(results) -> dict[str, RiskResult]:
                              f"{', '.join(sorted(prints))}); a report describes one file: "
                              "fit every method on the same table")
     return out
+
+
+def check_report_options(*, kind: str = "external", min_count: int = 3, top: int = 20,
+                         risk_threshold: float | None = None, bins: int = 10) -> None:
+    """The checks :func:`build_report` makes of its options, for a caller to make before
+    fitting the methods (the CLI: ``--top 0`` was refused only after every fit)."""
+    _validate(kind, min_count, top, risk_threshold, bins)
 
 
 def _validate(kind, min_count, top, risk_threshold, bins):

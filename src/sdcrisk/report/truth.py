@@ -107,7 +107,8 @@ def population_of(table: CellTable, population: Microdata | None):
         raise ParameterError(f"truth must be the population as a Microdata, not "
                              f"{type(population).__name__}")
     sample = SimpleNamespace(keys=table.keys, levels=table.levels)  # what it reads of a sample
-    return population_counts(sample, population, table.cell_codes)  # type: ignore[arg-type]
+    return population_counts(sample, population, table.cell_codes,  # type: ignore[arg-type]
+                             table.counts)
 
 
 def truth_figures(results: Mapping[str, RiskResult], pop, bins: int = 10) -> dict:
