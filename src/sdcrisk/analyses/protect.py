@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..data.frames import check_output_path, output_format, read_frame, write_frame
-from ..data.io import check_present, source_name
+from ..data.columns import check_present
+from ..data.io import source_name
 from ..data.sizes import short_repr
 from ..data.table import Microdata, check_keys, tabulate
 from ..data.text import decode_text

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..exceptions import InputError
-from .io import check_present
+from .columns import check_present
 from .text import csv_delimiter, csv_header, decode_array, head_bytes, printable
 
 __all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "infer_type",

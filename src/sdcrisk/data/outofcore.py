@@ -52,7 +52,8 @@ from .csvstream import (
 )
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
-from .io import arrow_column, check_present, detect_format, named_file, not_found
+from .columns import check_present
+from .io import arrow_column, detect_format, named_file, not_found
 from .sizes import check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import decimal_comma_weights, decode_array, printable
