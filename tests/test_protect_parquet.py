@@ -126,3 +126,37 @@ def test_input_changed_before_the_write_and_the_output_checked_first(tmp_path, c
     assert main(["protect", str(src), "--keys", "region", "--k-anonymity", "3",
                  "--population-size", "1000", "--out", str(out)]) == 2
     assert "exists" in capsys.readouterr().err and out.read_bytes() == b"old"
+
+
+def test_uint64_codes_past_int64_kept_exact_or_refused(tmp_path, capsys):
+    """Codes past int64 (a uint64 column): suppressed as nulls of the uint64 column in
+    Parquet, written digit for digit in a CSV, and refused for Stata / SPSS, which hold
+    numbers as doubles (2^63 + 5 and 2^63 + 7 would merge there)."""
+    codes = [2**63 + 5, 2**63 + 7, 2**64 - 1]
+    ids = [codes[i % 3] for i in range(30)] + [codes[0]]  # codes[0] 11 times, others 10
+    sexes = ["a"] * 30 + ["b"]  # the last record is alone: k = 2 suppresses a value of it
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": pa.array(ids, type=pa.uint64()), "sex": sexes}), path)
+    out = tmp_path / "out.parquet"
+    assert main(["protect", str(path), "--keys", "id,sex", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(out)]) == 0
+    assert "values suppressed: 1 (" in capsys.readouterr().out
+    table = pq.read_table(out)
+    assert table.schema.field("id").type == pa.uint64()
+    got = table.column("id").to_pylist()
+    assert [g for g in got if g is not None] == [i for i, g in zip(ids, got) if g is not None]
+    assert set(got) - {None} <= set(codes)
+    csv = tmp_path / "out.csv"
+    assert main(["protect", str(path), "--keys", "id,sex", "--k-anonymity", "2",
+                 "--whole-population", "--method", "nb", "--out", str(csv)]) == 0
+    capsys.readouterr()
+    assert csv.read_text().splitlines()[1:4] == [f"{c},a" for c in codes]
+    for suffix in (".dta", ".sav"):
+        if suffix == ".sav":
+            pytest.importorskip("pyreadstat")
+        bad = tmp_path / f"out{suffix}"
+        assert main(["protect", str(path), "--keys", "id,sex", "--k-anonymity", "2",
+                     "--whole-population", "--method", "nb", "--out", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert "holds integer codes past 2^53 (e.g. 9223372036854775813)" in err
+        assert ".parquet or .csv" in err and not bad.exists()

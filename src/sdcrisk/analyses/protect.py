@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..data.frames import check_output_path, output_format, read_frame, write_frame
 from ..data.columns import check_present
+from ..data.frames import check_output_path, output_format, read_frame, write_frame
 from ..data.io import source_name
 from ..data.sizes import short_repr
 from ..data.table import Microdata, check_keys, tabulate
@@ -106,7 +106,9 @@ def _key_values(col):
         out = col.astype(object).where(~miss, None)
         return out.map(lambda v: v if v is None else str(v).strip())
     if pd.api.types.is_extension_array_dtype(col) and col.dtype.kind in "iu":
-        col = col.astype(float)  # a suppressed integer key (Int64): pd.NA as NaN
+        # a suppressed integer key (Int64, UInt64): pd.NA as None, the codes as exact ints
+        # (as floats, codes past 2^53 would lose digits)
+        return col.astype(object).where(col.notna(), None)
     return col.where(~miss)
 
 
@@ -524,7 +526,7 @@ def _parse_target(spec: str):
 
 def _frame_suppress(frame, key: str, rows: np.ndarray):
     """Blank ``rows`` of a key column: "" in a text column (CSV cells, Stata strings), a
-    missing value otherwise (integer columns become pandas' nullable Int64 to hold it, so
+    missing value otherwise (integer columns become pandas' nullable Int64 (UInt64) to hold it, so
     that a CSV output writes 3, not 3.0; booleans become float)."""
     import pandas as pd
 
@@ -533,8 +535,8 @@ def _frame_suppress(frame, key: str, rows: np.ndarray):
         # a dictionary-encoded Parquet column or a labelled Stata/SPSS one: a blank is no
         # category of it, so the column is written as its plain values
         col = col.astype(object)
-    if col.dtype.kind in "iu":
-        col = col.astype("Int64")
+    if col.dtype.kind in "iu":  # unsigned 64-bit codes past int64 keep their type
+        col = col.astype("UInt64" if col.dtype == np.uint64 else "Int64")
     elif col.dtype.kind == "b":
         col = col.astype(float)
     if pd.api.types.is_string_dtype(col) or col.dtype == object:

@@ -347,6 +347,8 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
                 frame = _typed(frame)  # text in, typed format out: as pandas reads its CSV
             elif fmt == "parquet" and "value_labels" in frame.attrs:
                 frame = _missing_text_as_null(frame)  # Stata or SPSS in, Parquet out
+            if fmt != "parquet":
+                _refuse_inexact_codes(frame, fmt, path)
             try:
                 if fmt == "parquet":
                     frame.to_parquet(tmp, index=False)
@@ -431,9 +433,34 @@ def _arrow_key(col):
     values = col.astype(object).where(col.notna(), None)
     try:
         return pa.array(values, from_pandas=True)
+    except OverflowError:  # integer codes past int64 (a uint64 column)
+        return pa.array(values, type=pa.uint64(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array([None if v is None else str(int(v)) if isinstance(v, float)
                          and v.is_integer() else str(v) for v in values], type=pa.string())
+
+
+def _refuse_inexact_codes(frame, fmt: str, path: Path) -> None:
+    """Stata and SPSS hold numbers as doubles (or 32-bit integers): integer codes past 2^53
+    would lose digits there, and distinct codes would merge in the written file.
+
+    Raises
+    ------
+    ParameterError
+        Naming the column, a code and the formats that hold it.
+    """
+    for c in frame.columns:
+        col = frame[c]
+        if col.dtype.kind not in "iu" or not col.notna().any():
+            continue
+        present = col.dropna()
+        big = present.astype(object).map(lambda v: abs(int(v)) > 2**53)
+        if big.any():
+            what = "a Stata" if fmt == "dta" else "an SPSS"
+            raise ParameterError(
+                f"--out {str(path)!r}: column {str(c)!r} holds integer codes past 2^53 (e.g. "
+                f"{present[big].iloc[0]}), which {what} file stores as doubles that lose "
+                "digits, so distinct codes would merge; write .parquet or .csv instead")
 
 
 def _write_labelled(frame, tmp: str, fmt: str) -> None:

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..exceptions import InputError
 from . import _cells, outofcore
-from .duckdb_engine import duckdb_session, import_duckdb
 from .columns import check_present
+from .duckdb_engine import duckdb_session, import_duckdb
 from .io import arrow_column, detect_format, parquet_parts
 from .outofcore import check_stream_options
 from .sizes import memory_limit, resolve_population_size

@@ -610,8 +610,13 @@ def _object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
     """An object array with missing entries as int, float or str (numbers stay numbers)."""
     present = [v for v, m in zip(values, miss, strict=True) if not m]
     if present and all(isinstance(v, int | np.integer) for v in present):
-        return np.array([0 if m else int(v) for v, m in zip(values, miss, strict=True)],
-                        dtype=np.int64)
+        ints = [0 if m else int(v) for v, m in zip(values, miss, strict=True)]
+        for dtype in (np.int64, np.uint64):  # codes past int64 (a UInt64 column) as uint64
+            try:
+                return np.array(ints, dtype=dtype)
+            except OverflowError:
+                continue
+        # past both (e.g. 2^64 and -1): exact as text
     if present and all(isinstance(v, int | float | np.number) for v in present):
         return np.array([np.nan if m else float(v) for v, m in zip(values, miss, strict=True)])
     return np.where(miss, "", values).astype(str)
