@@ -578,3 +578,52 @@ def test_loglinear_join_over_many_keys_is_refused_by_the_memory_limit(capsys, tm
                         "all-2-way")
     _clear(code, err, 2, ("the join of", "cells of a log-linear block", "memory limit is 256.0 MiB",
                           "fewer keys"))
+
+
+# --- after the sweep: output names, recommend's empty lists, an empty recode map ---------
+
+@pytest.mark.parametrize("command", ["assess", "report", "protect"])
+def test_an_output_name_ending_in_a_slash_is_refused(capsys, tmp_path, command):
+    """Path('x.csv/') is x.csv: the slash (a folder meant) was dropped and a file written."""
+    path = tmp_path / "s.csv"
+    _frame().to_csv(path, index=False)
+    out = tmp_path / "x.csv"
+    extra = ["--k-anonymity", "2"] if command == "protect" else []
+    code, _, err = _run(capsys, command, path, "--keys", "a,b", "--population-size", "1000",
+                        "--method", "nb", *extra, "--out", f"{out}/")
+    _clear(code, err, 2, ["ends with a slash, naming a folder", f"{str(out)!r}"])
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("--actions", "", ["--actions '' names no action", "suppression,recoding"]),
+    ("--actions", " , ", ["names no action"]),
+    ("--change-keys", "", ["--change-keys '' names no key", "leave it out"]),
+])
+def test_recommend_refuses_an_empty_list(capsys, tmp_path, option, value, words):
+    """--actions '' made no plan and printed an empty table; --change-keys '' let every
+    key change, as if it had not been given."""
+    path = tmp_path / "s.csv"
+    _frame().to_csv(path, index=False)
+    code, _, err = _run(capsys, "recommend", path, "--keys", "a,b", "--population-size",
+                        "1000", "--method", "nb", "--target", "1", option, value)
+    _clear(code, err, 2, words)
+
+
+def test_protect_with_an_empty_recode_map_says_none_merged(capsys, tmp_path):
+    path = tmp_path / "s.csv"
+    _frame().to_csv(path, index=False)
+    rec = tmp_path / "r.json"
+    rec.write_text('{"a": {}}')
+    code, out, err = _run(capsys, "protect", path, "--keys", "a,b", "--recode", rec,
+                          "--population-size", "1000", "--method", "nb", "--out",
+                          tmp_path / "o.csv")
+    assert code == 0, err
+    assert "categories merged: none" in out and "categories merged in a" not in out
+
+
+def test_join_support_memory_message_names_typeable_remedies():
+    from sdcrisk.estimators._factored import _JOIN_REMEDIES
+
+    assert "--terms" in _JOIN_REMEDIES and "--partition" in _JOIN_REMEDIES
+    assert "engine='dense'" in _JOIN_REMEDIES

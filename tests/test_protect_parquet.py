@@ -144,7 +144,8 @@ def test_uint64_codes_past_int64_kept_exact_or_refused(tmp_path, capsys):
     table = pq.read_table(out)
     assert table.schema.field("id").type == pa.uint64()
     got = table.column("id").to_pylist()
-    assert [g for g in got if g is not None] == [i for i, g in zip(ids, got) if g is not None]
+    assert [g for g in got if g is not None] == [i for i, g in zip(ids, got, strict=True)
+                                                 if g is not None]
     assert set(got) - {None} <= set(codes)
     csv = tmp_path / "out.csv"
     assert main(["protect", str(path), "--keys", "id,sex", "--k-anonymity", "2",

@@ -58,6 +58,9 @@ def check_outputs(args) -> None:
         if not isinstance(value, str) or not value.strip():
             raise ParameterError(f"{flag} is empty; give a file name")
         path = Path(value)
+        if value.endswith(("/", os.sep)):  # Path drops the slash: 'x.csv/' would write x.csv
+            raise ParameterError(f"{flag} {value!r} ends with a slash, naming a folder; give a "
+                                 f"file name, e.g. {value.rstrip('/' + os.sep)!r}")
         if attr == "plot" and path.suffix.lower() not in (".png", ".svg"):
             raise ParameterError(f"{flag} {value!r}: the file must end in .png or .svg (the "
                                  "suffix picks the format)")

@@ -412,6 +412,12 @@ def _recommend(args) -> str:
     from ._common import options_for, parse_keys, sample_microdata
 
     objective, value = _recommend_target(args.target, args.objective)  # before reading
+    if not args.actions.replace(",", "").strip():
+        raise ParameterError(f"--actions {args.actions!r} names no action; give suppression, "
+                             "recoding or both (suppression,recoding, the default)")
+    if args.change_keys is not None and not args.change_keys.replace(",", "").strip():
+        raise ParameterError(f"--change-keys {args.change_keys!r} names no key; leave it out "
+                             "to let every key change")
     md = sample_microdata(args)
     target = RiskTarget(objective=objective.replace("-", "_"), value=value,
                         risk_threshold=args.risk_threshold)

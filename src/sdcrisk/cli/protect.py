@@ -148,11 +148,11 @@ def _text(prot, out: Path) -> str:
                      f"{prot.k_violations_after:,} after")
     lines.append(f"values suppressed: {d['values_suppressed']:,} ("
                  + ", ".join(f"{k} {v:,}" for k, v in prot.suppressed.items()) + ")")
-    if prot.merged:
-        for key, groups in prot.merged.items():
-            text = "; ".join(f"{{{', '.join(olds)}}} -> {new}" for new, olds in groups.items())
-            lines.append(f"categories merged in {key}: {text}")
-    else:
+    merged = {key: groups for key, groups in (prot.merged or {}).items() if groups}
+    for key, groups in merged.items():
+        text = "; ".join(f"{{{', '.join(olds)}}} -> {new}" for new, olds in groups.items())
+        lines.append(f"categories merged in {key}: {text}")
+    if not merged:  # no recode, or a recode map with no entry ({"c": {}})
         lines.append("categories merged: none")
     cb, ca = prot.combinations_before, prot.combinations_after
     if cb is not None and ca is not None:

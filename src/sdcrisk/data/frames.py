@@ -67,6 +67,9 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
     """
     if isinstance(out, str) and not out.strip():  # Path("") is '.', which it then named
         raise ParameterError("--out is empty; give a file name, e.g. protected.csv")
+    if str(out).endswith(("/", os.sep)):  # Path drops the slash: 'x.csv/' would write x.csv
+        raise ParameterError(f"--out {str(out)!r} ends with a slash, naming a folder; give a "
+                             f"file name, e.g. {str(out).rstrip('/' + os.sep)!r}")
     out = Path(out)
     fmt = output_format(out)
     targets = [out] + ([out.with_suffix(".rda")] if fmt == "asc" else [])

@@ -55,6 +55,11 @@ _CACHE_BLOCK = 200_000
 _DIRECT = 1 << 22
 
 
+#: what a user can do about a join support too large for memory (flags and options)
+_JOIN_REMEDIES = ("use fewer keys, fewer terms (--terms) or partition the table (--partition "
+                  "KEY); in Python a small key space also fits densely "
+                  "(LogLinearRisk(engine='dense'))")
+
 def support_size_limit() -> int:
     """Largest join support one block may hold (float64 value + int16 codes per cell)."""
     return 200_000_000
@@ -150,7 +155,7 @@ def join_support(positive: dict, keys, gens, shape, *, limit: int | None = None)
         # the machine's memory: killed)
         check_memory(part.shape[0] * d * (17.0 + 4 * (len(placed) + 1)),
                      what=f"the join of {part.shape[0]:,} x {d} cells of a log-linear block",
-                     remedies="use the dense engine, partition the table or use fewer keys")
+                     remedies=_JOIN_REMEDIES)
         ok = np.broadcast_to(positive[(j,)][None, :], (part.shape[0], d)).copy()
         for g in gens:
             if j not in g or len(g) == 1 or not set(g) <= set(placed) | {j}:
@@ -165,7 +170,7 @@ def join_support(positive: dict, keys, gens, shape, *, limit: int | None = None)
         if part.shape[0] > limit:
             check_memory(float(part.shape[0]) * (8 + 2 * len(keys)) * 4, what="the join "
                          f"support of a log-linear block ({part.shape[0]:,} cells)",
-                         remedies="use the dense engine, partition the table or use fewer keys")
+                         remedies=_JOIN_REMEDIES)
     return tuple(order), part
 
 
