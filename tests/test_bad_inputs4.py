@@ -627,3 +627,18 @@ def test_join_support_memory_message_names_typeable_remedies():
 
     assert "--terms" in _JOIN_REMEDIES and "--partition" in _JOIN_REMEDIES
     assert "engine='dense'" in _JOIN_REMEDIES
+
+
+def test_object_integers_past_int64_and_uint64_stay_exact():
+    """A frame column of Python ints: int64, else uint64, else (2^64 beside -1) text, each
+    code exact; as floats 2^64 and 2^64 + 1 would merge."""
+    from sdcrisk.data.io import _object_values
+
+    miss = np.array([False, False, False, True])
+    got = _object_values(np.array([2**64, 2**64 + 1, -1, None], dtype=object), miss)
+    assert got.tolist() == ["18446744073709551616", "18446744073709551617", "-1", ""]
+    got = _object_values(np.array([2**63 + 1, 5, 7, None], dtype=object), miss)
+    assert got.dtype == np.uint64 and got[:3].tolist() == [2**63 + 1, 5, 7]
+    md = Microdata.from_source({"a": [2**64, 2**64 + 1, -1, 2**64]}, ["a"],
+                               population_size=10)
+    assert md.n_levels == (3,)

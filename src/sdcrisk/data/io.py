@@ -616,7 +616,7 @@ def _object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
                 return np.array(ints, dtype=dtype)
             except OverflowError:
                 continue
-        # past both (e.g. 2^64 and -1): exact as text
+        return np.where(miss, "", values).astype(str)  # past both (2^64 and -1): exact text
     if present and all(isinstance(v, int | float | np.number) for v in present):
         return np.array([np.nan if m else float(v) for v, m in zip(values, miss, strict=True)])
     return np.where(miss, "", values).astype(str)
