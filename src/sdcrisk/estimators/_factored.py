@@ -60,6 +60,7 @@ _JOIN_REMEDIES = ("use fewer keys, fewer terms (--terms) or partition the table 
                   "KEY); in Python a small key space also fits densely "
                   "(LogLinearRisk(engine='dense'))")
 
+
 def support_size_limit() -> int:
     """Largest join support one block may hold (float64 value + int16 codes per cell)."""
     return 200_000_000
