@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.io import atomic_path
-from ..data.outputs import cannot_create_in, special_file
+from ..data.outputs import cannot_create_in, refuse_folder_name, special_file
 from ..exceptions import ParameterError
 
 __all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",
@@ -58,9 +58,7 @@ def check_outputs(args) -> None:
         if not isinstance(value, str) or not value.strip():
             raise ParameterError(f"{flag} is empty; give a file name")
         path = Path(value)
-        if value.endswith(("/", os.sep)):  # Path drops the slash: 'x.csv/' would write x.csv
-            raise ParameterError(f"{flag} {value!r} ends with a slash, naming a folder; give a "
-                                 f"file name, e.g. {value.rstrip('/' + os.sep)!r}")
+        refuse_folder_name(value, flag)
         if attr == "plot" and path.suffix.lower() not in (".png", ".svg"):
             raise ParameterError(f"{flag} {value!r}: the file must end in .png or .svg (the "
                                  "suffix picks the format)")

@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
-from .outputs import cannot_create_in, special_file
+from .outputs import cannot_create_in, refuse_folder_name, special_file
 from .table import Microdata
 from .text import (
     NOT_UTF8_READ_AS,
@@ -67,9 +67,7 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
     """
     if isinstance(out, str) and not out.strip():  # Path("") is '.', which it then named
         raise ParameterError("--out is empty; give a file name, e.g. protected.csv")
-    if str(out).endswith(("/", os.sep)):  # Path drops the slash: 'x.csv/' would write x.csv
-        raise ParameterError(f"--out {str(out)!r} ends with a slash, naming a folder; give a "
-                             f"file name, e.g. {str(out).rstrip('/' + os.sep)!r}")
+    refuse_folder_name(str(out), "--out")
     out = Path(out)
     fmt = output_format(out)
     targets = [out] + ([out.with_suffix(".rda")] if fmt == "asc" else [])
@@ -457,7 +455,7 @@ def _refuse_inexact_codes(frame, fmt: str, path: Path) -> None:
         if col.dtype.kind not in "iu" or not col.notna().any():
             continue
         present = col.dropna()
-        big = present.astype(object).map(lambda v: abs(int(v)) > 2**53)
+        big = (present > 2**53) | (present < -(2**53))  # exact for int64, uint64, Int64
         if big.any():
             what = "a Stata" if fmt == "dta" else "an SPSS"
             raise ParameterError(

@@ -10,7 +10,9 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["cannot_create_in", "special_file"]
+from ..exceptions import ParameterError
+
+__all__ = ["cannot_create_in", "refuse_folder_name", "special_file"]
 
 
 def special_file(path: Path) -> str | None:
@@ -38,3 +40,17 @@ def cannot_create_in(folder: Path) -> str | None:
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return None
+
+
+def refuse_folder_name(value: str, flag: str) -> None:
+    """Refuse an output name ending in a slash: it names a folder, and ``Path`` drops the
+    slash, so ``x.csv/`` would write the file ``x.csv``.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``flag``, the value and the file name without the slash.
+    """
+    if value.endswith(("/", os.sep)):
+        raise ParameterError(f"{flag} {value!r} ends with a slash, naming a folder; give a "
+                             f"file name, e.g. {value.rstrip('/' + os.sep)!r}")
