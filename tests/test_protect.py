@@ -194,6 +194,27 @@ def test_output_path_checked_before_any_work(tmp_path, capsys):
     assert code == 2 and "--whole-population" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "no" / "x.csv", "the folder {folder!r} does not exist; create it first"),
+    (lambda d: (d / "dir.csv").mkdir() or d / "dir.csv", "is a directory; give a file name"),
+    (lambda d: os.mkfifo(d / "pipe.csv") or d / "pipe.csv",
+     "is a named pipe, not a regular file; give a file name"),
+])
+def test_protect_and_assess_refuse_a_bad_output_alike(tmp_path, capsys, make, message):
+    """One check of an output's kind and folder (data.outputs.check_target) for protect's
+    --out and the other commands' --out: the same refusal, in the same words."""
+    df, path = _small_csv(tmp_path)
+    target = make(tmp_path)
+    expected = message.format(folder=str(target.parent))
+    assert main(["protect", str(path), "--keys", "age,sex", "--k-anonymity", "2",
+                 "--population-size", "1200", "--out", str(target)]) == 2
+    protect_err = capsys.readouterr().err
+    assert main(["assess", str(path), "--keys", "age,sex", "--population-size", "1200",
+                 "--method", "nb", "--out", str(target)]) == 2
+    assess_err = capsys.readouterr().err
+    assert expected in protect_err and expected in assess_err
+
+
 def test_key_combinations_count_cells_of_the_key_space_and_patterns_apart(tmp_path, capsys):
     # (a, b): (1,1) twice, (1,2), (2,2) twice: 3 cells. 2-anonymity with b the least
     # important suppresses b of the lone (1,2); (1, missing) matches (1,1) and (1,2), so every

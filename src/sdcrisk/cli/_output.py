@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.io import atomic_path
-from ..data.outputs import cannot_create_in, refuse_folder_name, special_file
+from ..data.outputs import check_target
 from ..exceptions import ParameterError
 
 __all__ = ["OUTPUT_OPTIONS", "check_outputs", "check_arguments", "write_text", "atomic_path",
@@ -55,36 +55,14 @@ def check_outputs(args) -> None:
         value = getattr(args, attr, None)
         if value is None:
             continue
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str):
             raise ParameterError(f"{flag} is empty; give a file name")
-        path = Path(value)
-        refuse_folder_name(value, flag)
-        if attr == "plot" and path.suffix.lower() not in (".png", ".svg"):
+        if attr == "plot" and value.strip() and not value.endswith(("/", os.sep)) \
+                and Path(value).suffix.lower() not in (".png", ".svg"):
             raise ParameterError(f"{flag} {value!r}: the file must end in .png or .svg (the "
                                  "suffix picks the format)")
-        if path.is_dir():
-            raise ParameterError(f"{flag} {value!r} is a directory; give a file name, e.g. "
-                                 f"{str(path / ('result' + _suffix(attr)))!r}")
-        special = special_file(path)
-        if special:  # /dev/null: the atomic write would replace it with a regular file
-            raise ParameterError(f"{flag} {value!r} is {special}, not a regular file; give a "
-                                 "file name, or leave out " + flag +
-                                 (" to print to the terminal" if attr == "out" else ""))
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.exists():
-            raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} does not "
-                                 "exist; create it first or choose another path")
-        if not folder.is_dir():
-            raise ParameterError(f"{flag} {value!r}: {str(folder)!r} is not a folder")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ParameterError(f"{flag} {value!r}: the folder {str(folder)!r} is not "
-                                 "writable; choose another path")
-        reason = cannot_create_in(folder)
-        if reason:  # /proc, a read-only file system: the write failed after the work (exit 1)
-            raise ParameterError(f"{flag} {value!r}: no file can be created in the folder "
-                                 f"{str(folder)!r} ({reason}); choose another path")
-        if path.exists() and not os.access(path, os.W_OK):
-            raise ParameterError(f"{flag} {value!r}: the file exists and is read-only")
+        path = check_target(value, flag, example="result" + _suffix(attr),
+                            instead=" to print to the terminal" if attr == "out" else "")
         resolved = path.resolve()
         if resolved in inputs:
             raise ParameterError(f"{flag} {value!r} is {inputs[resolved]}; writing there "

@@ -16,7 +16,7 @@ import numpy as np
 from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
-from .outputs import cannot_create_in, refuse_folder_name, special_file
+from .outputs import check_target, refuse_folder_name
 from .table import Microdata
 from .text import (
     NOT_UTF8_READ_AS,
@@ -62,8 +62,9 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
     Raises
     ------
     ParameterError
-        The output is the input file, exists (without ``overwrite``), has an unknown
-        extension, or its folder does not exist or is not writable.
+        The output is the input file, exists (without ``overwrite``) or has an unknown
+        extension; or :func:`~sdcrisk.data.outputs.check_target` refuses it (a folder, a
+        device or pipe, a folder that is missing or where no file can be created).
     """
     if isinstance(out, str) and not out.strip():  # Path("") is '.', which it then named
         raise ParameterError("--out is empty; give a file name, e.g. protected.csv")
@@ -82,23 +83,11 @@ def check_output_path(out: str | os.PathLike, source: Any, *, overwrite: bool = 
                     raise ParameterError(f"--out {str(out)!r} {what}; protect never "
                                          "overwrites its input: give another file name")
     for target in targets:
-        special = special_file(target)
-        if special:  # os.replace would put a regular file in place of the device or pipe
-            raise ParameterError(f"--out {str(target)!r} is {special}, not a regular file; "
-                                 "give a file name")
+        check_target(target, "--out", example="protected" + (out.suffix or ".csv"))
         if target.exists() and not overwrite:
             also = "" if target == out else f" (an .asc output writes its {target.name} too)"
             raise ParameterError(f"--out {str(out)!r}: {str(target)!r} exists{also}; remove "
                                  "it, choose another name or add --overwrite")
-    folder = out.resolve().parent
-    if not folder.is_dir():
-        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ParameterError(f"--out {str(out)!r}: the folder {str(folder)!r} is not writable")
-    reason = cannot_create_in(folder)
-    if reason:  # /proc, a read-only file system: os.access said yes
-        raise ParameterError(f"--out {str(out)!r}: no file can be created in the folder "
-                             f"{str(folder)!r} ({reason}); choose another path")
     return out
 
 
