@@ -98,6 +98,27 @@ def test_shared_label_risk_agrees_with_protect(capsys, tmp_path):
     assert "observed cells 3; sample uniques 2" in out
 
 
+@pytest.mark.parametrize("kind", ["sav", "dta"])
+def test_unlabelled_codes_of_a_partly_labelled_key_read_as_written(tmp_path, kind):
+    """Codes 2 and 4 of a key whose 1 and 3 have labels were categories '2.0' and '4.0'
+    (SPSS stores doubles; with labels applied the column mixes text and numbers), and a
+    recode plan printed "merge {2.0, three}"."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    df = pd.DataFrame({"a": [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 4.0], "b": [1.0] * 7})
+    path = tmp_path / f"partly.{kind}"
+    if kind == "sav":
+        pyreadstat.write_sav(df, str(path), variable_value_labels={"a": {1.0: "one",
+                                                                         3.0: "three"}})
+    else:
+        pyreadstat.write_dta(df.astype(int), str(path),
+                             variable_value_labels={"a": {1: "one", 3: "three"}})
+    md = Microdata.from_source(path, ["a", "b"], population_size=1000)
+    assert sorted(map(str, md.levels[0])) == ["2", "4", "one", "three"]
+    counts = dict(zip(map(str, md.levels[0]), np.bincount(np.asarray(md.codes[0])).tolist(),
+                      strict=True))
+    assert counts == {"one": 1, "2": 2, "three": 1, "4": 3}
+
+
 # --- names the user cannot type -----------------------------------------------------------
 
 @pytest.mark.parametrize(("header", "keys", "words"), [

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from .columns import check_present, close_name
-from .labels import shared_labels
+from .labels import code_text, shared_labels
 from .outputs import special_file
 from .text import csv_delimiter, csv_header, decode_array, printable
 
@@ -315,8 +315,17 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
     for name in columns:  # "" is the missing text value of Stata and SPSS (a CSV's empty cell)
         col = frame[name]
         if col.dtype == object or str(col.dtype).startswith(("str", "string")):
-            frame[name] = col.mask(col.astype(str).str.strip() == "")
+            col = col.mask(col.astype(str).str.strip() == "")
+            if col.dtype == object:  # partly labelled: an unlabelled code is a double (2.0)
+                col = col.map(_unlabelled_code, na_action="ignore")
+            frame[name] = col
     return _frame_columns(frame, columns)
+
+
+def _unlabelled_code(value):
+    """A code without a value label, in a column whose other codes have one, written as the
+    file shows it: ``2``, not the double ``2.0`` Stata and SPSS store (a label is text)."""
+    return code_text(value) if isinstance(value, float) else value
 
 
 def parquet_parts(path: str | os.PathLike) -> list[Path]:
