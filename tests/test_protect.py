@@ -215,6 +215,22 @@ def test_protect_and_assess_refuse_a_bad_output_alike(tmp_path, capsys, make, me
     assert expected in protect_err and expected in assess_err
 
 
+@pytest.mark.parametrize("kind", ["sav", "dta"])
+def test_codes_from_stata_or_spss_are_written_to_csv_as_the_file_shows_them(tmp_path, kind):
+    """Stata and SPSS store codes as doubles: the CSV said 3.0 for code 3 (and 1.0 for
+    the other keys); a weight with a fraction keeps it."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    df = pd.DataFrame({"a": [1.0, 1.0, 2.0, 3.0, 3.0, 3.0], "b": [1.0] * 6,
+                       "w": [2.5, 10.0, 10.0, 10.0, 10.0, 10.0]})
+    path = tmp_path / f"codes.{kind}"
+    getattr(pyreadstat, f"write_{kind}")(df, str(path))
+    out = tmp_path / "out.csv"
+    assert main(["protect", str(path), "--keys", "a,b", "--k-anonymity", "2",
+                 "--population-size", "600", "--out", str(out)]) == 0
+    assert out.read_text().splitlines() == ["a,b,w", "1,1,2.5", "1,1,10.0", ",1,10.0",
+                                            "3,1,10.0", "3,1,10.0", "3,1,10.0"]
+
+
 def test_key_combinations_count_cells_of_the_key_space_and_patterns_apart(tmp_path, capsys):
     # (a, b): (1,1) twice, (1,2), (2,2) twice: 3 cells. 2-anonymity with b the least
     # important suppresses b of the lone (1,2); (1, missing) matches (1,1) and (1,2), so every

@@ -321,6 +321,8 @@ def write_frame(frame, path: str | os.PathLike) -> Path:
         return path
     with atomic_path(path) as tmp:
         if fmt == "csv":  # the input's line ending (CSV input), else "\n"
+            if "value_labels" in frame.attrs:
+                frame = _whole_doubles_as_integers(frame)  # Stata or SPSS in, CSV out
             eol = frame.attrs.get("lineterminator", "\n")
             # and its separator (tab for a .tsv name)
             tsv = path.name.lower().endswith((".tsv", ".tsv.gz"))
@@ -473,6 +475,26 @@ def _write_labelled(frame, tmp: str, fmt: str) -> None:
                              "'sdcrisk[formats]', or write .dta, .parquet or .csv") from None
     pyreadstat.write_sav(frame, tmp, variable_value_labels=values,
                          column_labels=[columns.get(c) for c in frame.columns])
+
+
+def _whole_doubles_as_integers(frame):
+    """A frame read from Stata or SPSS, which store numbers as doubles, with each column of
+    whole numbers as nullable integers: its CSV then says ``3`` where pandas writes ``3.0``
+    (a code as the file's own display shows it). The same numbers; columns with a fraction,
+    or past 2^53 where a double holds no exact integer, stay as they are."""
+    import pandas as pd
+
+    frame = frame.copy()
+    for name in frame.columns:
+        col = frame[name]
+        if not pd.api.types.is_float_dtype(col):
+            continue
+        values = col.to_numpy(dtype=float, na_value=np.nan)
+        given = values[~np.isnan(values)]
+        if (given.size and np.isfinite(given).all() and (np.abs(given) < 2.0 ** 53).all()
+                and (given == np.round(given)).all()):
+            frame[name] = col.astype("Int64")
+    return frame
 
 
 def _missing_text_as_null(frame):
