@@ -11,6 +11,7 @@ import pytest
 
 from sdcrisk import Microdata
 from sdcrisk.cli import main
+from sdcrisk.exceptions import InputError
 
 
 def _run(capsys, *argv):
@@ -663,3 +664,30 @@ def test_object_integers_past_int64_and_uint64_stay_exact():
     md = Microdata.from_source({"a": [2**64, 2**64 + 1, -1, 2**64]}, ["a"],
                                population_size=10)
     assert md.n_levels == (3,)
+
+
+# --- a true/false column named as the weights ----------------------------------------------
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)])
+def test_boolean_weights_refused_alike_in_memory_and_streamed(capsys, tmp_path, suffix, extra):
+    """In memory a true/false column read as 0 and 1 ("non-positive weight 0 at row 1"),
+    streamed as "not numeric": one refusal now, naming what the column holds."""
+    frame = _frame()
+    frame["flag"] = np.arange(len(frame)) % 2 == 0
+    path = tmp_path / f"flags{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--weights", "flag",
+                        "--method", "nb", *extra)
+    _clear(code, err, 2, ("weights column 'flag' holds true/false values, not survey weights",
+                          "leave out --weights and give --population-size"))
+
+
+def test_boolean_weights_refused_from_a_frame():
+    frame = _frame()
+    frame["flag"] = True
+    with pytest.raises(InputError, match="'flag' holds true/false values"):
+        Microdata.from_source(frame, ["a", "b"], weights="flag")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..exceptions import InputError
 from .columns import check_present
+from .sizes import boolean_weights
 from .text import csv_delimiter, csv_header, decode_array, head_bytes, printable
 
 __all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "infer_type",
@@ -170,6 +171,8 @@ def csv_error(name: str, names: Sequence[str] | None, exc: Exception) -> InputEr
     column = re.search(r"In CSV column #(\d+)", text)
     value = re.search(r"conversion error to double: invalid value '(.*)'", text)
     if column and value and names is not None and int(column.group(1)) < len(names):
+        if value.group(1).strip().lower() in ("true", "false"):
+            return boolean_weights(names[int(column.group(1))])
         return InputError(f"weights column {names[int(column.group(1))]!r} is not numeric: "
                           f"value {printable(value.group(1), 40)!r}{where}; survey weights "
                           "must be numbers > 0")

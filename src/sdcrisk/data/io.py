@@ -81,6 +81,9 @@ class Column:
     name: str
     values: np.ndarray
     missing: np.ndarray | None
+    #: the file held true/false values (read as the codes 0 and 1): a key as any other, but
+    #: no weights column (:func:`sdcrisk.data.sizes.boolean_weights`)
+    boolean: bool = False
 
 
 def source_name(source: Any) -> str:
@@ -518,7 +521,7 @@ def arrow_column(name: str, chunked) -> Column:
         values = (arr.fill_null(fill) if missing is not None else arr).to_numpy(
             zero_copy_only=False)
         if values.dtype == bool:
-            values = values.astype(np.int8)
+            return Column(name, values.astype(np.int8), missing, boolean=True)
     elif pa.types.is_floating(arr.type):
         values = arr.to_numpy(zero_copy_only=False).astype(float)
         nan = np.isnan(values)
@@ -561,7 +564,9 @@ def _frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | N
             elif values.dtype.kind == "f":
                 values = values.astype(float)
             elif values.dtype.kind == "b":
-                values = values.astype(np.int8)
+                out[name] = Column(name, values.astype(np.int8),
+                                   missing if missing.any() else None, boolean=True)
+                continue
             elif values.dtype.kind not in "iu":
                 values = series.astype(str).to_numpy().astype(str)
             out[name] = Column(name, values, missing if missing.any() else None)

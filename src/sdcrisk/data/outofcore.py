@@ -54,7 +54,7 @@ from .csvstream import (
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
 from .io import arrow_column, detect_format, named_file, not_found
-from .sizes import check_weight_values, resolve_population_size, short_repr
+from .sizes import boolean_weights, check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import decimal_comma_weights, decode_array, printable
 
@@ -203,6 +203,8 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
             values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
             values = decimal_comma_weights(name, w)
+    elif pa.types.is_boolean(w.type):
+        raise boolean_weights(name)
     elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:

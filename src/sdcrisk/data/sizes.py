@@ -15,7 +15,8 @@ from ..exceptions import InputError, MemoryLimitError, ParameterError
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
            "check_memory", "check_memory_limit", "check_number", "resolve_population_size",
-           "check_population_size", "check_weight_values", "short_repr"]
+           "boolean_weights", "check_population_size", "check_weight_values",
+           "short_repr"]
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 
@@ -194,6 +195,15 @@ def _check_not_huge(big_n: float, what: str) -> None:
             f"{what} makes N = {big_n:.3g}, more than any population "
             f"({MAX_POPULATION_SIZE:.0e} at most); check the value (a misplaced exponent, "
             "weights in the wrong unit?)")
+
+
+def boolean_weights(name: str) -> InputError:
+    """The refusal of a weights column of true/false values (a flag named by mistake), in
+    the same words from every reader: in memory it read as 0 and 1 ("weight 0 at row 1"),
+    streamed as "not numeric"."""
+    return InputError(f"weights column {name!r} holds true/false values, not survey weights; "
+                      "give the column of weights (numbers > 0: the people each record "
+                      "stands for), or leave out --weights and give --population-size")
 
 
 def check_weight_values(name: str, w: np.ndarray, offset: int = 0) -> np.ndarray:

@@ -22,6 +22,7 @@ from . import _cells, wildcard
 from .io import iter_columns, source_name
 from .population import PopulationCounts, population_counts
 from .sizes import (
+    boolean_weights,
     check_memory,
     check_weight_values,
     resolve_population_size,
@@ -435,6 +436,8 @@ def _validate_weights(name: str, col) -> np.ndarray:
         row = int(np.flatnonzero(col.missing)[0])
         raise InputError(f"weights column {name!r} is missing at row {row + 1}")
     values = col.values
+    if col.boolean or values.dtype.kind == "b":
+        raise boolean_weights(name)
     if values.dtype.kind not in "iuf":
         try:
             values = values.astype(float)
