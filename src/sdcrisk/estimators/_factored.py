@@ -150,13 +150,12 @@ def join_support(positive: dict, keys, gens, shape, *, limit: int | None = None)
     placed = [first]
     for j in order[1:]:
         d = shape[j]
-        # per candidate cell: the mask (1 byte), np.nonzero's two int64 indices and the
-        # joined rows' int16 codes twice (part[rows], the concatenation); checked at every
-        # step (3 bytes a cell, past 8e8 cells only, let a 30-key all-2-way join grow past
-        # the machine's memory: killed)
-        check_memory(part.shape[0] * d * (17.0 + 4 * (len(placed) + 1)),
-                     what=f"the join of {part.shape[0]:,} x {d} cells of a log-linear block",
-                     remedies=_JOIN_REMEDIES)
+        candidates = float(part.shape[0]) * d
+        held = part.nbytes
+        # a candidate cell costs its mask byte and one of the generator filter's temporary
+        # (checked before the step: a 30-key all-2-way join must not grow past the machine)
+        check_memory(held + candidates * 2, what=f"the join of {part.shape[0]:,} x {d} "
+                     "cells of a log-linear block", remedies=_JOIN_REMEDIES)
         ok = np.broadcast_to(positive[(j,)][None, :], (part.shape[0], d)).copy()
         for g in gens:
             if j not in g or len(g) == 1 or not set(g) <= set(placed) | {j}:
@@ -164,6 +163,13 @@ def join_support(positive: dict, keys, gens, shape, *, limit: int | None = None)
             index = tuple(np.arange(d)[None, :] if i == j
                           else part[:, placed.index(i)][:, None] for i in g)
             ok &= positive[g][index]
+        # a kept cell: np.nonzero's two int64 indices, its int16 codes in part[rows] and in
+        # the concatenation (before, every candidate was charged all of it: up to ~50 bytes
+        # where a step keeps a few percent, refusing joins that fit)
+        kept = int(np.count_nonzero(ok))
+        check_memory(held + candidates + kept * (16.0 + 2 * len(placed) + 2 * (len(placed) + 1)),
+                     what=f"the join support of a log-linear block ({kept:,} cells)",
+                     remedies=_JOIN_REMEDIES)
         rows, new = np.nonzero(ok)
         del ok
         part = np.concatenate([part[rows], new.astype(np.int16)[:, None]], axis=1)
