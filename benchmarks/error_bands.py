@@ -8,9 +8,15 @@ the binomial noise of the realised tau1. Household samples have no such closed f
 left out. Prints that table, and before it one of the same LOPO errors for the four real
 populations and the two synthetic ones (every design); takes a second.
 
+``--su-oracle`` (needs ``../shared/data``; about a minute) adds a second oracle that also sees
+the sample: it knows the population's expected tau1 and expected number of sample uniques
+(sum over cells of F pi (1 - pi)^(F - 1)) and scales the sample's own count of uniques by their
+ratio, tau1 = SU x E[tau1] / E[SU]. A sample that drew more population uniques than expected
+also has more sample uniques, so this oracle follows part of the realised count's noise.
+
 Usage::
 
-    python benchmarks/error_bands.py
+    python benchmarks/error_bands.py [--su-oracle]
 """
 
 from __future__ import annotations
@@ -36,14 +42,34 @@ def table() -> pd.DataFrame:
     return d
 
 
-def summary(d: pd.DataFrame) -> list[tuple[str, int, float, float, float, float]]:
+def add_su_oracle(d: pd.DataFrame) -> pd.DataFrame:
+    """``d`` with the column ``su_oracle``: |SU x E[tau1] / E[SU] / true tau1 - 1|, E[SU] from
+    the population's cell counts of the case's key set (``corpus.py``'s cases and cells)."""
+    import corpus
+
+    cases = {c.index: c for c in corpus.cases()}
+    expected_su = []
+    for index in d["case"]:
+        case = cases[int(index)]
+        big_f = np.bincount(corpus._cell_ids(corpus._population(case.population), case.keys))
+        pi = case.fraction
+        expected_su.append(float(np.sum(big_f * pi * (1 - pi) ** (big_f - 1))))
+    d = d.copy()
+    d["expected_su"] = expected_su
+    estimate = d["sample_uniques"] * d["fraction"] * d["pop_uniques"] / d["expected_su"]
+    d["su_oracle"] = ((estimate - d["true_tau1"]) / d["true_tau1"]).abs()
+    return d
+
+
+def summary(d: pd.DataFrame) -> list[tuple]:
     rows = []
     groups = [(f"{b.left:g}-{b.right:g}", g) for b, g in d.groupby("band", observed=True)]
     groups.append((">= 30, together", d[d["true_tau1"] >= 30]))
     groups.append(("all", d))
+    columns = ["auto", "oracle"] + (["su_oracle"] if "su_oracle" in d else [])
     for label, g in groups:
-        rows.append((label, len(g), g["auto"].median(), g["auto"].quantile(0.9),
-                     g["oracle"].median(), g["oracle"].quantile(0.9)))
+        rows.append((label, len(g), *(v for c in columns
+                                      for v in (g[c].median(), g[c].quantile(0.9)))))
     return rows
 
 
@@ -63,7 +89,13 @@ def by_population() -> pd.DataFrame:
     return d
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--su-oracle", action="store_true",
+                        help="add the oracle that scales the sample's uniques (needs the data)")
+    args = parser.parse_args(argv)
     d = by_population()
     print(f"{len(d)} corpus cases with a true tau1 > 0 (all designs)\n")
     print("| populations | cases | median | p90 | signed median | coverage |")
@@ -77,10 +109,14 @@ def main() -> None:
     print()
     d = table()
     print(f"{len(d)} Bernoulli cases with a true tau1 > 0\n")
-    print("| true tau1 | cases | auto median | auto p90 | oracle median | oracle p90 |")
-    print("|---|---|---|---|---|---|")
-    for label, n, am, a9, om, o9 in summary(d):
-        print(f"| {label} | {n} | {am:.1%} | {a9:.1%} | {om:.1%} | {o9:.1%} |")
+    head = "| true tau1 | cases | auto median | auto p90 | oracle median | oracle p90 |"
+    if args.su_oracle:
+        d = add_su_oracle(d)
+        head += " SU oracle median | SU oracle p90 |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for label, n, *figures in summary(d):
+        print(f"| {label} | {n} | " + " | ".join(f"{v:.1%}" for v in figures) + " |")
 
 
 if __name__ == "__main__":
