@@ -41,6 +41,7 @@ from ..exceptions import InputError
 from .columns import check_present, close_name
 from .labels import shared_labels
 from .outputs import special_file
+from .repeated_header import check_columns, find_repeated_header
 from .text import csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
@@ -274,12 +275,23 @@ def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
             strings_can_be_null=True,
             column_types={c: pa.binary() for c in text},
         )
-        with pa.input_stream(str(path), compression=compression) as stream:
-            return pacsv.read_csv(
-                stream,
-                parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                convert_options=convert,
-            )
+        try:
+            with pa.input_stream(str(path), compression=compression) as stream:
+                table = pacsv.read_csv(
+                    stream,
+                    parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                    convert_options=convert,
+                )
+        except pa.ArrowInvalid as exc:
+            # a column typed as numbers by its first block meets its name further on
+            error = find_repeated_header(path, compression, delimiter, header) \
+                if "conversion error" in str(exc) else None
+            if error is not None:
+                raise error from exc
+            raise
+        check_columns(path, compression, delimiter, header,
+                      {c: table.column(c) for c in table.column_names})
+        return table
     except InputError:
         raise
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
