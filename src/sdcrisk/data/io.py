@@ -41,7 +41,7 @@ from ..exceptions import InputError
 from .columns import check_present, close_name
 from .labels import shared_labels
 from .outputs import special_file
-from .repeated_header import check_columns, find_repeated_header
+from .repeated_header import check_columns, check_duckdb_rows
 from .text import csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
@@ -275,20 +275,14 @@ def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
             strings_can_be_null=True,
             column_types={c: pa.binary() for c in text},
         )
-        try:
-            with pa.input_stream(str(path), compression=compression) as stream:
-                table = pacsv.read_csv(
-                    stream,
-                    parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                    convert_options=convert,
-                )
-        except pa.ArrowInvalid as exc:
-            # a column typed as numbers by its first block meets its name further on
-            error = find_repeated_header(path, compression, delimiter, header) \
-                if "conversion error" in str(exc) else None
-            if error is not None:
-                raise error from exc
-            raise
+        with pa.input_stream(str(path), compression=compression) as stream:
+            table = pacsv.read_csv(
+                stream,
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=convert,
+            )
+        # (read_csv types a column from all its blocks: the header's text past the first
+        # block makes a numeric column text, no conversion error)
         check_columns(path, compression, delimiter, header,
                       {c: table.column(c) for c in table.column_names})
         return table
@@ -482,7 +476,9 @@ def _read_duckdb(source: str, columns: Sequence[str]):
         cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
         rel = con.sql(f"SELECT {cols} FROM {inner} AS q")
         fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
-        return fetch()
+        table = fetch()
+        check_duckdb_rows(con, inner, path.name, label, {c: table.column(c) for c in columns})
+        return table
     finally:
         con.close()
 

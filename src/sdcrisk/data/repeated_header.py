@@ -15,9 +15,10 @@ is itself that number), so with a numeric key the check ends at once; a text col
 compared with its name once, and the other columns only on the rows that matched. Only when
 some record matches its column names in every column read is the file itself scanned
 (:func:`header_lines`, a regular expression over the bytes, about 150 MB/s) to confirm the
-full line and name its line number, as an editor numbers it. A reader whose typed columns
-fail to convert (a numeric column meeting the header's text past the block that typed it)
-scans the same way before it reports the conversion error.
+full line and name its line number, as an editor numbers it. The streaming reader, which
+reads a comma-separated weights column as numbers, scans the same way when a value does not
+convert, before it reports that. A DuckDB table or query (``read_csv`` in DuckDB) has rows,
+not lines: :func:`check_duckdb_rows` names the row.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..exceptions import InputError
 from .text import csv_delimiter, csv_header, head_bytes
 
 __all__ = ["could_be_header", "header_lines", "repeated_header_error",
-           "find_repeated_header", "check_columns"]
+           "find_repeated_header", "check_columns", "check_duckdb_rows"]
 
 _BOM = "\ufeff"
 #: bytes read at a time by the scan
@@ -204,3 +205,48 @@ def check_columns(path: Path, compression: str | None, delimiter: str,
         error = find_repeated_header(path, compression, delimiter, names)
         if error is not None:
             raise error
+
+
+def check_duckdb_rows(con, relation: str, where: str, what: str,
+                      columns: Mapping[str, Any]) -> None:
+    """Refuse a DuckDB table or query (``relation``, as it follows ``FROM``; ``where``: the
+    database file's name, ``what``: "the query" or "table 't'") that holds a row
+    whose every column is that column's own name: a CSV read there (``read_csv``) with its
+    header line repeated. ``columns``: the Arrow columns read (:func:`could_be_header`);
+    only when they could hold one are all the columns compared, by a query. The row is
+    numbered in the relation's order; the line of the file is not known here.
+
+    Raises
+    ------
+    InputError
+        Naming the row, how many there are, and the remedy.
+    """
+    if not could_be_header(columns):
+        return
+    names = [d[0] for d in con.execute(f"SELECT * FROM {relation} AS q LIMIT 0").description]
+    if not names:
+        return
+    quoted = ['"' + n.replace('"', '""') + '"' for n in names]
+    test = [f"CAST({q} AS VARCHAR) = ?" for q in quoted]
+    test[0] = f"({test[0]} OR CAST({quoted[0]} AS VARCHAR) = ?)"  # a byte-order mark
+    params = [names[0], _BOM + names[0], *names[1:]]
+    row = "__sdcrisk_row"
+    found = con.execute(
+        f"SELECT {row}, count(*) OVER () FROM (SELECT row_number() OVER () AS {row}, * "
+        f"FROM {relation} AS q) WHERE {' AND '.join(test)} ORDER BY {row} LIMIT {_SHOWN}",
+        params).fetchall()
+    if not found:
+        return
+    count = int(found[0][1])
+    more = ""
+    if count > 1:
+        shown = ", ".join(str(r[0]) for r in found[1:])
+        more = (f" (and {count - 1} more such row{'s' if count > 2 else ''}: {shown}"
+                f"{', ...' if count > len(found) else ''})")
+    first = names[0].replace("'", "''")
+    raise InputError(
+        f"{where}: row {found[0][0]} of {what} holds every column's own name{more}: a CSV "
+        "header line read as a record (were files joined, cat a.csv b.csv?); its line in the "
+        "file is "
+        "not known here: keep only the first header line in the CSV, or leave such rows out "
+        f"of the query (WHERE {quoted[0]} <> '{first}')")
