@@ -271,3 +271,16 @@ def test_partial_matches_in_protect(capsys, tmp_path):
                         "--population-size", "1000", "--k-anonymity", "2", "--out", out)
     assert code == 0, err
     assert out.read_text().splitlines() == [HEADER, *PARTIAL]
+
+
+def test_structural_zeros_file(capsys, tmp_path):
+    """A structural-zeros CSV joined from two: the repeated header was refused as ''age'
+    is not a level of 'age'', which sent the user to the levels."""
+    data = _joined(tmp_path, copies=1)
+    zeros = tmp_path / "zeros.csv"
+    zeros.write_text("age,sex\n30,2\nage,sex\n40,1\n")
+    code, _, err = _run(capsys, "assess", data, "--keys", "age,sex", "--population-size",
+                        "1000", "--method", "loglinear", "--structural-zeros", zeros)
+    assert code == 2
+    assert "zeros.csv line 3: the header line is repeated as a condition" in err, err
+    assert "keep only the first header line" in err
