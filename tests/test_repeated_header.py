@@ -284,3 +284,19 @@ def test_structural_zeros_file(capsys, tmp_path):
     assert code == 2
     assert "zeros.csv line 3: the header line is repeated as a condition" in err, err
     assert "keep only the first header line" in err
+
+
+def test_windows_1252_file_and_household_ids(tmp_path):
+    """A Windows export (not UTF-8: its text columns are read as bytes) with a household id
+    column (read as bytes too): the repeated line is found among the bytes, in memory and
+    streamed."""
+    one = "hh,age,town\r\n1,30,Bogot\xe1\r\n1,40,Bogot\xe1\r\n2,30,C\xfacuta\r\n"
+    path = tmp_path / "win.csv"
+    path.write_bytes((one * 2).encode("cp1252"))
+    for read in (lambda: Microdata.from_source(path, ["age", "town"], household="hh",
+                                               population_size=1000),
+                 lambda: tabulate_file(path, ["age", "town"], household="hh",
+                                       population_size=1000)):
+        with pytest.raises(InputError) as err:
+            read()
+        _refused(err.value, "win.csv", 5)

@@ -14,7 +14,7 @@ Finding it costs nothing on a clean file. The readers check the columns they rea
 is itself that number), so with a numeric key the check ends at once; a text column is
 compared with its name once, and the other columns only on the rows that matched. Only when
 some record matches its column names in every column read is the file itself scanned
-(:func:`header_lines`, a regular expression over the bytes, about 150 MB/s) to confirm the
+(:func:`header_lines`, a regular expression over the bytes, about 100 MB/s) to confirm the
 full line and name its line number, as an editor numbers it. The streaming reader, which
 reads a comma-separated weights column as numbers, scans the same way when a value does not
 convert, before it reports that. A DuckDB table or query (``read_csv`` in DuckDB) has rows,
