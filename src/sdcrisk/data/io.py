@@ -477,7 +477,8 @@ def _read_duckdb(source: str, columns: Sequence[str]):
         rel = con.sql(f"SELECT {cols} FROM {inner} AS q")
         fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
         table = fetch()
-        check_duckdb_rows(con, inner, path.name, label, {c: table.column(c) for c in columns})
+        check_duckdb_rows(con, inner, path.name, label, names,
+                          {c: table.column(c) for c in columns})
         return table
     finally:
         con.close()

@@ -207,10 +207,11 @@ def check_columns(path: Path, compression: str | None, delimiter: str,
             raise error
 
 
-def check_duckdb_rows(con, relation: str, where: str, what: str,
+def check_duckdb_rows(con, relation: str, where: str, what: str, names: Sequence[str],
                       columns: Mapping[str, Any]) -> None:
     """Refuse a DuckDB table or query (``relation``, as it follows ``FROM``; ``where``: the
-    database file's name, ``what``: "the query" or "table 't'") that holds a row
+    database file's name, ``what``: "the query" or "table 't'", ``names``: its columns)
+    that holds a row
     whose every column is that column's own name: a CSV read there (``read_csv``) with its
     header line repeated. ``columns``: the Arrow columns read (:func:`could_be_header`);
     only when they could hold one are all the columns compared, by a query. The row is
@@ -221,20 +222,20 @@ def check_duckdb_rows(con, relation: str, where: str, what: str,
     InputError
         Naming the row, how many there are, and the remedy.
     """
-    if not could_be_header(columns):
-        return
-    names = [d[0] for d in con.execute(f"SELECT * FROM {relation} AS q LIMIT 0").description]
-    if not names:
+    if not names or not could_be_header(columns, names[0]):
         return
     quoted = ['"' + n.replace('"', '""') + '"' for n in names]
     test = [f"CAST({q} AS VARCHAR) = ?" for q in quoted]
     test[0] = f"({test[0]} OR CAST({quoted[0]} AS VARCHAR) = ?)"  # a byte-order mark
     params = [names[0], _BOM + names[0], *names[1:]]
     row = "__sdcrisk_row"
-    found = con.execute(
-        f"SELECT {row}, count(*) OVER () FROM (SELECT row_number() OVER () AS {row}, * "
-        f"FROM {relation} AS q) WHERE {' AND '.join(test)} ORDER BY {row} LIMIT {_SHOWN}",
-        params).fetchall()
+    try:
+        found = con.execute(
+            f"SELECT {row}, count(*) OVER () FROM (SELECT row_number() OVER () AS {row}, * "
+            f"FROM {relation} AS q) WHERE {' AND '.join(test)} ORDER BY {row} "
+            f"LIMIT {_SHOWN}", params).fetchall()
+    except Exception:  # noqa: BLE001 - duckdb's own errors: the rows were read, unconfirmed
+        return
     if not found:
         return
     count = int(found[0][1])
