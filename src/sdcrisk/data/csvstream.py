@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..exceptions import InputError
 from .columns import check_present
+from .repeated_header import find_repeated_header
 from .sizes import boolean_weights
 from .text import csv_delimiter, csv_header, decode_array, head_bytes, printable
 
@@ -88,6 +89,9 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
         error = csv_error(path.name, header, exc)
         if isinstance(error, NotUtf8) and not as_bytes:  # past the first 64 KiB
             return csv_dataset(path, compression, columns, weights, True)
+        if header is not None and not isinstance(error, NotUtf8):
+            # the header's text in the weights column, read as numbers
+            error = find_repeated_header(path, compression, delimiter, header) or error
         raise error from exc
     check_present(columns, names, path.name)
     return data, True

@@ -17,6 +17,7 @@ from ..exceptions import InputError, ParameterError
 from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
 from .muargus import format_records, locate, read_metadata, read_records
 from .outputs import check_target, refuse_folder_name
+from .repeated_header import could_be_header, find_repeated_header
 from .table import Microdata
 from .text import (
     NOT_UTF8_READ_AS,
@@ -132,6 +133,7 @@ def read_frame(source: Any):
             frame.attrs["delimiter"] = sep
             frame.attrs["lineterminator"] = "\r\n" if b"\r\n" in head else "\n"
             _refuse_duplicate_names(path, head, sep)
+            _refuse_repeated_header(frame, path, packed, sep)
     except InputError:
         raise
     except (ValueError, OSError, EOFError, UnicodeDecodeError) as exc:
@@ -298,6 +300,28 @@ def _refuse_duplicate_names(path: Path, head: bytes, sep: str = ",") -> None:
             raise InputError(f"{path.name}: column {name!r} appears {len(where)} times "
                              f"(positions {', '.join(map(str, where))}); protect writes every "
                              "column back as read: rename the duplicates first")
+
+
+def _refuse_repeated_header(frame, path: Path, packed: str | None, sep: str) -> None:
+    """A CSV whose header line is repeated among its records (files joined): refused, as
+    assess refuses it (:mod:`sdcrisk.data.repeated_header`). The first column is compared
+    with its name (vectorised), the other columns on the rows that matched only, and the
+    file is scanned for the line only when a row matches in every column."""
+    import pyarrow as pa
+
+    if not len(frame.columns):
+        return
+    first = str(frame.columns[0])
+    hit = frame.iloc[:, 0].isin([first, "\ufeff" + first]).to_numpy(dtype=bool)
+    if not hit.any():
+        return
+    rows = frame.iloc[np.flatnonzero(hit)]
+    columns = {str(c): pa.array(rows.iloc[:, i].astype(object).tolist(), type=pa.string())
+               for i, c in enumerate(rows.columns)}
+    if could_be_header(columns, first):
+        error = find_repeated_header(path, packed, sep)
+        if error is not None:
+            raise error
 
 
 def write_frame(frame, path: str | os.PathLike) -> Path:

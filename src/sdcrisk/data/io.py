@@ -41,6 +41,7 @@ from ..exceptions import InputError
 from .columns import check_present, close_name
 from .labels import code_text, shared_labels
 from .outputs import special_file
+from .repeated_header import check_columns, check_duckdb_rows
 from .text import csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
@@ -278,11 +279,16 @@ def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
             column_types={c: pa.binary() for c in text},
         )
         with pa.input_stream(str(path), compression=compression) as stream:
-            return pacsv.read_csv(
+            table = pacsv.read_csv(
                 stream,
                 parse_options=pacsv.ParseOptions(delimiter=delimiter),
                 convert_options=convert,
             )
+        # (read_csv types a column from all its blocks: the header's text past the first
+        # block makes a numeric column text, no conversion error)
+        check_columns(path, compression, delimiter, header,
+                      {c: table.column(c) for c in table.column_names})
+        return table
     except InputError:
         raise
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
@@ -482,7 +488,10 @@ def _read_duckdb(source: str, columns: Sequence[str]):
         cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
         rel = con.sql(f"SELECT {cols} FROM {inner} AS q")
         fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
-        return fetch()
+        table = fetch()
+        check_duckdb_rows(con, inner, path.name, label, names,
+                          {c: table.column(c) for c in columns})
+        return table
     finally:
         con.close()
 

@@ -54,6 +54,7 @@ from .csvstream import (
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
 from .io import arrow_column, detect_format, named_file, not_found
+from .repeated_header import could_be_header, find_repeated_header
 from .sizes import boolean_weights, check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import decimal_comma_weights, decode_array, printable
@@ -110,7 +111,29 @@ def _dataset(path: Path, columns: Sequence[str], weights: str | None,
 def _count_csv(path: Path, data, keys, weights, household, missing, batch_rows):
     """Pass 1 of a CSV (:func:`_count`), and the dataset pass 2 must read: when a key value
     past the first block is not UTF-8, the file is read again with its keys as bytes
-    (decoded as in memory, :func:`~.csvstream.typed_column`)."""
+    (decoded as in memory, :func:`~.csvstream.typed_column`).
+
+    A header line repeated among the records is refused (:mod:`.repeated_header`): looked
+    for in the file when a key combination is the keys' own names, or when the records
+    could not be read (the header's text in the weights column is no number)."""
+    compression = detect_format(path)[1]
+    try:
+        counted = _count_csv_once(path, data, keys, weights, household, missing, batch_rows)
+    except InputError as exc:
+        error = None if isinstance(exc, NotUtf8) else find_repeated_header(path, compression)
+        if error is not None:
+            raise error from exc
+        raise
+    combos = counted[0].combos
+    if combos is not None and could_be_header({k: combos.column(k) for k in keys},
+                                              data.schema.names[0]):
+        error = find_repeated_header(path, compression)
+        if error is not None:
+            raise error
+    return counted
+
+
+def _count_csv_once(path: Path, data, keys, weights, household, missing, batch_rows):
     try:
         return _count(data, keys, weights, household, missing, batch_rows, True), data
     except NotUtf8:

@@ -98,6 +98,11 @@ def _read_condition_rows(p: Path) -> tuple[list[str], list[tuple[int, list[str]]
         raise InputError(f"{p.name} line 1: the header has an empty column name; {_HOW}")
     body = [(line, row) for line, row in enumerate(rows[1:], start=2)
             if any(c.strip() for c in row)]
+    for line, row in body:  # files joined: read as a condition, 'age' is no level of age
+        if [c.strip().lstrip("\ufeff") for c in row] == header:
+            raise InputError(f"{p.name} line {line}: the header line is repeated as a "
+                             "condition (were files joined?); keep only the first header "
+                             f"line; {_HOW}")
     return header, body
 
 
