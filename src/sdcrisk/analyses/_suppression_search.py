@@ -85,7 +85,7 @@ def _choose_groups(md, patterns, na, risky, contrib, f_cur, gap):
     """Groups (pattern, member records) to suppress this round, best value per cost first."""
     n = md.n
     codes, n_levels = md.codes, md.n_levels
-    candidates = []
+    rows, sorted_movers, row_patterns = [], [], []
     for pattern in patterns:
         keep = [j for j in range(len(codes)) if j not in pattern]
         gid = _group_ids(codes, n_levels, keep, n)
@@ -108,17 +108,25 @@ def _choose_groups(md, patterns, na, risky, contrib, f_cur, gap):
         gain = np.bincount(g_of, weights=contrib[movers], minlength=len(existing))
         useful = np.flatnonzero((size > 0) & (merged >= 2) & (merged > biggest))
         order = np.argsort(g_of, kind="stable")
-        starts = np.searchsorted(g_of[order], useful)
-        for g, s in zip(useful, starts, strict=True):
-            members = movers[order[s:s + size[g]]]
-            candidates.append((gain[g] / cost[g], gain[g], pattern, members))
-    candidates.sort(key=lambda c: -c[0])
+        sorted_movers.append(movers[order])
+        # one row per useful group: value per cost, gain, pattern, its slice of the movers
+        rows.append(np.column_stack([gain[useful] / cost[useful], gain[useful],
+                                     np.full(len(useful), len(sorted_movers) - 1),
+                                     np.searchsorted(g_of[order], useful), size[useful]]))
+        row_patterns.append(pattern)
+    if not rows:
+        return []
+    table = np.concatenate(rows)
     taken = np.zeros(n, bool)
     chosen, covered = [], 0.0
-    for _, gain, pattern, members in candidates:
+    # best value per cost first, ties in pattern then group order (a stable sort); the
+    # members of a group are sliced only when it is considered
+    for _, gain, k, start, size in table[np.argsort(-table[:, 0], kind="stable")]:
+        k, start = int(k), int(start)
+        members = sorted_movers[k][start:start + int(size)]
         if taken[members].any():
             continue
-        chosen.append((pattern, members))
+        chosen.append((row_patterns[k], members))
         taken[members] = True
         covered += gain
         if covered >= gap:
