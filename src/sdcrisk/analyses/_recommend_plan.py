@@ -195,7 +195,8 @@ class Plan(ResultBase):
         return d
 
     def summary(self) -> pd.DataFrame:
-        """The greedy path: one row per step (records and values changed, objective)."""
+        """The greedy path: one row per step (records and values changed, objective; the
+        category a recoding step formed; a combined plan's action at each step)."""
         import pandas as pd
 
         return pd.DataFrame(list(self.path)).rename_axis("step")

@@ -129,7 +129,8 @@ def register(sub) -> None:
     r.add_argument("--actions", default="suppression,recoding,recoding+suppression",
                    help="comma-separated plan kinds: suppression, recoding (one plan per "
                    "key), recoding+suppression (per key: the first merges of its recoding, "
-                   "then suppression); default all three")
+                   "then suppression) (default suppression,recoding,recoding+suppression: "
+                   "all three)")
     r.add_argument("--change-keys", help="comma-separated keys that may be changed (default "
                    "all)")
     r.add_argument("--pairs", choices=["auto", "adjacent", "all"], default="auto",
