@@ -418,8 +418,8 @@ def _recommend(args) -> str:
     objective, value = _recommend_target(args.target, args.objective)  # before reading
     if not args.actions.replace(",", "").strip():
         raise ParameterError(f"--actions {args.actions!r} names no action; give any of "
-                             "suppression, recoding, recoding+suppression (all three, the "
-                             "default)")
+                             "suppression, recoding, recoding+suppression (the default: "
+                             "suppression,recoding,recoding+suppression)")
     if args.change_keys is not None and not args.change_keys.replace(",", "").strip():
         raise ParameterError(f"--change-keys {args.change_keys!r} names no key; leave it out "
                              "to let every key change")
