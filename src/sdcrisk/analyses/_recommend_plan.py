@@ -27,7 +27,7 @@ __all__ = ["RiskTarget", "Plan", "Recommendations"]
 Objective = Literal["tau2", "records_above"]
 Action = Literal["suppression", "recoding", "recoding+suppression"]
 #: the plan kinds, in the order of ``recommend``'s default ``actions``
-ACTIONS: tuple[str, ...] = ("suppression", "recoding", "recoding+suppression")
+ACTIONS: tuple[Action, ...] = ("suppression", "recoding", "recoding+suppression")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,8 +310,8 @@ def _rank(plan: Plan) -> tuple:
 
 def _step(records_changed, values_changed, objective, action: str | None = None) -> dict:
     """One step of a plan's path (a combined plan's also name the ``action`` it took)."""
-    step = {"records_changed": int(records_changed), "values_changed": int(values_changed),
-            "objective": float(objective)}
+    step: dict[str, Any] = {"records_changed": int(records_changed),
+                            "values_changed": int(values_changed), "objective": float(objective)}
     if action is not None:
         step["action"] = action
     return step

@@ -240,6 +240,7 @@ class _PlanUnit:
             return "local suppression"
         if self.kind == "recoding":
             return f"recode {self.sample.keys[self.keys[0]]}"
+        assert self.recoding is not None  # a combined unit is made with its recoding plan
         return f"recode {self.recoding.key}, then local suppression"
 
     def size(self) -> int:
