@@ -151,7 +151,9 @@ def test_outputs(tmp_path):
     assert json.loads(rec.to_json(internal=True))["plans"][0]["suppressions"][0] == {
         "record": 0, "key": "age"}
     s = rec.summary()
-    assert list(s["rank"]) == [1, 2, 3] and s["reached"].tolist() == [True, True, False]
+    # suppression, recode age, recode age (one merge) then suppression, recode sex
+    assert list(s["rank"]) == [1, 2, 3, 4]
+    assert s["reached"].tolist() == [True, True, True, False]
     pytest.importorskip("matplotlib")
     # the one chart module draws it (SVG by sdcrisk, PNG through matplotlib)
     from sdcrisk.report import plot_recommendations
@@ -220,7 +222,8 @@ def test_dev_population_target_reached_and_true_risk_falls(shared_data):
     target = RiskTarget(objective="tau2", value=before / 2)
     rec = recommend(sample, target, keys=["age", "education"])
     assert rec.objective_before == pytest.approx(before)
-    assert [p.reached for p in rec.plans] == [True, True, True]
+    # suppression, the two recodings and the two combined plans
+    assert [p.reached for p in rec.plans] == [True] * 5
     changed = [p.records_changed for p in rec.plans]
     assert changed == sorted(changed)  # ranked by information loss
     falls = {}
@@ -229,7 +232,7 @@ def test_dev_population_target_reached_and_true_risk_falls(shared_data):
         # re-estimation: the plan's figure is the estimator's on the changed file
         assert refit_tau2(new_sample) == pytest.approx(plan.objective_after, rel=1e-12)
         assert plan.objective_after <= target.value
-        new_pop = plan.apply(pop, rows=rows) if plan.kind == "suppression" else plan.apply(pop)
+        new_pop = plan.apply(pop, rows=rows)  # merges every row, suppresses the sample's
         assert new_pop.levels == new_sample.levels and new_pop.n == pop.n
         falls[plan.label()] = truth_of(tabulate(new_sample, population=new_pop))["tau2"]
     # the true tau2 (known from the population) falls too: 505.7 -> 364.6 (suppression),
@@ -269,7 +272,8 @@ def test_plans_on_worker_processes_equal_the_serial_ones():
     serial = recommend(md, target)
     par = recommend(md, target, workers=2)
     assert serial.settings["ran"] == "serial" and par.settings["ran"] == "local processes"
-    assert len(serial.plans) == 4 and any(p.reached for p in serial.plans)
+    assert {p.kind for p in serial.plans} == {"suppression", "recoding", "recoding+suppression"}
+    assert len(serial.plans) == 7 and any(p.reached for p in serial.plans)
     assert _plans(par) == _plans(serial)
     with pytest.raises(ParameterError, match="workers=0"):
         recommend(md, target, workers=0)

@@ -647,12 +647,11 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
         else:
             notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
                          f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
-            if plan.kind == "suppression":
-                suppress = np.asarray(plan.suppressions)
-            else:
+            if plan.merges:  # recoding, or recoding then suppression: merges first
                 frame = frame.copy()
                 merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key,
                                                                      plan.merges))
+            suppress = np.asarray(plan.suppressions)  # rows of the sample, as in the frame
     if len(suppress):
         frame = frame.copy() if frame is frame0 else frame
         for j, key in enumerate(keys):

@@ -5,7 +5,7 @@
 ``sdcrisk decide DATA --domain VAR --class VAR=VALUE[,VAR=VALUE] --l1 exp:S ...``
     publish/suppress the class cell of each domain of a microdata sample;
 ``sdcrisk recommend DATA --keys ... --target T``
-    suppressions or recodings that bring the estimated risk to a target.
+    suppressions, recodings or both that bring the estimated risk to a target.
 
 Registered by :func:`sdcrisk.cli.build_parser` through :func:`register`.
 """
@@ -111,8 +111,9 @@ def register(sub) -> None:
     r = sub.add_parser("recommend", **command_help(
         "local suppressions or recodings that bring the estimated risk to a target",
         "Rank plans that bring the estimated risk of a sample to --target: local suppression "
-        "of key values, or merging categories of one key, each re-estimated after every "
-        "change. Nothing is written; 'sdcrisk protect --target' applies the best plan.",
+        "of key values, merging categories of one key, or a few such merges followed by "
+        "local suppression, each re-estimated after every change. Nothing is written; "
+        "'sdcrisk protect --target' applies the best plan.",
         "sdcrisk recommend EXAMPLE --population-size 56075912 --method nb --target 0.3"))
     add_sample_arguments(r, method_help="estimator re-fitted after each change (default auto: "
                          "its calibrated combination of five candidates, re-fitted as a "
@@ -125,8 +126,11 @@ def register(sub) -> None:
                    "takes it (tau2=5, records-above=20), which sets --objective")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk threshold for --objective records-above")
-    r.add_argument("--actions", default="suppression,recoding",
-                   help="comma-separated: suppression, recoding")
+    r.add_argument("--actions", default="suppression,recoding,recoding+suppression",
+                   help="comma-separated plan kinds: suppression, recoding (one plan per "
+                   "key), recoding+suppression (per key: the first merges of its recoding, "
+                   "then suppression) (default suppression,recoding,recoding+suppression: "
+                   "all three)")
     r.add_argument("--change-keys", help="comma-separated keys that may be changed (default "
                    "all)")
     r.add_argument("--pairs", choices=["auto", "adjacent", "all"], default="auto",
@@ -413,8 +417,9 @@ def _recommend(args) -> str:
 
     objective, value = _recommend_target(args.target, args.objective)  # before reading
     if not args.actions.replace(",", "").strip():
-        raise ParameterError(f"--actions {args.actions!r} names no action; give suppression, "
-                             "recoding or both (suppression,recoding, the default)")
+        raise ParameterError(f"--actions {args.actions!r} names no action; give any of "
+                             "suppression, recoding, recoding+suppression (the default: "
+                             "suppression,recoding,recoding+suppression)")
     if args.change_keys is not None and not args.change_keys.replace(",", "").strip():
         raise ParameterError(f"--change-keys {args.change_keys!r} names no key; leave it out "
                              "to let every key change")
@@ -450,9 +455,14 @@ def _recommend(args) -> str:
              f"{rec.objective_before:.6g}",
              "", rec.summary().to_string(index=False)]
     for i, p in enumerate(rec.plans, 1):
+        groups = "; ".join("{" + ", ".join(str(v) for v in g) + "}" for g in p.merges)
         if p.kind == "recoding" and p.merges:
-            groups = "; ".join("{" + ", ".join(str(v) for v in g) + "}" for g in p.merges)
             lines.append(f"  {i}. {p.label()}: merge {groups}")
+        elif p.kind == "recoding+suppression":
+            per_key = p.to_dict()["suppressed_values_per_key"]
+            where = ", ".join(f"{k} {c}" for k, c in per_key.items() if c)
+            lines.append(f"  {i}. {p.label()}: merge {groups}; then suppress "
+                         f"{len(p.suppressions)} values" + (f" ({where})" if where else ""))
     lines.append("  (greedy search; risk re-estimated after every change)")
     return "\n".join(lines)
 
