@@ -328,9 +328,9 @@ def test_each_warning_of_the_refits_is_told_once():
     assert all(t.startswith("on a changed file of the plan search: fitted on 8 records")
                for t in texts[1:])
     # the unit returns its distinct warnings, so a worker process's come back the same way
-    from sdcrisk.analyses.recommend import _Context, _PlanUnit, _run_plan
+    from sdcrisk.analyses.recommend import SearchContext, _PlanUnit, _run_plan
 
-    ctx = _Context(_WarningNB(), RiskTarget(objective="tau2", value=0.0),
+    ctx = SearchContext(_WarningNB(), RiskTarget(objective="tau2", value=0.0),
                    tabulate(md).record_map())
     plan, raised = _run_plan(_PlanUnit(md, ctx, "recoding", [0], "auto", 1, 2, 500))
     assert plan.merges == ((30, 31), (32, 33))

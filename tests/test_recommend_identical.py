@@ -2,7 +2,7 @@
 
 ``recommend`` with the default ``auto`` re-fits auto's five candidates after every change
 (~150 fits at 8 keys). Two things made it faster without changing a figure: every plan starts
-from the fit of the file itself instead of re-fitting it (``_Context.base``), and the
+from the fit of the file itself instead of re-fitting it (``SearchContext.base``), and the
 negative-binomial series of E[1/(f+U)] and E[1/(f+U)^2] take their steps in blocks
 (sequential accumulation, the same IEEE operations in the same order). The plans below were
 recorded before both (tests/reference/recommend_auto_plans.json, see the README there;

@@ -35,13 +35,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.table import Microdata
-from ._recoding_search import _merges_after
-from ._recommend_edits import _merge_levels
-from ._recommend_plan import Plan, _Context, _rank, _step
-from ._suppression_search import _suppress_to_target
+from ._recoding_search import merges_after
+from ._recommend_edits import merge_levels
+from ._recommend_plan import Plan, SearchContext, path_step, plan_rank
+from ._suppression_search import suppress_to_target
 
 
-def _depths(recoding: Plan) -> list[int]:
+def recoding_depths(recoding: Plan) -> list[int]:
     """The recoding depths a combined plan tries: 1, 2, 4, ... steps of the recoding path,
     and all of it when the recoding alone does not reach the target; none when no step
     lowered the objective."""
@@ -55,20 +55,20 @@ def _depths(recoding: Plan) -> list[int]:
     return depths
 
 
-def _combined_at(sample: Microdata, ctx: _Context, j: int, recoding: Plan, steps: int,
+def _combined_at(sample: Microdata, ctx: SearchContext, j: int, recoding: Plan, steps: int,
                  allowed: list[int], max_pattern_size: int, max_steps: int) -> Plan:
     """The first ``steps`` merges of key ``j``'s recoding plan, then at most ``max_steps``
     rounds of greedy suppression of the keys ``allowed`` from the recoded file."""
-    merges = _merges_after(sample.levels[j], recoding.path, steps)
-    recoded = _merge_levels(sample, j, merges)
+    merges = merges_after(sample.levels[j], recoding.path, steps)
+    recoded = merge_levels(sample, j, merges)
     position = {v: i for i, v in enumerate(sample.levels[j])}
     before = np.zeros((sample.n, len(sample.keys)), bool)
     before[:, j] = np.isin(sample.codes[j], [position[v] for g in merges for v in g])
-    run = _suppress_to_target(recoded, ctx, allowed, max_pattern_size, max_steps,
+    run = suppress_to_target(recoded, ctx, allowed, max_pattern_size, max_steps,
                               changed_before=before, action="suppression")
     changed = before | run.suppressed
     records, cells = ctx.loss(changed.any(axis=1))
-    path = (_step(0, 0, recoding.path[0]["objective"], "start"),
+    path = (path_step(0, 0, recoding.path[0]["objective"], "start"),
             *({**s, "action": "recoding"} for s in recoding.path[1:steps + 1]), *run.path)
     return Plan(kind="recoding+suppression", key=sample.keys[j],
                 reached=run.objective <= ctx.target.value, objective_after=run.objective,
@@ -78,15 +78,15 @@ def _combined_at(sample: Microdata, ctx: _Context, j: int, recoding: Plan, steps
                 measures_after=ctx.measures(run.res), path=path, keys=sample.keys)
 
 
-def _combined_plan(sample: Microdata, ctx: _Context, j: int, recoding: Plan,
+def combined_plan(sample: Microdata, ctx: SearchContext, j: int, recoding: Plan,
                    allowed: list[int], max_pattern_size: int, max_steps: int) -> Plan:
-    """The best combined plan of key ``j`` over the depths of :func:`_depths` (module
+    """The best combined plan of key ``j`` over the depths of :func:`recoding_depths` (module
     notes; there must be one)."""
     best = None
-    for steps in _depths(recoding):
+    for steps in recoding_depths(recoding):
         plan = _combined_at(sample, ctx, j, recoding, steps, allowed, max_pattern_size,
                             max_steps)
-        if best is not None and _rank(plan) >= _rank(best):
+        if best is not None and plan_rank(plan) >= plan_rank(best):
             break
         best = plan
     if best is None:

@@ -1,7 +1,7 @@
 """Global recoding of one key, searched greedily: two categories merged per step, the
 objective re-estimated after each, until it reaches the target. Each step's path entry
 names the category it formed (``merged``), so a prefix of the path can be replayed
-(:func:`_merges_after`, used by the combined plan)."""
+(:func:`merges_after`, used by the combined plan)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import numpy as np
 
 from ..core.result import RiskResult
 from ..data.table import Microdata
-from ._recommend_edits import _group_ids, _merge_levels
-from ._recommend_plan import Plan, _Context, _step
+from ._recommend_edits import group_ids, merge_levels
+from ._recommend_plan import Plan, SearchContext, path_step
 
 
-def _recoding_plan(sample: Microdata, ctx: _Context, j: int, pairs: str,
+def recoding_plan(sample: Microdata, ctx: SearchContext, j: int, pairs: str,
                    refit_candidates: int, max_steps: int) -> Plan:
     original = sample.levels[j]
     groups: list[list] = [[v] for v in original]  # current categories as original labels
     md = sample
     res, obj = ctx.fit(md)
-    path = [_step(0, 0, obj)]
+    path = [path_step(0, 0, obj)]
     numeric = all(isinstance(v, int | np.integer) for v in original if v is not None)
     mode = ("adjacent" if numeric else "all") if pairs == "auto" else pairs
     changed = np.zeros(sample.n, bool)
@@ -30,7 +30,7 @@ def _recoding_plan(sample: Microdata, ctx: _Context, j: int, pairs: str,
     # cell count (each record stays alone), so no step can make a record less unique
     others = [k for k in range(len(sample.keys)) if k != j]
     alone = bool(others) and np.bincount(
-        _group_ids(sample.codes, sample.n_levels, others, sample.n)).max() == 1
+        group_ids(sample.codes, sample.n_levels, others, sample.n)).max() == 1
     for _ in range(0 if alone else max_steps):
         if obj <= ctx.target.value:
             break
@@ -41,14 +41,14 @@ def _recoding_plan(sample: Microdata, ctx: _Context, j: int, pairs: str,
         best = None
         for a, b in cands[:refit_candidates]:
             trial_groups = groups[:a] + [groups[a] + groups[b]] + groups[a + 1:b] + groups[b + 1:]
-            trial = _merge_levels(sample, j, [g for g in trial_groups if len(g) > 1])
+            trial = merge_levels(sample, j, [g for g in trial_groups if len(g) > 1])
             trial_res, trial_obj = ctx.fit(trial)
             if best is None or trial_obj < best[0] - 1e-12:
                 best = (trial_obj, trial_groups, trial, trial_res, groups[a] + groups[b])
         obj, groups, md, res, formed = best
         merged_codes = [original.index(v) for g in groups if len(g) > 1 for v in g]
         changed = np.isin(sample.codes[j], merged_codes)
-        path.append({**_step(changed.sum(), changed.sum(), obj), "merged": list(formed)})
+        path.append({**path_step(changed.sum(), changed.sum(), obj), "merged": list(formed)})
     records, cells = ctx.loss(changed)
     merges = tuple(tuple(g) for g in groups if len(g) > 1)
     return Plan(kind="recoding", key=sample.keys[j], reached=obj <= ctx.target.value,
@@ -57,7 +57,7 @@ def _recoding_plan(sample: Microdata, ctx: _Context, j: int, pairs: str,
                 path=tuple(path), keys=sample.keys)
 
 
-def _merge_candidates(md: Microdata, j: int, ctx: _Context, res: RiskResult, mode: str,
+def _merge_candidates(md: Microdata, j: int, ctx: SearchContext, res: RiskResult, mode: str,
                       merged: np.ndarray) -> list[tuple[int, int]]:
     """Pairs (a, b), a < b, of current categories of key j, best quick score first.
 
@@ -72,7 +72,7 @@ def _merge_candidates(md: Microdata, j: int, ctx: _Context, res: RiskResult, mod
     if len(real) < 2:
         return []
     keep = [k for k in range(len(md.keys)) if k != j]
-    gid = _group_ids(md.codes, md.n_levels, keep, md.n)
+    gid = group_ids(md.codes, md.n_levels, keep, md.n)
     code = md.codes[j].astype(np.int64)
     present = np.zeros((gid.max() + 1, d), bool)
     present[gid, code] = True
@@ -98,7 +98,7 @@ def _merge_candidates(md: Microdata, j: int, ctx: _Context, res: RiskResult, mod
     return cands
 
 
-def _merges_after(levels: Sequence, path: Sequence[dict], steps: int) -> tuple[tuple, ...]:
+def merges_after(levels: Sequence, path: Sequence[dict], steps: int) -> tuple[tuple, ...]:
     """The merges of a recoding plan after its first ``steps`` steps: the categories formed
     (each step's ``merged``) that no later of these steps merged again, in level order, as
     the plan's own ``merges`` (each group led by its first level)."""

@@ -14,7 +14,7 @@ from ..data.table import Microdata
 from ..exceptions import InputError
 
 
-def _group_ids(codes: Sequence[np.ndarray], n_levels: Sequence[int], keep: Sequence[int],
+def group_ids(codes: Sequence[np.ndarray], n_levels: Sequence[int], keep: Sequence[int],
                n: int) -> np.ndarray:
     """Dense ids 0..G-1 of the records' values on the keys ``keep``."""
     if not keep:
@@ -35,7 +35,7 @@ def _with_missing_level(md: Microdata, j: int) -> tuple[Microdata, int]:
     return dataclasses.replace(md, codes=tuple(codes), levels=tuple(all_levels)), len(levels)
 
 
-def _suppress(md: Microdata, records: np.ndarray, key_idx: np.ndarray) -> Microdata:
+def suppress_values(md: Microdata, records: np.ndarray, key_idx: np.ndarray) -> Microdata:
     for j in np.unique(key_idx):
         md, na = _with_missing_level(md, int(j))
         codes = list(md.codes)
@@ -46,7 +46,7 @@ def _suppress(md: Microdata, records: np.ndarray, key_idx: np.ndarray) -> Microd
     return md
 
 
-def _text(v) -> str:
+def label_text(v) -> str:
     return "NA" if v is None else str(v)
 
 
@@ -54,10 +54,10 @@ def _group_label(group: Sequence) -> str:
     if all(isinstance(v, int) for v in group) and sorted(group) == list(
             range(min(group), max(group) + 1)):
         return f"{min(group)}-{max(group)}"
-    return "|".join(_text(v) for v in group)
+    return "|".join(label_text(v) for v in group)
 
 
-def _merge_levels(md: Microdata, j: int, merges: Sequence[Sequence]) -> Microdata:
+def merge_levels(md: Microdata, j: int, merges: Sequence[Sequence]) -> Microdata:
     """Merge groups of original labels of key j into one category each (label 'a-b' / 'a|b')."""
     levels = md.levels[j]
     position = {v: i for i, v in enumerate(levels)}
@@ -85,7 +85,7 @@ def _merge_levels(md: Microdata, j: int, merges: Sequence[Sequence]) -> Microdat
     return dataclasses.replace(md, codes=tuple(codes), levels=tuple(all_levels))
 
 
-def _missing_code(md: Microdata, j: int) -> int:
+def missing_code(md: Microdata, j: int) -> int:
     """Code of the missing category of key j, or -1 when it has none yet."""
     levels = md.levels[j]
     return levels.index(_cells.MISSING_LABEL) if _cells.MISSING_LABEL in levels else -1

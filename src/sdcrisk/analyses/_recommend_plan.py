@@ -17,7 +17,7 @@ from ..data.sizes import check_number
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
-from ._recommend_edits import _merge_levels, _suppress, _text
+from ._recommend_edits import label_text, merge_levels, suppress_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,7 +165,7 @@ class Plan(ResultBase):
                              f"{list(self.keys)}")
         out = microdata
         if self.kind != "suppression":
-            out = _merge_levels(out, out.keys.index(self.key), self.merges)
+            out = merge_levels(out, out.keys.index(self.key), self.merges)
         if self.kind == "recoding":
             return out
         idx = self.suppressions[:, 0]
@@ -174,17 +174,17 @@ class Plan(ResultBase):
         if idx.size and idx.max() >= out.n:
             raise InputError("suppressed record index beyond the data; pass rows= to map "
                              "sample records to these data")
-        return _suppress(out, idx, self.suppressions[:, 1])
+        return suppress_values(out, idx, self.suppressions[:, 1])
 
     def _payload(self, *, internal: bool = False) -> dict[str, Any]:
         d = {"kind": self.kind, "key": self.key, "label": self.label(), "reached": self.reached,
              "objective_after": self.objective_after, "records_changed": self.records_changed,
              "values_changed": self.values_changed, "cells_changed": self.cells_changed,
              "measures_after": self.measures_after, "steps": len(self.path) - 1,
-             "path": [{**s, "merged": [_text(v) for v in s["merged"]]} if "merged" in s
+             "path": [{**s, "merged": [label_text(v) for v in s["merged"]]} if "merged" in s
                       else s for s in self.path]}
         if self.kind != "suppression":
-            d["merges"] = [[_text(v) for v in g] for g in self.merges]
+            d["merges"] = [[label_text(v) for v in g] for g in self.merges]
         if self.kind != "recoding":
             counts = np.bincount(self.suppressions[:, 1], minlength=len(self.keys))
             d["suppressed_values_per_key"] = {k: int(c) for k, c in zip(self.keys, counts,
@@ -253,7 +253,7 @@ class Recommendations(ResultBase):
 
 # --- shared by the searches ----------------------------------------------------------------
 @dataclass
-class _Context:
+class SearchContext:
     est: Estimator
     target: RiskTarget
     base_cells: np.ndarray
@@ -301,14 +301,14 @@ class _Context:
                 int(len(np.unique(self.base_cells[changed_records]))))
 
 
-def _rank(plan: Plan) -> tuple:
+def plan_rank(plan: Plan) -> tuple:
     """The plans' ranking: those that reach the target first, by records then values
     changed; the others by the objective they reach."""
     return (not plan.reached, plan.records_changed if plan.reached else 0,
             plan.values_changed if plan.reached else 0, plan.objective_after)
 
 
-def _step(records_changed, values_changed, objective, action: str | None = None) -> dict:
+def path_step(records_changed, values_changed, objective, action: str | None = None) -> dict:
     """One step of a plan's path (a combined plan's also name the ``action`` it took)."""
     step: dict[str, Any] = {"records_changed": int(records_changed),
                             "values_changed": int(values_changed), "objective": float(objective)}

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..core.result import RiskResult
 from ..data.table import Microdata
-from ._recommend_edits import _group_ids, _missing_code, _suppress
-from ._recommend_plan import Plan, _Context, _step
+from ._recommend_edits import group_ids, missing_code, suppress_values
+from ._recommend_plan import Plan, SearchContext, path_step
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class _Suppressed:
     path: list[dict]  # the rounds (not the start), counting the values changed before too
 
 
-def _suppress_to_target(start: Microdata, ctx: _Context, allowed: list[int],
+def suppress_to_target(start: Microdata, ctx: SearchContext, allowed: list[int],
                         max_pattern_size: int, max_steps: int,
                         changed_before: np.ndarray | None = None,
                         action: str | None = None) -> _Suppressed:
@@ -51,7 +51,7 @@ def _suppress_to_target(start: Microdata, ctx: _Context, allowed: list[int],
             break
         mask, contrib = ctx.risky(res)
         f_cur = res.table.counts[res.table.record_map()]
-        na = [_missing_code(md, j) for j in range(n_keys)]
+        na = [missing_code(md, j) for j in range(n_keys)]
         chosen = _choose_groups(md, patterns, na, mask, contrib, f_cur,
                                 gap=obj - ctx.target.value)
         if not chosen:
@@ -60,19 +60,19 @@ def _suppress_to_target(start: Microdata, ctx: _Context, allowed: list[int],
             for j in pattern:
                 suppressed[members, j] = True
         rows, cols = np.nonzero(suppressed)
-        md = _suppress(start, rows, cols)
+        md = suppress_values(start, rows, cols)
         res, obj = ctx.fit(md)
         changed = before | suppressed
-        path.append(_step(changed.any(axis=1).sum(), changed.sum(), obj, action))
+        path.append(path_step(changed.any(axis=1).sum(), changed.sum(), obj, action))
     return _Suppressed(suppressed, md, res, obj, obj_start, path)
 
 
-def _suppression_plan(sample: Microdata, ctx: _Context, allowed: list[int],
+def suppression_plan(sample: Microdata, ctx: SearchContext, allowed: list[int],
                       max_pattern_size: int, max_steps: int) -> Plan:
     """The local suppression plan from the file itself."""
-    run = _suppress_to_target(sample, ctx, allowed, max_pattern_size, max_steps)
+    run = suppress_to_target(sample, ctx, allowed, max_pattern_size, max_steps)
     records, cells = ctx.loss(run.suppressed.any(axis=1))
-    start = _step(0, 0, run.objective_start)
+    start = path_step(0, 0, run.objective_start)
     return Plan(kind="suppression", key=None, reached=run.objective <= ctx.target.value,
                 objective_after=run.objective, records_changed=records,
                 values_changed=int(run.suppressed.sum()), cells_changed=cells,
@@ -88,7 +88,7 @@ def _choose_groups(md, patterns, na, risky, contrib, f_cur, gap):
     rows, sorted_movers, row_patterns = [], [], []
     for pattern in patterns:
         keep = [j for j in range(len(codes)) if j not in pattern]
-        gid = _group_ids(codes, n_levels, keep, n)
+        gid = group_ids(codes, n_levels, keep, n)
         all_na = np.ones(n, bool)
         for j in pattern:
             all_na &= codes[j] == na[j]

@@ -33,18 +33,18 @@ from ..estimators._base import check_int
 from ..exceptions import ParameterError
 from ..runtime.executors import describe_executor, executor_scope, map_units
 from ..runtime.progress import progress
-from ._combined_search import _combined_plan, _depths
-from ._recoding_search import _recoding_plan
+from ._combined_search import combined_plan, recoding_depths
+from ._recoding_search import recoding_plan
 from ._recommend_plan import (
     ACTIONS,
     Action,
     Plan,
     Recommendations,
     RiskTarget,
-    _Context,
-    _rank,
+    SearchContext,
+    plan_rank,
 )
-from ._suppression_search import _suppression_plan
+from ._suppression_search import suppression_plan
 from .methods import get_estimator
 
 __all__ = ["RiskTarget", "Plan", "Recommendations", "recommend"]
@@ -175,7 +175,7 @@ def recommend(
     told = dict.fromkeys((w.category, str(w.message)) for w in caught)
     # every plan starts from the file itself: its fit is the one above, handed to the plans
     # (they re-fitted it each, one fit per plan: 9 of the ~130 auto fits at 8 keys)
-    ctx = _Context(est, target, base_table.record_map(), base=(base_table, base))
+    ctx = SearchContext(est, target, base_table.record_map(), base=(base_table, base))
     before = ctx.measures(base)
     allowed = [sample.keys.index(k) for k in keys]
     # a key's combined plan follows its recoding plan: that is searched first, even when
@@ -195,7 +195,7 @@ def recommend(
         if combined:  # the keys whose recoding lowered the objective at some step
             units = [_PlanUnit(sample, ctx, "recoding+suppression", allowed, pairs,
                                refit_candidates, max_pattern_size, max_steps, recoding=plan)
-                     for plan, _ in runs if plan.kind == "recoding" and _depths(plan)]
+                     for plan, _ in runs if plan.kind == "recoding" and recoding_depths(plan)]
             runs += _run_units(units, ex)
     searched = dict.fromkeys(w for _, raised in runs for w in raised if w not in told)
     runs = [run for run in runs if run[0].kind in actions]
@@ -204,7 +204,7 @@ def recommend(
         warnings.warn(text, category, stacklevel=2)
     for category, text in searched:
         warnings.warn(f"on a changed file of the plan search: {text}", category, stacklevel=2)
-    plans.sort(key=_rank)
+    plans.sort(key=plan_rank)
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,
                 "max_pattern_size": max_pattern_size, "max_steps": max_steps,
                 "keys": keys, "actions": list(actions), "estimator": est.get_params(),
@@ -226,7 +226,7 @@ class _PlanUnit:
     """One plan to search: a work unit for :func:`map_units` (picklable)."""
 
     sample: Microdata
-    ctx: _Context
+    ctx: SearchContext
     kind: str  # "suppression", "recoding" or "recoding+suppression"
     keys: list[int]  # the keys it may change (recoding: the one key)
     pairs: str
@@ -275,14 +275,14 @@ def _run_plan(unit: _PlanUnit) -> tuple[Plan, list[tuple[type, str]]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if unit.kind == "suppression":
-            plan = _suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
+            plan = suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
                                      unit.max_steps)
         elif unit.kind == "recoding":
-            plan = _recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
+            plan = recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
                                   unit.refit_candidates, unit.max_steps)
         else:
             assert unit.recoding is not None
-            plan = _combined_plan(unit.sample, unit.ctx,
+            plan = combined_plan(unit.sample, unit.ctx,
                                   unit.sample.keys.index(unit.recoding.key), unit.recoding,
                                   unit.keys, unit.max_pattern_size, unit.max_steps)
     return plan, list(dict.fromkeys((w.category, str(w.message)) for w in caught))
