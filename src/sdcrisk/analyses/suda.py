@@ -126,6 +126,13 @@ class SudaResult(ResultBase):
         records in cells of size 2.
     q : float
         Exponent of the DIS-SUDA calibration, 1 + (8 - M)/20.
+    max_size : int
+        Largest MSU size searched (M when every size was; with ``max_size="auto"``, the
+        size the work budget allowed, or M when the search proved complete).
+    complete : bool
+        True when no set larger than ``max_size`` can be an MSU: the MSUs are those of the
+        search over every size. False: larger MSUs may exist and were not searched
+        (:meth:`bound_note` says what that means for the scores).
     """
 
     table: CellTable
