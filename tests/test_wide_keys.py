@@ -126,8 +126,9 @@ def test_report_states_the_bound(wide_table, monkeypatch):
     assert f"Bounded search: MSUs searched up to size {m} of 14 keys" in page
     page = build_report(res, contributions=False, uniqueness=False, suda_max_size="all")
     assert "Bounded search" not in page
-    with pytest.raises(sdcrisk.ParameterError, match="suda_max_size=15"):
-        build_report(res, suda_max_size=15)
+    for bad in (15, 0, "every", True):
+        with pytest.raises(sdcrisk.ParameterError, match=r"suda_max_size=.*1\.\.14 \(keys\)"):
+            build_report(res, suda_max_size=bad)
 
 
 def test_cli_suda_max_size_is_checked_before_the_fits(tmp_path, capsys):

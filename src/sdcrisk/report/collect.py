@@ -470,23 +470,19 @@ def _as_results(results) -> dict[str, RiskResult]:
 
 
 def check_report_options(*, kind: str = "external", min_count: int = 3, top: int = 20,
-                         risk_threshold: float | None = None, bins: int = 10,
-                         suda_max_size: int | str = "auto", n_keys: int | None = None) -> None:
+                         risk_threshold: float | None = None, bins: int = 10) -> None:
     """The checks :func:`build_report` makes of its options, for a caller to make before
     fitting the methods (the CLI: ``--top 0`` was refused only after every fit)."""
     _validate(kind, min_count, top, risk_threshold, bins)
-    _check_suda_max_size(suda_max_size, n_keys)
 
 
-def _check_suda_max_size(value, n_keys: int | None) -> None:
-    if isinstance(value, str) and value in ("auto", "all"):
-        return
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1 or (
-            n_keys is not None and value > n_keys):
-        top = "" if n_keys is None else f" up to {n_keys} (the number of keys)"
+def _check_suda_max_size(value, n_keys: int) -> None:
+    if not (isinstance(value, str) and value in ("auto", "all")) and (
+            isinstance(value, bool) or not isinstance(value, int | np.integer)
+            or not 1 <= value <= n_keys):
         raise ParameterError(
             f"suda_max_size={value!r}: give 'auto' (every size when the search fits SUDA's "
-            f"work budget, else the largest size that does), 'all', or a size >= 1{top}")
+            f"work budget, else the largest size that does), 'all', or 1..{n_keys} (keys)")
 
 
 def _validate(kind, min_count, top, risk_threshold, bins):
