@@ -126,6 +126,13 @@ class SudaResult(ResultBase):
         records in cells of size 2.
     q : float
         Exponent of the DIS-SUDA calibration, 1 + (8 - M)/20.
+    max_size : int
+        Largest MSU size searched (M when every size was; with ``max_size="auto"``, the
+        size the work budget allowed, or M when the search proved complete).
+    complete : bool
+        True when no set larger than ``max_size`` can be an MSU: the MSUs are those of the
+        search over every size. False: larger MSUs may exist and were not searched
+        (:meth:`bound_note` says what that means for the scores).
     """
 
     table: CellTable
@@ -144,6 +151,42 @@ class SudaResult(ResultBase):
     dis: float
     q: float
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    complete: bool = True
+
+    # --- the size bound ----------------------------------------------------------------------
+    @property
+    def bounded(self) -> bool:
+        """True when MSUs larger than ``max_size`` may exist and were not searched."""
+        return not self.complete
+
+    def bound_note(self) -> str | None:
+        """What a size bound means for these figures, in words (None: every size searched).
+
+        One text for every caller (the report's SUDA section, the JSON payload).
+        """
+        if self.complete:
+            return None
+        m, big_m = self.max_size, len(self.keys)
+        why = (f"the search over every size passes SUDA's work budget "
+               f"({self.diagnostics['work_budget']:,} units)"
+               if self.diagnostics.get("max_size_rule") == "auto"
+               else f"max_size={m} was given")
+        unscored = int(np.count_nonzero((self.table.counts == 1) & (self.cell_score == 0)))
+        scale = ("sdcMicro's weight (M - k)! divided by (M - m - 1)! = "
+                 f"{math.factorial(big_m - m - 1):.4g}" if m < big_m - 1
+                 else "sdcMicro's weight (M - k)!")
+        return (
+            f"MSUs searched up to size {m} of {big_m} keys ({why}); larger MSUs are not "
+            f"counted. Scores are Elliot et al. (2002)'s with maximum MSU size {m}: an MSU of "
+            f"size k scores prod_(i=k..{m}) (M - i), {scale}. So every record's score is a "
+            "lower bound of its sdcMicro suda2 score (every size searched), on a smaller "
+            f"scale, and a sample unique with no MSU of size {m} or less scores 0 "
+            f"({unscored:,} sample uniques score 0 here). DIS-SUDA scores and attribute "
+            "contributions come from the MSUs found: the scale does not change them, the "
+            "missing MSUs can move them either way; the file-level DIS does not depend on "
+            f"the MSUs. The same figures: sdcrisk.suda2(data, max_size={m}); every size: "
+            "sdcrisk.suda2(data, max_size=None) or `sdcrisk report --suda-max-size all` "
+            "(its time grows steeply with the number of keys).")
 
     # --- sizes -------------------------------------------------------------------------------
     @property
@@ -295,11 +338,14 @@ class SudaResult(ResultBase):
             "n": self.n,
             "parameters": {
                 "max_size": self.max_size,
+                "max_size_rule": self.diagnostics.get("max_size_rule", "all"),
                 "dis_fraction": self.dis_fraction,
                 "original_scores": self.original_scores,
                 "missing": self.missing,
                 "dis_rounding": self.dis_rounding,
             },
+            "complete": self.complete,
+            "bound_note": self.bound_note(),
             "weights": self.weights.tolist(),
             "dis": _finite(self.dis),
             "q": self.q,
@@ -325,7 +371,7 @@ class SudaResult(ResultBase):
 def suda2(
     data: CellTable | Microdata,
     *,
-    max_size: int | None = None,
+    max_size: int | Literal["auto"] | None = None,
     dis_fraction: float = 0.01,
     original_scores: bool = True,
     missing: MissingPolicy = "ignore",
@@ -337,8 +383,12 @@ def suda2(
     ----------
     data : CellTable or Microdata
         The key variables (a Microdata is tabulated first).
-    max_size : int, optional
-        Largest MSU size searched; default all sizes (M, as sdcMicro).
+    max_size : int, "auto" or None
+        Largest MSU size searched; default all sizes (M, as sdcMicro). ``"auto"``: all sizes
+        when that search fits in a work budget (always with at most 10 keys), else the
+        largest size whose search does (:func:`sdcrisk.analyses._suda.bounded_msus`; the
+        report's default): bounded time on wide key sets, with ``complete`` False and
+        :meth:`SudaResult.bound_note` saying what the bound means for the scores.
     dis_fraction : float
         Sampling fraction used by DIS, in (0, 1] (sdcMicro ``DisFraction``, default 0.01).
     original_scores : bool
@@ -437,11 +487,14 @@ def suda2(
     m_keys = len(table.keys)
     if m_keys > _MAX_KEYS:
         raise ParameterError(f"suda2 handles at most {_MAX_KEYS} keys, got {m_keys}")
-    if max_size is None:
+    rule = ("all" if max_size is None else
+            "auto" if isinstance(max_size, str) and max_size == "auto" else "given")
+    if rule != "given":
         size = m_keys
     else:
         if isinstance(max_size, bool) or not isinstance(max_size, int | np.integer):
-            raise ParameterError(f"max_size={max_size!r} must be an integer in 1..{m_keys}")
+            raise ParameterError(f"max_size={max_size!r} must be an integer in 1..{m_keys}, "
+                                 "'auto' (bounded work) or None (every size)")
         size = int(max_size)
         if not 1 <= size <= m_keys:
             raise ParameterError(
@@ -460,10 +513,17 @@ def suda2(
     miss = [(lv.index(None) if (missing == "ignore" and None in lv) else -1)
             for lv in table.levels]
     counts = np.asarray(table.counts, dtype=np.int64)
-    if m_keys:
-        cells, masks, nodes = _suda.find_msus(table.cell_codes, counts, n_levels, miss, size)
+    budget = _suda.WORK_BUDGET
+    if not m_keys:
+        found = _suda.MsuSearch(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0, True)
+    elif rule == "auto":
+        found = _suda.bounded_msus(table.cell_codes, counts, n_levels, miss,
+                                   work_budget=budget)
     else:
-        cells, masks, nodes = np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+        found = _suda.msus_up_to(table.cell_codes, counts, n_levels, miss, size)
+    cells, masks, nodes = found.cells, found.masks, found.nodes
+    # a bound that proved to leave nothing out is no bound: the figures of every size
+    size = found.max_size if rule == "auto" else size
     search_s = time.perf_counter() - start
 
     weights = suda_weights(m_keys, max_size=size, original_scores=bool(original_scores))
@@ -516,7 +576,11 @@ def suda2(
         dis_rounding=dis_rounding,
         dis=dis,
         q=q,
+        complete=bool(found.complete),
         diagnostics={
+            "max_size_rule": rule,
+            "search_work": int(found.work),
+            **({"work_budget": int(budget)} if rule == "auto" else {}),
             "subsets_visited": int(nodes),
             "search_seconds": search_s,
             "seconds": time.perf_counter() - start,

@@ -89,11 +89,27 @@ def register(sub) -> None:
                    "for the MCMC methods hdp and mixed-membership; 'auto' is read as "
                    "headline, its former name), another method name, or none")
     r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
+    r.add_argument("--suda-max-size", default="auto", metavar="SIZE",
+                   help="largest MSU size SUDA searches: auto (every size when the search "
+                   "fits a work budget, always up to 10 keys; else the largest size that "
+                   "does, said on the page), all (every size, as sdcMicro; its time grows "
+                   "steeply with the number of keys) or a number (default auto)")
     r.add_argument("--no-uniqueness", action="store_true",
                    help="leave out the population-uniqueness estimators (ARX models)")
     add_input_arguments(r, formats=("html",))
     add_fail_above(r, verdict=True)
     r.set_defaults(run=_report)
+
+
+def _suda_max_size(text: str, n_keys: int) -> int | str:
+    """--suda-max-size: auto, all or a size in 1..M, refused before any fit."""
+    value = text.strip().lower()
+    if value in ("auto", "all"):
+        return value
+    if value.isdigit() and 1 <= int(value) <= n_keys:
+        return int(value)
+    raise ParameterError(f"--suda-max-size {text!r}: give auto, all or a size from 1 to "
+                         f"{n_keys} (the number of keys)")
 
 
 def _report(args) -> Outcome:
@@ -152,6 +168,7 @@ def _report(args) -> Outcome:
             args.protected, list(table.keys), weights=args.weights, household=args.household,
             population_size=float(table.population_size), missing=args.missing,
             max_levels=args.max_levels)
+    suda_max_size = _suda_max_size(args.suda_max_size, len(table.keys))
     options = method_options(args, methods)
     estimators = {name: get_estimator(name, **options[name]) for name in methods}
     for est in estimators.values():  # a misspelt key is the user's error: before any fit
@@ -180,6 +197,7 @@ def _report(args) -> Outcome:
                         min_count=args.min_count, title=args.title,
                         risk_threshold=args.risk_threshold, top=args.top,
                         contributions=contributions, suda=not args.no_suda,
+                        suda_max_size=suda_max_size,
                         uniqueness=not args.no_uniqueness, limits=limits,
                         protected=protected,
                         failed={k: str(e) for k, e in failed.items()}), breaches)

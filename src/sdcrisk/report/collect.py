@@ -124,6 +124,10 @@ def _reduce_table(table: CellTable, drop: int, *, record_map: bool = True) -> Ce
 
 #: methods too slow to fit again once per key: leave-one-key-out uses ``nb`` for them
 SLOW_METHODS = ("hdp", "mixed-membership")
+#: with more keys than this, the leave-one-key-out contributions re-fit nb, not the headline
+#: method (one fit per key: auto's 30 re-fits on 30 keys and 8,927 records took 125 s, nb's
+#: 16 s; auto's calibration corpus ends at 10 keys, beyond which it extrapolates anyway)
+CONTRIBUTION_REFIT_KEYS = 10
 
 
 def _chosen_candidates(result: RiskResult) -> list[str]:
@@ -145,7 +149,8 @@ def _contribution_estimator(result: RiskResult, estimator: Estimator | str | Non
     common = {"ci_level": result.parameters.get("ci_level", 0.95),
               "max_global_risk": result.parameters.get("max_global_risk", 0.01)}
     if estimator is None:
-        if result.method not in ESTIMATORS or result.method in SLOW_METHODS:
+        if result.method not in ESTIMATORS or result.method in SLOW_METHODS or \
+                _wide_refit(result):
             return get_estimator("nb", **common)
         params = dict(result.parameters)
         chosen = _chosen_candidates(result)
@@ -156,6 +161,12 @@ def _contribution_estimator(result: RiskResult, estimator: Estimator | str | Non
         raise ParameterError(f"contributions={estimator!r}: give a method name or an "
                              "Estimator")
     return get_estimator(estimator, **common)
+
+
+def _wide_refit(result: RiskResult) -> bool:
+    """More keys than :data:`CONTRIBUTION_REFIT_KEYS` and a headline other than nb: the
+    default leave-one-key-out method is then nb (bounded time; said on the page)."""
+    return len(result.table.keys) > CONTRIBUTION_REFIT_KEYS and result.method != "nb"
 
 
 def _quiet_fit(est: Estimator, table: CellTable, notes: list[str] | None) -> RiskResult:
@@ -184,8 +195,9 @@ def variable_contributions(result: RiskResult, *, estimator: Estimator | str | N
         The estimator re-fitted on each reduced table. Default: the result's own method
         with its parameters (``auto`` restricted to the candidates it chose on the whole
         file, so that the choice is made again on each reduced table), except the MCMC
-        methods of :data:`SLOW_METHODS`, for which ``nb`` (exact Benedetti-Franconi) with
-        the result's ``ci_level`` and ``max_global_risk`` is used.
+        methods of :data:`SLOW_METHODS`, and any method other than nb on more than
+        :data:`CONTRIBUTION_REFIT_KEYS` keys (one fit per key), for which ``nb`` (exact
+        Benedetti-Franconi) with the result's ``ci_level`` and ``max_global_risk`` is used.
 
     Returns
     -------
@@ -374,12 +386,13 @@ def _dis_fraction(table: CellTable) -> tuple[float, str]:
 
 
 def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: int,
-                  top: int) -> dict | None:
+                  top: int, max_size: int | str = "auto") -> dict | None:
     from ..analyses.suda import suda2
 
     frac, frac_text = _dis_fraction(table)
     try:
-        res = suda2(table, dis_fraction=frac)
+        res = suda2(table, dis_fraction=frac,
+                    max_size=None if max_size == "all" else max_size)  # type: ignore[arg-type]
     except SdcRiskError as exc:
         notes.append(f"SUDA not computed: {exc}")
         return None
@@ -401,6 +414,7 @@ def _suda_section(table: CellTable, notes: list[str], *, kind: str, min_count: i
     # the page's figures, not the result: its per-cell arrays (0.9 GiB at 3x10^7 records,
     # 5.9 million cells) would stay alive through the sections that follow
     return {"original_scores": res.original_scores, "dis_fraction_text": frac_text,
+            "max_size": res.max_size, "bound_note": res.bound_note(),
             "summary": [{"variable": k, "contribution": float(r["contribution"]),
                          "msus": int(r["msus"])} for k, r in summary.iterrows()],
             "scored_records": int(table.counts[res.cell_score > 0].sum()),
@@ -460,6 +474,15 @@ def check_report_options(*, kind: str = "external", min_count: int = 3, top: int
     """The checks :func:`build_report` makes of its options, for a caller to make before
     fitting the methods (the CLI: ``--top 0`` was refused only after every fit)."""
     _validate(kind, min_count, top, risk_threshold, bins)
+
+
+def _check_suda_max_size(value, n_keys: int) -> None:
+    if not (isinstance(value, str) and value in ("auto", "all")) and (
+            isinstance(value, bool) or not isinstance(value, int | np.integer)
+            or not 1 <= value <= n_keys):
+        raise ParameterError(
+            f"suda_max_size={value!r}: give 'auto' (every size when the search fits SUDA's "
+            f"work budget, else the largest size that does), 'all', or 1..{n_keys} (keys)")
 
 
 def _validate(kind, min_count, top, risk_threshold, bins):
@@ -569,6 +592,7 @@ def _assumption_groups(results: dict[str, RiskResult], notes: list[str]) -> dict
 
 def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_threshold, top,
              contributions, suda, uniqueness, title, date, bins, limits=(),
+             suda_max_size: int | str = "auto",
              protected=None) -> dict:
     notes: list[str] = []
     labels = list(results)
@@ -604,6 +628,13 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
     if contributions is True and cat_res.method in SLOW_METHODS:
         data["variables_note"] = (f"{cat_res.method} is an MCMC method, too slow to fit "
                                   "once per key: nb is fitted instead")
+    elif contributions is True and _wide_refit(cat_res):
+        data["variables_note"] = (
+            f"with {len(table.keys)} keys (more than {CONTRIBUTION_REFIT_KEYS}) nb is fitted "
+            f"once per key instead of {cat_res.method}, so that the {len(table.keys)} re-fits "
+            "take bounded time; the reductions are nb's, not the headline method's "
+            "(--contributions METHOD, or variable_contributions(result, estimator=...) in "
+            "Python, re-fits another method)")
     elif contributions is True and _chosen_candidates(cat_res):
         data["variables_note"] = (
             "on each reduced table auto chooses again among the candidates it chose on the "
@@ -626,7 +657,8 @@ def _collect(results: dict[str, RiskResult], *, kind, min_count, truth, risk_thr
         data["variables"] = None
         if len(table.keys) < 2:
             notes.append("leave-one-key-out contributions need at least two keys")
-    data["suda"] = (_suda_section(table, notes, kind=kind, min_count=min_count, top=top)
+    data["suda"] = (_suda_section(table, notes, kind=kind, min_count=min_count, top=top,
+                                  max_size=suda_max_size)
                     if suda else None)
     data["uniqueness"] = _uniqueness_section(table, notes) if uniqueness else None
     data["bins"] = bins
@@ -644,6 +676,7 @@ def build_report(
     top: int = 20,
     contributions: bool | str | Estimator = True,
     suda: bool = True,
+    suda_max_size: int | Literal["auto", "all"] = "auto",
     uniqueness: bool = True,
     bins: int = 10,
     date: str | None = None,
@@ -681,6 +714,12 @@ def build_report(
         page); a name or estimator chooses; ``False`` skips them.
     suda : bool
         Include SUDA2 scores and attribute contributions (:func:`sdcrisk.suda2`).
+    suda_max_size : int, "auto" or "all"
+        Largest MSU size SUDA searches. ``"auto"`` (default): every size when that search
+        fits SUDA's work budget (always with at most 10 keys), else the largest size whose
+        search does, said in the SUDA section with what the bound means for the scores
+        (wide key sets: the full search grows steeply with the number of keys). ``"all"``:
+        every size, whatever it takes (sdcMicro's suda2).
     uniqueness : bool
         Include the population-uniqueness estimators of ARX (Pitman, Zayatz, SNB and
         Dankar's rule, :func:`sdcrisk.population_uniqueness`).
@@ -744,9 +783,11 @@ def build_report(
     """
     _validate(kind, min_count, top, risk_threshold, bins)
     res = _as_results(results)
+    _check_suda_max_size(suda_max_size, len(next(iter(res.values())).table.keys))
     data = _collect(res, kind=kind, min_count=int(min_count), truth=truth,
                     risk_threshold=risk_threshold, top=int(top), contributions=contributions,
-                    suda=suda, uniqueness=uniqueness, title=title, date=date,
+                    suda=suda, suda_max_size=suda_max_size, uniqueness=uniqueness,
+                    title=title, date=date,
                     bins=int(bins), limits=normalise_limits(limits), protected=protected)
     data["failed"] = {str(k): str(v) for k, v in (failed or {}).items()}
     data["notes"] += [f"method {k} failed and is not shown: {v}"

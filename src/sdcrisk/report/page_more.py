@@ -303,6 +303,8 @@ def suda_part(data: dict) -> list:
     out: list = [h3("SUDA2: special uniques"), method(
         f"Method: SUDA2 minimal sample uniques (sdcMicro suda2), {kind}; DIS-SUDA with "
         f"sampling fraction {suda['dis_fraction_text']}")]
+    if suda.get("bound_note"):
+        out.append(para(f"Bounded search: {suda['bound_note']}", cls="warn"))
     rows = suda["summary"]
     out.append(table([("variable", "key"),
                       ("contribution", "attribute contribution", "pct1"),
