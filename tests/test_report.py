@@ -24,16 +24,18 @@ from conftest import shared_data
 from sdcrisk import Bernoulli, ConvergenceWarning, Microdata, ParameterError, draw_sample, tabulate
 from sdcrisk.cli import main
 from sdcrisk.report.collect import (
-    _reduce_table,
     _suda_section,
     build_report,
     calibration_table,
-    category_contributions,
     riskiest_cells,
     roc_curve,
     sdcmicro_high_risk,
-    variable_contributions,
     write_report,
+)
+from sdcrisk.report.contributions import (
+    _reduce_table,
+    category_contributions,
+    variable_contributions,
 )
 from sdcrisk.report.formats import fmt
 

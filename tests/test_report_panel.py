@@ -24,7 +24,8 @@ import sdcrisk
 from sdcrisk import Microdata, tabulate
 from sdcrisk.cli import build_parser, main
 from sdcrisk.report import charts
-from sdcrisk.report.collect import build_report, variable_contributions
+from sdcrisk.report.collect import build_report
+from sdcrisk.report.contributions import variable_contributions
 from sdcrisk.report.formats import LABELS
 
 KEYS = ["region", "age", "sex", "job"]

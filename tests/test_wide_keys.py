@@ -19,12 +19,8 @@ import pytest
 import sdcrisk
 from sdcrisk import suda2
 from sdcrisk.analyses import _suda
-from sdcrisk.report.collect import (
-    CONTRIBUTION_REFIT_KEYS,
-    _suda_section,
-    build_report,
-    variable_contributions,
-)
+from sdcrisk.report.collect import _suda_section, build_report
+from sdcrisk.report.contributions import CONTRIBUTION_REFIT_KEYS, variable_contributions
 from test_suda import brute_force_msus
 
 

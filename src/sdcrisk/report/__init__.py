@@ -18,18 +18,19 @@ if TYPE_CHECKING:
         FAST_METHODS,
         build_report,
         calibration_table,
-        category_contributions,
         riskiest_cells,
         roc_curve,
         sdcmicro_high_risk,
-        variable_contributions,
         write_report,
     )
+    from .contributions import category_contributions, variable_contributions
 
 __all__ = ["build_report", "write_report", "variable_contributions", "category_contributions",
            "riskiest_cells", "roc_curve", "calibration_table", "sdcmicro_high_risk",
            "FAST_METHODS", "plot_tradeoff", "plot_recommendations"]
 
 __getattr__ = lazy_getattr(__name__, {**{name: "collect" for name in __all__},
+                                      "variable_contributions": "contributions",
+                                      "category_contributions": "contributions",
                                       "plot_tradeoff": "charts",
                                       "plot_recommendations": "charts"})
