@@ -30,7 +30,7 @@ import pandas as pd
 import sdcrisk
 from sdcrisk.analyses import _suda
 from sdcrisk.cli import main
-from sdcrisk.report import collect
+from sdcrisk.report import collect, contributions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "census_income_kdd"
 N_POP = 299_285
@@ -61,7 +61,7 @@ def run_case(sample: pd.DataFrame, keys: list[str], csv: Path, sizes: bool) -> d
     md = sdcrisk.Microdata.from_source(sample, keys=keys, population_size=N_POP)
     table, t_tab = _timed(lambda: sdcrisk.tabulate(md))
     res, t_auto = _timed(lambda: _quiet(lambda: sdcrisk.get_estimator("auto").fit(table)))
-    loko, t_loko = _timed(lambda: _quiet(lambda: collect.variable_contributions(res)))
+    loko, t_loko = _timed(lambda: _quiet(lambda: contributions.variable_contributions(res)))
     frac, _ = collect._dis_fraction(table)
     suda, t_suda = _timed(lambda: sdcrisk.suda2(table, dis_fraction=frac, max_size="auto"))
     _, t_uniq = _timed(lambda: collect._uniqueness_section(table, []))
@@ -106,7 +106,7 @@ def main_bench(argv=None) -> int:
           f"python {platform.python_version()}, numpy {np.__version__}")
     print(f"budget: SUDA work {_suda.WORK_BUDGET:,} units; full search up to "
           f"{_suda.FULL_SEARCH_KEYS} keys; leave-one-key-out nb beyond "
-          f"{collect.CONTRIBUTION_REFIT_KEYS} keys")
+          f"{contributions.CONTRIBUTION_REFIT_KEYS} keys")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         warm = pop[u < 0.002]
