@@ -332,7 +332,7 @@ def test_each_warning_of_the_refits_is_told_once():
 
     ctx = SearchContext(_WarningNB(), RiskTarget(objective="tau2", value=0.0),
                    tabulate(md).record_map())
-    plan, raised = _run_plan(_PlanUnit(md, ctx, "recoding", [0], "auto", 1, 2, 500))
+    plan, raised, _ = _run_plan(_PlanUnit(md, ctx, "recoding", [0], "auto", 1, 2, 500))
     assert plan.merges == ((30, 31), (32, 33))
     assert len(raised) == len(set(raised)) >= 2 and raised[0][0] is UserWarning
 

@@ -17,7 +17,11 @@ from ._recommend_plan import Plan, SearchContext, path_step
 
 
 def recoding_plan(sample: Microdata, ctx: SearchContext, j: int, pairs: str,
-                   refit_candidates: int, max_steps: int) -> Plan:
+                   refit_candidates: int, max_steps: int,
+                   fits_at: dict[int, RiskResult] | None = None) -> Plan:
+    """Key ``j``'s recoding plan. ``fits_at``, if given, receives the fit after steps 1, 2,
+    4, 8, ... and after the last step (those a combined plan may start from:
+    :func:`~._combined_search.recoding_depths`)."""
     original = sample.levels[j]
     groups: list[list] = [[v] for v in original]  # current categories as original labels
     md = sample
@@ -49,6 +53,11 @@ def recoding_plan(sample: Microdata, ctx: SearchContext, j: int, pairs: str,
         merged_codes = [original.index(v) for g in groups if len(g) > 1 for v in g]
         changed = np.isin(sample.codes[j], merged_codes)
         path.append({**path_step(changed.sum(), changed.sum(), obj), "merged": list(formed)})
+        if fits_at is not None:  # steps 1, 2, 4, ... and the last
+            step = len(path) - 1
+            if step > 1 and (step - 1) & (step - 2):
+                del fits_at[step - 1]
+            fits_at[step] = res
     records, cells = ctx.loss(changed)
     merges = tuple(tuple(g) for g in groups if len(g) > 1)
     return Plan(kind="recoding", key=sample.keys[j], reached=obj <= ctx.target.value,

@@ -5,8 +5,8 @@ and measures the objective, and the steps of a plan's path. Public through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -17,6 +17,7 @@ from ..data.sizes import check_number
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
+from ._recommend_cache import FitCache
 from ._recommend_edits import label_text, merge_levels, suppress_values
 
 if TYPE_CHECKING:
@@ -257,26 +258,35 @@ class SearchContext:
     est: Estimator
     target: RiskTarget
     base_cells: np.ndarray
-    #: the file's table and its fit: a table with the same content (cells, counts, levels,
-    #: N and record map) is not fitted again (fits are deterministic: the same result)
+    #: the file's table and its fit, pinned in the cache: every plan starts from it
     base: tuple[Any, RiskResult] | None = None
+    #: fits by table content (cells, counts, levels, N and record map): a table met again is
+    #: not fitted again (fits are deterministic: the same result); one per plan unit
+    #: (:meth:`for_unit`), bounded (:mod:`._recommend_cache`)
+    cache: FitCache = field(default_factory=FitCache)
+
+    def __post_init__(self) -> None:
+        if self.base is not None:
+            self.cache.put(*self.base, pin=True)
+
+    def for_unit(self, seeds: Sequence[tuple[Any, RiskResult]] = ()) -> SearchContext:
+        """A context for one plan unit: a cache of its own holding the pinned fits (the
+        file's), and ``seeds`` (table, fit) pinned too (a combined plan's recoded files,
+        fitted by its recoding plan)."""
+        out = replace(self, cache=FitCache(self.cache.max_entries, self.cache.max_bytes))
+        for table, res in (*self.cache.pinned(), *seeds):
+            out.cache.put(table, res, pin=True)
+        return out
 
     def fit(self, md: Microdata) -> tuple[RiskResult, float]:
-        table = tabulate(md)
-        res = self._known(table)
+        return self.fit_table(tabulate(md))
+
+    def fit_table(self, table) -> tuple[RiskResult, float]:
+        res = self.cache.get(table)
         if res is None:
             res = self.est.fit(table)
+            self.cache.put(table, res)
         return res, self.target.measure(res)
-
-    def _known(self, table) -> RiskResult | None:
-        """The base fit when ``table`` has the base table's content, else None."""
-        if self.base is None:
-            return None
-        base_table, res = self.base
-        if table.fingerprint() != base_table.fingerprint() or not np.array_equal(
-                table.record_map(), base_table.record_map()):
-            return None
-        return res
 
     def measures(self, res: RiskResult) -> dict:
         out = {"objective": self.target.measure(res)}

@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
@@ -193,13 +193,16 @@ def recommend(
     with executor_scope(executor, workers=workers) if parallel else nullcontext() as ex:
         runs = _run_units(units, ex)
         if combined:  # the keys whose recoding lowered the objective at some step
+            # each starts from its recoding plan's fits of the recoded files (seeds)
             units = [_PlanUnit(sample, ctx, "recoding+suppression", allowed, pairs,
-                               refit_candidates, max_pattern_size, max_steps, recoding=plan)
-                     for plan, _ in runs if plan.kind == "recoding" and recoding_depths(plan)]
+                               refit_candidates, max_pattern_size, max_steps, recoding=plan,
+                               seeds=seeds)
+                     for plan, _, seeds in runs if plan.kind == "recoding"
+                     and recoding_depths(plan)]
             runs += _run_units(units, ex)
-    searched = dict.fromkeys(w for _, raised in runs for w in raised if w not in told)
-    runs = [run for run in runs if run[0].kind in actions]
-    plans = [plan for plan, _ in runs]
+    searched = dict.fromkeys(w for _, raised, _ in runs for w in raised if w not in told)
+    runs = [run for run in runs if run.plan.kind in actions]
+    plans = [plan for plan, _, _ in runs]
     for category, text in told:
         warnings.warn(text, category, stacklevel=2)
     for category, text in searched:
@@ -234,6 +237,9 @@ class _PlanUnit:
     max_pattern_size: int
     max_steps: int
     recoding: Plan | None = None  # recoding+suppression: the key's recoding plan
+    #: (table, fit) pairs its search starts from, fitted by another unit (a combined plan:
+    #: its recoding plan's fits of the recoded files)
+    seeds: tuple = ()
 
     def describe(self) -> str:
         if self.kind == "suppression":
@@ -249,8 +255,16 @@ class _PlanUnit:
         return self.sample.n_levels[self.keys[0]] if self.kind == "recoding" else (1 << 30)
 
 
-def _run_units(units: list[_PlanUnit], executor) -> list[tuple[Plan, list[tuple[type, str]]]]:
-    """(plan, its distinct warnings) per unit, in the units' order: in this process when
+class _Run(NamedTuple):
+    plan: Plan
+    #: its distinct warnings, as (category, text)
+    raised: list[tuple[type, str]]
+    #: a recoding plan's (table, fit) at the depths a combined plan starts from
+    seeds: tuple
+
+
+def _run_units(units: list[_PlanUnit], executor) -> list[_Run]:
+    """(plan, its distinct warnings, seeds) per unit, in the units' order: in this process when
     ``executor`` is None or there is one unit, else on ``executor``."""
     if executor is None or len(units) < 2:
         runs = []
@@ -268,21 +282,27 @@ def _run_units(units: list[_PlanUnit], executor) -> list[tuple[Plan, list[tuple[
     return [run for _, run in sorted(zip(order, done, strict=True), key=lambda t: t[0])]
 
 
-def _run_plan(unit: _PlanUnit) -> tuple[Plan, list[tuple[type, str]]]:
+def _run_plan(unit: _PlanUnit) -> _Run:
     """The plan, and the distinct warnings its re-fits raised as (category, text): the
     caller issues each once (tens of re-fits repeat the same warning, and a worker process's
-    own would print in Python's two-line form)."""
+    own would print in Python's two-line form); a recoding plan's seeds for its combined
+    plan. The unit's fits are cached for the unit alone (its context's copy)."""
+    ctx = unit.ctx.for_unit(unit.seeds)
+    seeds: tuple = ()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if unit.kind == "suppression":
-            plan = suppression_plan(unit.sample, unit.ctx, unit.keys, unit.max_pattern_size,
+            plan = suppression_plan(unit.sample, ctx, unit.keys, unit.max_pattern_size,
                                      unit.max_steps)
         elif unit.kind == "recoding":
-            plan = recoding_plan(unit.sample, unit.ctx, unit.keys[0], unit.pairs,
-                                  unit.refit_candidates, unit.max_steps)
+            fits_at: dict = {}
+            plan = recoding_plan(unit.sample, ctx, unit.keys[0], unit.pairs,
+                                  unit.refit_candidates, unit.max_steps, fits_at=fits_at)
+            seeds = tuple((fits_at[s].table, fits_at[s]) for s in recoding_depths(plan))
         else:
             assert unit.recoding is not None
-            plan = combined_plan(unit.sample, unit.ctx,
+            plan = combined_plan(unit.sample, ctx,
                                   unit.sample.keys.index(unit.recoding.key), unit.recoding,
                                   unit.keys, unit.max_pattern_size, unit.max_steps)
-    return plan, list(dict.fromkeys((w.category, str(w.message)) for w in caught))
+    return _Run(plan, list(dict.fromkeys((w.category, str(w.message)) for w in caught)),
+                seeds)
