@@ -4,6 +4,7 @@ the same with the cache as without it."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import warnings
 
@@ -128,3 +129,25 @@ def test_cache_bounds_do_not_change_plans(shared_data, monkeypatch):
         bare = recommend(md, RiskTarget(value=150.0), estimator="nb", workers=1,
                          actions=["recoding+suppression"], keys=["age", "race"])
     assert cached.to_dict(internal=True) == bare.to_dict(internal=True)
+
+
+def test_cli_runs_auto_plans_in_processes_from_1000_records(tmp_path, capsys):
+    """Re-fitting auto, the plans of a 1,200-record file run on every CPU (auto's fits
+    make them cost minutes on a few thousand records); nb's below 5,000 records in this
+    process. The plans are the same either way."""
+    from sdcrisk.cli import main
+
+    rng = np.random.default_rng(1)
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": rng.integers(0, 30, 1200), "b": rng.integers(0, 2, 1200),
+                  "c": rng.integers(0, 5, 1200)}).to_csv(path, index=False)
+    args = ["recommend", str(path), "--keys", "a,b,c", "--population-size", "24000",
+            "--target", "1e6", "--actions", "suppression,recoding", "--change-keys", "b",
+            "--format", "json"]  # met already: two plans without a step
+    ran = {}
+    for method in ("auto", "nb"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main([*args, "--method", method]) == 0
+        ran[method] = json.loads(capsys.readouterr().out)["settings"]["ran"]
+    assert ran == {"auto": "local processes", "nb": "serial"}

@@ -98,8 +98,9 @@ def recommend(
         executor_scope`: an Executor, a Dask Client or scheduler address, ``"serial"``, or
         ``workers`` local processes). Default: in this process (a script that starts
         processes needs the ``if __name__ == "__main__":`` guard; the CLI uses every CPU from
-        ``PARALLEL_FROM`` records). Each plan re-fits the estimator tens of times and the plans
-        are independent; they are the same wherever they run.
+        ``PARALLEL_FROM`` records, ``PARALLEL_FROM_AUTO`` with ``auto``). Each plan re-fits
+        the estimator tens of times and the plans are independent; they are the same
+        wherever they run.
 
     Returns
     -------
@@ -222,6 +223,9 @@ def recommend(
 #: the CLI runs the plans of files with at least this many records in local processes (below,
 #: starting them costs more than the plans)
 PARALLEL_FROM = 5_000
+#: and, re-fitting ``auto`` (five candidates and their combination per change, ~0.4 s a fit
+#: at 2,443 records x 8 keys, ~240 fits), from this many: there the plans cost minutes
+PARALLEL_FROM_AUTO = 1_000
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ def register(sub) -> None:
                    "(default 2)")
     add_executor_arguments(
         r, workers="local worker processes, one plan each at a time (default: all CPUs from "
-        "5,000 records, else in this process; 1 = in this process)",
+        "5,000 records, 1,000 re-fitting auto, else in this process; 1 = in this process)",
         scheduler="search the plans on a Dask cluster, e.g. tcp://host:8786 (needs "
         "sdcrisk[cluster])")
     r.add_argument("--plot", help="draw the objective along each plan to a .svg file (or .png, "
@@ -411,7 +411,12 @@ def _recommend_target(spec: str, objective: str | None) -> tuple[str, float]:
 
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
-    from ..analyses.recommend import PARALLEL_FROM, RiskTarget, recommend
+    from ..analyses.recommend import (
+        PARALLEL_FROM,
+        PARALLEL_FROM_AUTO,
+        RiskTarget,
+        recommend,
+    )
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
@@ -439,7 +444,8 @@ def _recommend(args) -> str:
             chose = f"auto chose {auto_res.fitted['choice']['candidates'][0]}; "
     workers = args.workers
     if workers is None and args.scheduler is None:  # processes pay off on larger files
-        workers = (os.cpu_count() or 1) if md.n >= PARALLEL_FROM else 1
+        start = PARALLEL_FROM_AUTO if est.name == "auto" else PARALLEL_FROM
+        workers = (os.cpu_count() or 1) if md.n >= start else 1
     rec = recommend(md, target, estimator=est,
                     actions=actions,
                     keys=parse_keys(args.change_keys) if args.change_keys else None,
