@@ -12,16 +12,20 @@ For each case and method it runs, in a fresh process each, with ``--workers 1``:
         --method METHOD --format json --out OUT.json
 
 once with the sources ``--before`` (another checkout's ``src``) and once with this
-checkout's, and prints the CPU seconds (user + system), the wall seconds, the number of
-estimator fits (top-level ``Estimator.fit`` calls, the file's own included) and whether the
-two JSON outputs are equal (every field: plans, merges, suppressions, objective values,
-paths, measures, settings). ``--parallel`` adds a run of this checkout with the CLI's
-default workers (every CPU from 5,000 records, from 1,000 re-fitting auto).
+checkout's, and prints the CPU seconds (user + system, worker processes included), the wall
+seconds, the number of estimator fits (top-level ``Estimator.fit`` calls in the command's own
+process, the file's own included) and whether the JSON outputs are equal to the first run's
+(every field: plans, merges, suppressions, objective values, paths, measures, settings; but
+``settings.ran``, where they ran). ``--parallel`` adds a run of this checkout with the CLI's
+default workers (every CPU from 5,000 records, from 1,000 re-fitting auto); ``--target``
+replaces the cases' targets.
 
 Run::
 
     python benchmarks/bench_recommend_cache.py --before /path/to/before/src
-    python benchmarks/bench_recommend_cache.py --before OTHER/src --cases adult --methods nb
+    python benchmarks/bench_recommend_cache.py --before OTHER/src --cases kdd --methods nb \
+        --target 500
+    python benchmarks/bench_recommend_cache.py --cases adult --methods auto --parallel
 """
 
 from __future__ import annotations
@@ -119,6 +123,7 @@ def main() -> None:
                     help="sources to measure (default: this checkout's)")
     ap.add_argument("--cases", default="adult,kdd")
     ap.add_argument("--methods", default="nb,auto")
+    ap.add_argument("--target", type=float, help="instead of the case's target")
     ap.add_argument("--parallel", action="store_true",
                     help="also run this checkout with the CLI's default workers")
     args = ap.parse_args()
@@ -127,6 +132,7 @@ def main() -> None:
         tmp = Path(tmp_name)
         for case in args.cases.split(","):
             data, keys, n_pop, target = sample(case, tmp)
+            target = args.target if args.target is not None else target
             for method in args.methods.split(","):
                 serial = ["--workers", "1"]
                 runs = ([("before", Path(args.before), serial)] if args.before else []) + [
@@ -143,10 +149,13 @@ def main() -> None:
                           f"{r['wall_s']:6.1f} s  fits {r['fits']:4d}  load {r['load']:.2f}  "
                           f"best {best['label'] if best else None} "
                           f"({best['records_changed'] if best else '-'} records)", flush=True)
-                if "before" in outs:
-                    diff = differences(json.loads(outs["before"].read_text(encoding="utf-8")),
-                                       json.loads(outs["after"].read_text(encoding="utf-8")))
-                    print(f"{case:<5} {method:<4} JSON before == after: {not diff}"
+                first, *others = outs
+                for label in others:  # settings.ran says where the plans ran
+                    diff = [d for d in differences(
+                        json.loads(outs[first].read_text(encoding="utf-8")),
+                        json.loads(outs[label].read_text(encoding="utf-8")))
+                        if not d.startswith(".settings.ran:")]
+                    print(f"{case:<5} {method:<4} JSON {first} == {label}: {not diff}"
                           + "".join(f"\n    {d}" for d in diff[:10]), flush=True)
 
 
