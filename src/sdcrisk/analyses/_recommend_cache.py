@@ -12,7 +12,9 @@ The cache lives in a :class:`~._recommend_plan.SearchContext`, one per plan unit
 pickled with the unit to a worker process (its entries travel with it), and bounded in
 entries and in an estimate of their memory; the least recently used entry goes first.
 Pinned entries (the file's own fit, the recoding fits handed to a combined plan) are kept
-whatever the bounds.
+whatever the bounds: at most about log2(levels) + 1 per key, each about the size of its
+table (an auto result of 50,000 records x 8 keys pickles to 0.84 MB; ``size_of`` estimates
+0.84 MB).
 """
 
 from __future__ import annotations

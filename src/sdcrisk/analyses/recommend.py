@@ -74,7 +74,8 @@ def recommend(
         The objective and its target value.
     estimator : Estimator or method name
         Any estimator giving record-level risk and tau2 (default ``"nb"``); it is re-fitted
-        after every change.
+        after every change (but not on a file it fitted already for the same plan, or the
+        recoded file a combined plan starts from: :mod:`._recommend_cache`).
     actions : sequence of {"suppression", "recoding", "recoding+suppression"}
         Which kinds of plan to list (default all three). A combined plan
         (``recoding+suppression``, one per key) starts from the key's recoding plan, which is
