@@ -42,7 +42,7 @@ from .columns import check_present, close_name
 from .labels import code_text, shared_labels
 from .outputs import special_file
 from .repeated_header import check_columns, check_duckdb_rows
-from .text import csv_delimiter, csv_header, decode_array, printable
+from .text import NULLS, csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
            "resolve_path", "atomic_path", "named_file", "excel_frame", "parquet_parts"]
@@ -274,7 +274,7 @@ def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
         check_present(columns, header, path.name)
         convert = pacsv.ConvertOptions(
             include_columns=list(columns),
-            null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"],
+            null_values=list(NULLS),
             strings_can_be_null=True,
             column_types={c: pa.binary() for c in text},
         )

@@ -17,7 +17,10 @@ from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
            "decimal_comma_weights", "decode_array", "decode_text", "names_not_utf8", "utf8_text",
-           "NOT_UTF8_READ_AS"]
+           "NOT_UTF8_READ_AS", "NULLS"]
+
+#: the texts every CSV reader reads as a missing value
+NULLS = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 
 
 def printable(text: str, limit: int = 160) -> str:

@@ -1,0 +1,73 @@
+"""The fifth bad-input sweep, on what changed on 2026-11-25: combined recommend/protect plans,
+the repeated-header refusal, SUDA's size bound, the shared output checks. Each test pins an
+input that was refused though legitimate, read into a wrong figure without a word, or ended
+in a traceback: the exit code and the words of the message, or the figures once read right."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcrisk import Microdata
+from sdcrisk.cli import main
+from sdcrisk.exceptions import InputError
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _clear(code, err, expected, words):
+    assert code == expected, err
+    assert "Traceback" not in err and "internal error" not in err
+    for w in words:
+        assert w.lower() in err.lower(), f"{w!r} not in {err!r}"
+
+
+# --- repeated header line ----------------------------------------------------------------
+
+def test_numbers_under_a_header_of_numbers_are_data(tmp_path):
+    """A frame written by pandas without column names has the header 0,1,2; a record of
+    codes 0,1,2 under it was refused as a repeated header line (nothing tells the two
+    apart, and the file is legitimate): it is read, and counted as the record it is."""
+    rows = [[0, 1, 2], [0, 1, 2], [1, 1, 0], [2, 0, 1], [0, 1, 2]]
+    path = tmp_path / "unnamed.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert path.read_text().splitlines()[0] == "0,1,2"
+    md = Microdata.from_source(str(path), keys=["0", "1", "2"], population_size=50)
+    assert md.n == 5
+    assert md.levels == ((0, 1, 2), (0, 1), (0, 1, 2))
+
+
+def test_numbers_under_a_header_of_numbers_cli(capsys, tmp_path):
+    path = tmp_path / "unnamed.csv"
+    pd.DataFrame([[0, 1], [0, 1], [1, 1], [1, 0]]).to_csv(path, index=False)
+    for extra in ((), ("--out-of-core",)):
+        code, out, err = _run(capsys, "assess", path, "--keys", "0,1", "--population-size",
+                              "40", "--method", "nb", "--format", "json", *extra)
+        assert code == 0, err
+
+
+@pytest.mark.parametrize("extra", [(), ("--out-of-core",)])
+def test_repeated_header_with_a_column_named_na_is_refused(capsys, tmp_path, extra):
+    """A column named "NA": its repeated name reads as a missing value, so the check (which
+    looked for the text "NA") missed the joined files and the other columns' names became
+    categories without a word."""
+    part = "NA,b\nx,1\ny,2\nx,1\n"
+    path = tmp_path / "joined.csv"
+    path.write_text(part + part)
+    code, _, err = _run(capsys, "assess", path, "--keys", "NA,b", "--population-size", "100",
+                        "--method", "nb", *extra)
+    _clear(code, err, 2, ("joined.csv, line 5", "header line is repeated"))
+
+
+def test_na_column_without_repeated_header_is_read():
+    """The same column with missing values (but no header line among the records) is data."""
+    frame = "NA,b\nx,1\nNA,b2\n,1\n"
+    import io as _io
+    md = Microdata.from_source(pd.read_csv(_io.StringIO(frame), keep_default_na=False),
+                               keys=["NA", "b"], population_size=30)
+    assert md.n == 3
