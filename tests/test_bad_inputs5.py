@@ -108,3 +108,16 @@ def test_suppression_never_suppresses_a_missing_value(kw):
                                  for x, y in zip(md.codes[j], new.codes[j])]
             assert plan.values_changed == changed.sum() == len(rows)
             assert plan.records_changed == changed.any(axis=1).sum()
+
+
+# --- report: SUDA's size bound -----------------------------------------------------------
+
+def test_suda_max_size_with_no_suda_is_refused(capsys, tmp_path):
+    """--suda-max-size 3 --no-suda: the bound was ignored without a word (exit 0)."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": [1, 2, 3, 1, 2, 3], "b": [1, 1, 2, 2, 1, 1]}).to_csv(path, index=False)
+    code, _, err = _run(capsys, "report", path, "--keys", "a,b", "--population-size", "60",
+                        "--methods", "nb", "--out", tmp_path / "r.html", "--no-suda",
+                        "--suda-max-size", "2")
+    _clear(code, err, 2, ("--suda-max-size '2'", "--no-suda", "drop one"))
+    assert not (tmp_path / "r.html").exists()
