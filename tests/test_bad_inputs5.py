@@ -121,3 +121,19 @@ def test_suda_max_size_with_no_suda_is_refused(capsys, tmp_path):
                         "--suda-max-size", "2")
     _clear(code, err, 2, ("--suda-max-size '2'", "--no-suda", "drop one"))
     assert not (tmp_path / "r.html").exists()
+
+
+# --- true/false weights ------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", [("--target", "tau2=0.5"), ("--k-anonymity", "2")])
+def test_protect_refuses_true_false_weights_in_the_same_words(capsys, tmp_path, how):
+    """protect reads a CSV as its text: a True/False weights column reached the weights
+    check as the texts 'True'/'False' and was refused as "not numeric: value 'False'",
+    without the remedy every other command gives."""
+    path = tmp_path / "flags.csv"
+    pd.DataFrame({"a": [1, 2, 1, 2, 1], "b": [1, 1, 2, 2, 1],
+                  "bw": [True, False, True, True, False]}).to_csv(path, index=False)
+    code, _, err = _run(capsys, "protect", path, "--keys", "a,b", "--weights", "bw",
+                        "--method", "nb", *how, "--out", tmp_path / "p.csv")
+    _clear(code, err, 2, ("weights column 'bw' holds true/false values",
+                          "leave out --weights"))

@@ -143,6 +143,11 @@ def decimal_comma_weights(name: str, values) -> np.ndarray:
     got = decimal_comma_numbers(values)
     if got is not None:
         return got
+    from .sizes import boolean_weights
+
+    flags = {str(v).strip().lower() for v in values}
+    if flags and flags <= {"true", "false"}:  # read as text (protect keeps the file's text)
+        raise boolean_weights(name)
     for v in values:
         text = str(v)
         try:
