@@ -137,3 +137,31 @@ def test_protect_refuses_true_false_weights_in_the_same_words(capsys, tmp_path, 
                         "--method", "nb", *how, "--out", tmp_path / "p.csv")
     _clear(code, err, 2, ("weights column 'bw' holds true/false values",
                           "leave out --weights"))
+
+
+# --- partly labelled codes ---------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["sav", "dta"])
+def test_label_equal_to_an_unlabelled_code_keeps_two_categories(capsys, tmp_path, fmt):
+    """Code 1 labelled "2" and code 2 without a label (shown '2' since today): the two
+    codes became one category, 5 records where the file has 2 and 3, and the records alone
+    on code 1 were no longer sample uniques (1 sample unique counted instead of 4)."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    frame = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0, 2.0, 3.0],
+                          "b": [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]})
+    path = tmp_path / f"clash.{fmt}"
+    write = pyreadstat.write_sav if fmt == "sav" else pyreadstat.write_dta
+    write(frame, str(path), variable_value_labels={"a": {1: "2", 3: "three"}})
+    md = Microdata.from_source(str(path), keys=["a", "b"], population_size=100)
+    assert md.levels[0] == ("2", "2 (1)", "three")
+    assert np.bincount(md.codes[0]).tolist() == [3, 2, 1]
+    code, out, err = _run(capsys, "assess", path, "--keys", "a,b", "--population-size",
+                          "100", "--method", "nb", "--format", "json")
+    assert code == 0, err
+    import json
+
+    # cells (1,1), (1,2), (2,2), (3,2) once each, (2,1) twice: 5 cells, 4 sample uniques
+    # (merged: (2,1) 3 times, (2,2) twice, (3,2) once, 1 unique)
+    result = json.loads(out)
+    assert result["observed_cells"] == 5
+    assert result["sample_uniques"] == 4
