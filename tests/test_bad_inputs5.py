@@ -11,7 +11,6 @@ import pytest
 
 from sdcrisk import Microdata
 from sdcrisk.cli import main
-from sdcrisk.exceptions import InputError
 
 
 def _run(capsys, *argv):
@@ -97,7 +96,7 @@ def test_suppression_never_suppresses_a_missing_value(kw):
         if plan.kind == "recoding":
             continue
         rows, cols = plan.suppressions[:, 0], plan.suppressions[:, 1]
-        was = np.array([md.levels[j][md.codes[j][r]] for r, j in zip(rows, cols)],
+        was = np.array([md.levels[j][md.codes[j][r]] for r, j in zip(rows, cols, strict=True)],
                        dtype=object)
         assert not any(v is None for v in was), plan.label()
         if plan.kind == "suppression":
@@ -105,7 +104,7 @@ def test_suppression_never_suppresses_a_missing_value(kw):
             changed = np.zeros((md.n, 3), bool)
             for j in range(3):
                 changed[:, j] = [md.levels[j][x] != new.levels[j][y]
-                                 for x, y in zip(md.codes[j], new.codes[j])]
+                                 for x, y in zip(md.codes[j], new.codes[j], strict=True)]
             assert plan.values_changed == changed.sum() == len(rows)
             assert plan.records_changed == changed.any(axis=1).sum()
 
