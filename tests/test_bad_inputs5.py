@@ -164,3 +164,25 @@ def test_label_equal_to_an_unlabelled_code_keeps_two_categories(capsys, tmp_path
     result = json.loads(out)
     assert result["observed_cells"] == 5
     assert result["sample_uniques"] == 4
+
+
+# --- protect: keys named by numbers --------------------------------------------------------
+
+def test_k_anonymity_with_keys_named_by_numbers(capsys, tmp_path):
+    """Keys named 0,1,2 (pandas' unnamed columns): the default importance order (the key
+    names) was read as sdcMicro's numeric importance vector and refused with a message
+    about --importance, which the user never gave."""
+    path = tmp_path / "unnamed.csv"
+    pd.DataFrame([[0, 1, 2], [0, 1, 2], [1, 1, 0], [1, 1, 0], [2, 0, 1]]).to_csv(path,
+                                                                                index=False)
+    code, out, err = _run(capsys, "protect", path, "--keys", "0,1,2", "--population-size",
+                          "100", "--k-anonymity", "2", "--out", tmp_path / "p.csv",
+                          "--format", "json")
+    assert code == 0, err
+    import json
+
+    summary = json.loads(out)
+    # the one record alone, (2,0,1), holds in every key a value no other record has: only
+    # with all three suppressed (wildcards) does it match another record
+    assert summary["k_violations_before"] == 1 and summary["k_violations_after"] == 0
+    assert summary["values_suppressed"] == 3
