@@ -42,6 +42,9 @@ def suppress_to_target(start: Microdata, ctx: SearchContext, allowed: list[int],
     before = np.zeros((n, n_keys), bool) if changed_before is None else changed_before
     md = start
     suppressed = np.zeros((n, n_keys), bool)
+    # a value missing already is not suppressed again (nor counted as a changed value)
+    open_values = np.column_stack([start.codes[j] != missing_code(start, j)
+                                   for j in range(n_keys)]) if n_keys else suppressed
     res, obj = ctx.fit(md)
     obj_start, path = obj, []
     patterns = [p for s in range(1, min(max_pattern_size, len(allowed)) + 1)
@@ -59,6 +62,7 @@ def suppress_to_target(start: Microdata, ctx: SearchContext, allowed: list[int],
         for pattern, members in chosen:
             for j in pattern:
                 suppressed[members, j] = True
+        suppressed &= open_values
         rows, cols = np.nonzero(suppressed)
         md = suppress_values(start, rows, cols)
         res, obj = ctx.fit(md)

@@ -284,7 +284,8 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
         The keys from most to least important; the least important is suppressed first
         (default: :func:`default_importance`, sdcMicro's rule). Or, as sdcMicro's
         ``importance`` vector, one number per key in key order, 1 = most important (ties
-        keep the key order).
+        keep the key order); numbers that are all names of keys (keys named 0, 1, 2) are
+        read as the names.
 
     Returns
     -------
@@ -316,7 +317,9 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
         raise ParameterError(f"k={k} is larger than the number of records n={md.n}; no "
                              f"suppression can reach it: choose k of at most {md.n}")
     order = list(importance) if importance is not None else default_importance(md)
-    if order and all(str(v).strip().isdigit() for v in order):  # sdcMicro's numeric vector
+    # sdcMicro's numeric vector; never the default order, nor names of keys named by numbers
+    if (importance is not None and order and all(str(v).strip().isdigit() for v in order)
+            and not set(map(str, order)) <= set(md.keys)):
         ranks = [int(str(v).strip()) for v in order]
         if len(ranks) != len(md.keys) or not all(1 <= r <= len(ranks) for r in ranks):
             raise ParameterError(f"--importance {','.join(map(str, order))}: as numbers, give "

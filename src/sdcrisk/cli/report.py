@@ -169,6 +169,9 @@ def _report(args) -> Outcome:
             population_size=float(table.population_size), missing=args.missing,
             max_levels=args.max_levels)
     suda_max_size = _suda_max_size(args.suda_max_size, len(table.keys))
+    if args.no_suda and args.suda_max_size != "auto":  # it would be ignored without a word
+        raise ParameterError(f"--suda-max-size {args.suda_max_size!r} bounds the SUDA section, "
+                             "which --no-suda leaves out; drop one of the two")
     options = method_options(args, methods)
     estimators = {name: get_estimator(name, **options[name]) for name in methods}
     for est in estimators.values():  # a misspelt key is the user's error: before any fit

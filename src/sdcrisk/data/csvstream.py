@@ -19,13 +19,11 @@ from ..exceptions import InputError
 from .columns import check_present
 from .repeated_header import find_repeated_header
 from .sizes import boolean_weights
-from .text import csv_delimiter, csv_header, decode_array, head_bytes, printable
+from .text import NULLS, csv_delimiter, csv_header, decode_array, head_bytes, printable
 
 __all__ = ["NULLS", "NotUtf8", "csv_dataset", "csv_error", "infer_type",
            "keys_as_bytes", "typed_column", "utf8_head"]
 
-#: the texts read as a missing value, as the in-memory reader reads them
-NULLS = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"]
 
 
 def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
@@ -63,7 +61,7 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
     def dataset(**read):
         fmt = ds.CsvFileFormat(
             parse_options=pacsv.ParseOptions(delimiter=delimiter),
-            convert_options=pacsv.ConvertOptions(column_types=types, null_values=NULLS,
+            convert_options=pacsv.ConvertOptions(column_types=types, null_values=list(NULLS),
                                                  strings_can_be_null=True),
             read_options=pacsv.ReadOptions(block_size=1 << 24, **read))
         return ds.dataset(str(path), format=fmt)

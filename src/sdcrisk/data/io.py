@@ -42,7 +42,7 @@ from .columns import check_present, close_name
 from .labels import code_text, shared_labels
 from .outputs import special_file
 from .repeated_header import check_columns, check_duckdb_rows
-from .text import csv_delimiter, csv_header, decode_array, printable
+from .text import NULLS, csv_delimiter, csv_header, decode_array, printable
 
 __all__ = ["Column", "iter_columns", "read_columns", "source_name", "sniff", "detect_format",
            "resolve_path", "atomic_path", "named_file", "excel_frame", "parquet_parts"]
@@ -274,7 +274,7 @@ def _read_arrow(path: Path, columns: Sequence[str], text: Sequence[str] = ()):
         check_present(columns, header, path.name)
         convert = pacsv.ConvertOptions(
             include_columns=list(columns),
-            null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"],
+            null_values=list(NULLS),
             strings_can_be_null=True,
             column_types={c: pa.binary() for c in text},
         )
@@ -316,6 +316,14 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
             codes, _ = reader(str(path), usecols=list(shared))
             for name, names in shared.items():
                 frame[name] = codes[name].map(lambda v, names=names: names.get(v, v))
+        clash = _labels_like_codes(frame, columns)
+        if clash:  # a label "2" on code 1, and code 2 unlabelled: two categories, not one
+            codes, _ = reader(str(path), usecols=list(clash))
+            for name, texts in clash.items():
+                given = shared.get(name) or meta.variable_value_labels[name]
+                names = {code: f"{label} ({code_text(code)})" if label in texts else label
+                         for code, label in given.items()}
+                frame[name] = codes[name].map(lambda v, names=names: names.get(v, v))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
@@ -329,6 +337,23 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
                 col = col.map(_unlabelled_code, na_action="ignore")
             frame[name] = col
     return _frame_columns(frame, columns)
+
+
+def _labels_like_codes(frame, columns: Sequence[str]) -> dict[str, set]:
+    """{column: labels} for the partly labelled columns where a code's label is the text of
+    an unlabelled code that occurs (label "2" on code 1, code 2 without a label): shown as
+    :func:`_unlabelled_code` shows it, that code would join the labelled one's category."""
+    out = {}
+    for name in columns:
+        col = frame[name]
+        if col.dtype != object:
+            continue
+        values = col.dropna().unique()
+        bare = {code_text(v) for v in values if isinstance(v, float)}
+        texts = {v for v in values if isinstance(v, str)} & bare
+        if texts:
+            out[name] = texts
+    return out
 
 
 def _unlabelled_code(value):

@@ -7,7 +7,9 @@ the line and the remedy.
 Only a full match counts: a line whose every field equals its column's name (parsed as the
 header line is: the same separator, quotes and encoding; a UTF-8 byte-order mark before it
 allowed, as the second file of a joined pair of Excel exports has one). A record where some
-fields equal their column's name (the value ``sex`` in the column ``sex``) is data.
+fields equal their column's name (the value ``sex`` in the column ``sex``) is data, and so
+is a line of numbers under a header of numbers (columns named 0, 1, 2, as pandas writes a frame
+without names, holding codes 0, 1, 2): nothing tells it from a record.
 
 Finding it costs nothing on a clean file. The readers check the columns they read
 (:func:`could_be_header`): a column typed as numbers cannot hold its own name (unless the name
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import InputError
-from .text import csv_delimiter, csv_header, head_bytes
+from .text import NULLS, csv_delimiter, csv_header, head_bytes
 
 __all__ = ["could_be_header", "header_lines", "repeated_header_error",
            "find_repeated_header", "check_columns", "check_duckdb_rows"]
@@ -40,6 +42,15 @@ _BOM = "\ufeff"
 _CHUNK = 1 << 24
 #: line numbers named in the message at most
 _SHOWN = 3
+#: a column name that is a number: a line of such names is a valid record of numbers
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _names_are_numbers(names: Sequence[str]) -> bool:
+    """Whether every column name is a number (columns named 0, 1, 2 as pandas writes a
+    frame without names): a record equal to that header line is then a record of numbers
+    like any other (codes 0, 1, 2), not a sign of joined files, and is never refused."""
+    return all(_NUMBER.fullmatch(n.strip(" \t").lstrip(_BOM)) for n in names)
 
 
 def _header_value(name: str, typ, first: bool) -> list | None:
@@ -50,16 +61,19 @@ def _header_value(name: str, typ, first: bool) -> list | None:
     import pyarrow as pa
 
     texts = [name] + ([_BOM + name] if first else [])
+    # a column named "NA" (or any text the readers read as missing) holds a missing value
+    # on a repeated header line
+    nulls = [pa.scalar(None, typ)] if name in NULLS else []
     if pa.types.is_null(typ):  # a column with no value: a repeated name would be one
-        return None
+        return nulls or None
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return [pa.scalar(t, typ) for t in texts]
+        return [pa.scalar(t, typ) for t in texts] + nulls
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
-        return [pa.scalar(t.encode("utf-8"), typ) for t in texts]
+        return [pa.scalar(t.encode("utf-8"), typ) for t in texts] + nulls
     try:  # a column named "2020" typed as integers holds 2020 on a repeated header line
         return [pa.scalar(name.strip(" \t")).cast(typ)]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
+        return nulls or None
 
 
 def could_be_header(columns: Mapping[str, Any], first: str | None = None) -> bool:
@@ -190,6 +204,8 @@ def find_repeated_header(path: Path, compression: str | None = None,
             delimiter = csv_delimiter(path, compression, head_bytes(path, compression))
         if names is None:
             names = csv_header(path, delimiter, compression)
+        if _names_are_numbers(names):
+            return None
         lines, count = header_lines(path, compression, delimiter, names)
     except (InputError, OSError, pa.ArrowException):
         return None
@@ -222,7 +238,7 @@ def check_duckdb_rows(con, relation: str, where: str, what: str, names: Sequence
     InputError
         Naming the row, how many there are, and the remedy.
     """
-    if not names or not could_be_header(columns, names[0]):
+    if not names or _names_are_numbers(names) or not could_be_header(columns, names[0]):
         return
     quoted = ['"' + n.replace('"', '""') + '"' for n in names]
     test = [f"CAST({q} AS VARCHAR) = ?" for q in quoted]

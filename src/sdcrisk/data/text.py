@@ -17,7 +17,10 @@ from ..exceptions import InputError
 
 __all__ = ["printable", "csv_header", "csv_delimiter", "head_bytes", "decimal_comma_numbers",
            "decimal_comma_weights", "decode_array", "decode_text", "names_not_utf8", "utf8_text",
-           "NOT_UTF8_READ_AS"]
+           "NOT_UTF8_READ_AS", "NULLS"]
+
+#: the texts every CSV reader reads as a missing value
+NULLS = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 
 
 def printable(text: str, limit: int = 160) -> str:
@@ -140,6 +143,11 @@ def decimal_comma_weights(name: str, values) -> np.ndarray:
     got = decimal_comma_numbers(values)
     if got is not None:
         return got
+    from .sizes import boolean_weights
+
+    flags = {str(v).strip().lower() for v in values}
+    if flags and flags <= {"true", "false"}:  # read as text (protect keeps the file's text)
+        raise boolean_weights(name)
     for v in values:
         text = str(v)
         try:
