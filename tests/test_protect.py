@@ -764,3 +764,20 @@ def test_method_without_wildcards_also_shows_its_own_figures(tmp_path, capsys, m
                  str(tmp_path / "n.csv"), *common, "--method", "nb", "--mode",
                  "sdcmicro"]) == 0
     assert json.loads(capsys.readouterr().out)["risk_missing_as_category"] is None
+
+
+def test_a_threshold_of_zero_is_explained(tmp_path, capsys):
+    """protect printed 'record risk threshold ...: 0 before, 0 after (- = already met)', and
+    0 read as a threshold; it is mu-Argus's 'no threshold among the record risks reaches the
+    target' (global risk 0.058 > 0.01 here, every record's risk above 0.01)."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "hr.csv"
+    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
+                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    assert main(["protect", str(path), "--keys", "a,b,c", "--population-size", "2000",
+                 "--k-anonymity", "3", "--method", "nb", "--out", str(tmp_path / "p.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "global_risk                    0.0586679" in out
+    assert ("record risk threshold for max global risk 0.01: 0 before, 0.00990099 after "
+            "(- = already met; 0 = no threshold among the record risks reaches the target)"
+            ) in out

@@ -133,9 +133,11 @@ def _risk_table(b: dict, a: dict, title: str) -> list[str]:
                 label = f"  {side} {b.get('ci_level', 0.95):.0%}"
                 lines.append(f"{label:<30}{_fig(bi):>12}{_fig(ai):>14}")
     if "max_global_risk" in b:
+        before, after = b.get("record_risk_threshold"), a.get("record_risk_threshold")
         lines.append(f"  record risk threshold for max global risk {b['max_global_risk']:g}: "
-                     f"{_fig(b.get('record_risk_threshold'))} before, "
-                     f"{_fig(a.get('record_risk_threshold'))} after (- = already met)")
+                     f"{_fig(before)} before, {_fig(after)} after (- = already met"
+                     + ("; 0 = no threshold among the record risks reaches the target"
+                        if 0 in (before, after) else "") + ")")
     return lines
 
 
