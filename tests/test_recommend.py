@@ -174,7 +174,7 @@ def test_cli_recommend(capsys, tmp_path):
     assert d["plans"][0]["merges"] == [["30", "31"], ["32", "33"]]
     code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
                  "--target", "0", "--objective", "records-above"])
-    assert code == 2 and "risk_threshold" in capsys.readouterr().err
+    assert code == 2 and "give that risk with --risk-threshold R" in capsys.readouterr().err
     code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
                  "--target", "0", "--method", "nb"])
     out = capsys.readouterr().out
@@ -370,3 +370,20 @@ def test_a_risk_threshold_with_a_tau2_target_is_refused(capsys, tmp_path):
                  "--target", "0", "--method", "nb", "--risk-threshold", "0.05"])
     err = capsys.readouterr().err
     assert code == 2 and "--objective records-above" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("given, named", [
+    (("--target", "records-above=5"), "--target 'records-above=5'"),
+    (("--target", "5", "--objective", "records-above"), "--objective records-above"),
+])
+def test_a_records_above_target_without_its_risk_is_refused_in_flags(capsys, tmp_path, given,
+                                                                     named):
+    """The refusal named the Python API ("risk_threshold=None ... objective='records_above'"),
+    and came after the file was read."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33], "sex": [1, 1, 2, 2]}).to_csv(path, index=False)
+    code = main(["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+                 "--method", "nb", *given])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{named} counts records above a risk" in err
+    assert "--risk-threshold R" in err and "risk_threshold=" not in err

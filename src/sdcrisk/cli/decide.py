@@ -428,9 +428,20 @@ def _recommend(args) -> str:
     if args.change_keys is not None and not args.change_keys.replace(",", "").strip():
         raise ParameterError(f"--change-keys {args.change_keys!r} names no key; leave it out "
                              "to let every key change")
-    md = sample_microdata(args)
+    if objective == "records-above" and args.risk_threshold is None:
+        given = (f"--target {args.target!r}" if "=" in str(args.target)
+                 else "--objective records-above")
+        raise ParameterError(f"{given} counts records above a risk: give "
+                             "that risk with --risk-threshold R (e.g. --risk-threshold 0.1: "
+                             "records whose estimated re-identification risk exceeds 0.1)")
+    if objective == "tau2" and args.risk_threshold is not None:
+        raise ParameterError(f"--risk-threshold {args.risk_threshold:g} applies to a "
+                             "records-above target (--objective records-above, or --target "
+                             "records-above=N); drop it for "
+                             "a tau2 target")
     target = RiskTarget(objective=objective.replace("-", "_"), value=value,
-                        risk_threshold=args.risk_threshold)
+                        risk_threshold=args.risk_threshold)  # checked before reading
+    md = sample_microdata(args)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
     est = get_estimator(args.method, **options_for(args))
     chose = ""
