@@ -685,7 +685,8 @@ def test_cli_decide_bad_input(capsys, files, monkeypatch, argv, words):
     (("--target", "inf"), ("--target inf", "non-negative number and finite")),
     (("--target", "1", "--refit-candidates", "0"), ("--refit-candidates 0",)),
     (("--target", "1", "--max-pattern-size", "0"), ("--max-pattern-size 0",)),
-    (("--target", "1", "--objective", "records-above"), ("give that risk with --risk-threshold R",)),
+    (("--target", "1", "--objective", "records-above"),
+     ("give that risk with --risk-threshold R",)),
 ])
 def test_cli_recommend_bad_input(capsys, files, monkeypatch, argv, words):
     monkeypatch.chdir(files)

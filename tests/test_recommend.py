@@ -387,3 +387,22 @@ def test_a_records_above_target_without_its_risk_is_refused_in_flags(capsys, tmp
     err = capsys.readouterr().err
     assert code == 2 and f"{named} counts records above a risk" in err
     assert "--risk-threshold R" in err and "risk_threshold=" not in err
+
+
+def test_plan_search_cautions_differing_only_in_figures_print_once(capsys, tmp_path):
+    """auto warns that each changed file lies outside its corpus, with that file's figures:
+    protect --target printed nine such lines around a one-line result. Each distinct warning
+    once; those of the plan search's changed files that differ only in figures once, with a
+    count."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "hr.csv"
+    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
+                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    assert main(["protect", str(path), "--keys", "a,b,c", "--population-size", "2000",
+                 "--target", "tau2=0.5", "--out", str(tmp_path / "p.csv")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    searched = [x for x in lines if "on a changed file of the plan search: auto" in x]
+    assert len(searched) == 1
+    assert lines[-1] == ("sdcrisk: warning: ... and 3 more like these on other changed files "
+                         "of the plan search (the same caution, other figures)")
+    assert len(lines) == len(set(lines)) == 5

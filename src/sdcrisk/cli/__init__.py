@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -60,28 +61,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
-    """``sdcrisk: warning: ...`` on one line, without the source path (installed by main)."""
-    text = " ".join(str(message).split())
-    name = category.__name__
-    kind = "" if name in ("UserWarning", "SdcRiskWarning") else f" ({name})"
-    stream = sys.stderr if file is None else file
+class _OneLineWarnings:
+    """``sdcrisk: warning: ...`` on one line, without the source path (installed by main).
+
+    Each distinct warning is printed once per command; warnings from the changed files of a
+    plan search (``recommend``, ``protect --target``) that differ only in their figures (auto
+    outside its corpus on each changed file) are printed once, with a count of the others at
+    the end: a search re-fits tens of files, and the same caution each time buried the
+    result."""
+
+    _PLAN_SEARCH = "on a changed file of the plan search: "
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, str]] = set()
+        self.similar = 0
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        shape = re.sub(r"\d[\d.,e+-]*", "#", text) if text.startswith(self._PLAN_SEARCH) else text
+        if (category.__name__, shape) in self.seen:
+            self.similar += shape != text
+            return
+        self.seen.add((category.__name__, shape))
+        name = category.__name__
+        kind = "" if name in ("UserWarning", "SdcRiskWarning") else f" ({name})"
+        _write(sys.stderr if file is None else file, f"sdcrisk: warning: {text}{kind}\n")
+
+    def close(self) -> None:
+        if self.similar:
+            _write(sys.stderr, f"sdcrisk: warning: ... and {self.similar} more like these on "
+                   "other changed files of the plan search (the same caution, other figures)\n")
+
+
+def _write(stream, text: str) -> None:
     try:
-        stream.write(f"sdcrisk: warning: {text}{kind}\n")
+        stream.write(text)
     except OSError:
         pass
 
 
 @contextlib.contextmanager
 def _cli_messages(quiet: bool):
-    """While a command runs: one-line warnings, and progress bars unless --quiet."""
+    """While a command runs: one-line warnings, each once, and progress bars unless --quiet."""
     saved = warnings.showwarning
-    warnings.showwarning = _one_line_warning
+    printer = _OneLineWarnings()
+    warnings.showwarning = printer
     try:
         with progress_enabled(not quiet):
             yield
     finally:
         warnings.showwarning = saved
+        printer.close()
 
 
 def _api_flags() -> dict[str, str]:
