@@ -649,7 +649,9 @@ def protect(source: Any, keys: Sequence[str], *, k: int | None = None,
                          f"({est.name}: tau2 {rec.objective_before:.4g}): nothing changed")
         else:
             notes.append(f"recommended plan ({est.name}): {plan.label()}, tau2 "
-                         f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}")
+                         f"{rec.objective_before:.4g} -> {plan.objective_after:.4g}, target "
+                         f"<= {goal.value:g} met (a suppressed value counted as a category "
+                         "of its own, as the search counts it)")
             if plan.merges:  # recoding, or recoding then suppression: merges first
                 frame = frame.copy()
                 merged.setdefault(plan.key, {}).update(_frame_merges(frame, plan.key,

@@ -141,9 +141,17 @@ def _risk_table(b: dict, a: dict, title: str) -> list[str]:
     return lines
 
 
+#: protect's notes on a --target run's outcome (analyses.protect.protect writes them)
+_TARGET_NOTES = ("recommended plan (", "target tau2 <= ")
+
+
 def _text(prot, out: Path) -> str:
     d = prot.to_dict()
     lines = [f"protected file written: {out}"]
+    # the target's outcome first: the risk tables below count suppressed values in ways
+    # other than the search did (nb's wildcards), and read alone they looked like a miss
+    first = tuple(n for n in prot.notes if n.startswith(_TARGET_NOTES))
+    lines += [f"note: {n}" for n in first]
     if prot.k is not None:
         lines.append(f"k-anonymity k = {prot.k} (missing values match every category): "
                      f"{prot.k_violations_before:,} records below k before, "
@@ -174,5 +182,5 @@ def _text(prot, out: Path) -> str:
     lines += ["", f"information loss: {il['share_of_key_values_suppressed']:.3%} of key values "
               f"suppressed; entropy loss {il['entropy_loss_bits']:.1f} bits "
               f"({il['entropy_loss_share']:.3%} of the keys' information)"]
-    lines += [f"note: {n}" for n in prot.notes]
+    lines += [f"note: {n}" for n in prot.notes if n not in first]
     return "\n".join(lines)
