@@ -30,6 +30,36 @@ def shared_data_fixture():
     return shared_data
 
 
+def run_cli(capsys, *argv):
+    """(exit code, stdout, stderr) of ``sdcrisk ARGV`` run in this process."""
+    from sdcrisk.cli import main
+
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_refused_clearly(code, err, expected, words):
+    """Exit ``expected``, no traceback or internal error, and every one of ``words`` in the
+    message (case-insensitive)."""
+    assert code == expected, err
+    assert "Traceback" not in err and "internal error" not in err
+    for w in words:
+        assert w.lower() in err.lower(), f"{w!r} not in {err!r}"
+
+
+def high_risk_csv(path: Path) -> Path:
+    """200 records of three keys (5 x 5 x 3 levels, seed 0): with N = 2,000 every record's
+    risk is above 0.01 (nb: global risk 0.0587), so no record-risk threshold reaches a
+    max global risk of 0.01."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
+                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    return path
+
+
 def benchmark_module(name: str):
     """A script of ``benchmarks/`` imported as a module (its folder on sys.path while it is
     imported, as when it is run)."""

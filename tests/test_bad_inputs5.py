@@ -9,22 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import assert_refused_clearly as _clear
+from conftest import run_cli as _run
 from sdcrisk import Microdata
-from sdcrisk.cli import main
-
-
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _clear(code, err, expected, words):
-    assert code == expected, err
-    assert "Traceback" not in err and "internal error" not in err
-    for w in words:
-        assert w.lower() in err.lower(), f"{w!r} not in {err!r}"
-
 
 # --- repeated header line ----------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import shared_data
+from conftest import high_risk_csv, shared_data
 from sdcrisk import Microdata
 from sdcrisk.analyses.protect import (
     apply_recodes,
@@ -770,10 +770,7 @@ def test_a_threshold_of_zero_is_explained(tmp_path, capsys):
     """protect printed 'record risk threshold ...: 0 before, 0 after (- = already met)', and
     0 read as a threshold; it is mu-Argus's 'no threshold among the record risks reaches the
     target' (global risk 0.058 > 0.01 here, every record's risk above 0.01)."""
-    rng = np.random.default_rng(0)
-    path = tmp_path / "hr.csv"
-    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
-                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    path = high_risk_csv(tmp_path / "hr.csv")
     assert main(["protect", str(path), "--keys", "a,b,c", "--population-size", "2000",
                  "--k-anonymity", "3", "--method", "nb", "--out", str(tmp_path / "p.csv")]) == 0
     out = capsys.readouterr().out
@@ -787,10 +784,7 @@ def test_a_target_run_says_its_outcome_first(tmp_path, capsys):
     """The target's outcome was the last of the notes, under two risk tables whose nb
     (wildcard) figures sit above the target (tau2 1.535 after, target 0.5): read alone they
     looked like a miss."""
-    rng = np.random.default_rng(0)
-    path = tmp_path / "hr.csv"
-    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
-                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    path = high_risk_csv(tmp_path / "hr.csv")
     assert main(["protect", str(path), "--keys", "a,b,c", "--population-size", "2000",
                  "--target", "tau2=0.5", "--out", str(tmp_path / "p.csv")]) == 0
     lines = capsys.readouterr().out.splitlines()

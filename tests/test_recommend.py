@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import high_risk_csv
 from sdcrisk import (
     InputError,
     Microdata,
@@ -394,10 +395,7 @@ def test_plan_search_cautions_differing_only_in_figures_print_once(capsys, tmp_p
     protect --target printed nine such lines around a one-line result. Each distinct warning
     once; those of the plan search's changed files that differ only in figures once, with a
     count."""
-    rng = np.random.default_rng(0)
-    path = tmp_path / "hr.csv"
-    pd.DataFrame({"a": rng.integers(1, 6, 200), "b": rng.integers(1, 6, 200),
-                  "c": rng.integers(1, 4, 200)}).to_csv(path, index=False)
+    path = high_risk_csv(tmp_path / "hr.csv")
     assert main(["protect", str(path), "--keys", "a,b,c", "--population-size", "2000",
                  "--target", "tau2=0.5", "--out", str(tmp_path / "p.csv")]) == 0
     lines = capsys.readouterr().err.splitlines()

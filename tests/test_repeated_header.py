@@ -13,8 +13,8 @@ import gzip
 import numpy as np
 import pytest
 
+from conftest import run_cli as _run
 from sdcrisk import Microdata, tabulate
-from sdcrisk.cli import main
 from sdcrisk.data.frequencies import tabulate_frequencies
 from sdcrisk.data.outofcore import tabulate_file
 from sdcrisk.exceptions import InputError
@@ -32,11 +32,6 @@ def _joined(tmp_path, name="both.csv", header=HEADER, rows=ROWS, copies=2, newli
     path.write_bytes((one * copies).encode("utf-8"))
     return path
 
-
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _refused(exc_or_err: str, name: str, line: int) -> None:
