@@ -44,8 +44,16 @@ def run(src: Path, sample: Path, keys: list[str], out: Path, workers: int | None
            "--out", str(out)]
     if workers is not None:
         cmd += ["--workers", str(workers)]
-    env = {**os.environ, "PYTHONPATH": str(src)}
     load = os.getloadavg()[0]
+    _, wall, cpu, after = run_timed(cmd, src)
+    return {"cpu_s": cpu, "wall_s": wall, "peak_rss_mb": after.ru_maxrss / 1024,
+            "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def run_timed(cmd: list[str], src: Path):
+    """Run ``cmd`` with ``src`` on PYTHONPATH: (the finished process, wall s, CPU s of the
+    child, the children's rusage after it); SystemExit with its stderr if it failed."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -54,8 +62,7 @@ def run(src: Path, sample: Path, keys: list[str], out: Path, workers: int | None
     if done.returncode != 0:
         raise SystemExit(f"recommend failed ({done.returncode}): {done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"cpu_s": cpu, "wall_s": wall, "peak_rss_mb": after.ru_maxrss / 1024,
-            "load_before": load, "load_after": os.getloadavg()[0]}
+    return done, wall, cpu, after
 
 
 def plans(path: Path) -> list:

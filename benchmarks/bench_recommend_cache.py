@@ -33,14 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from bench_recommend import run_timed
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / ".." / "shared" / "data"
@@ -89,16 +87,8 @@ def run(src: Path, data: Path, keys, n_pop, target, method, out: Path,
     cmd = [sys.executable, "-c", WRAP, "recommend", str(data), "--keys", ",".join(keys),
            "--population-size", str(n_pop), "--target", str(target), "--method", method,
            "--format", "json", "--out", str(out), *extra]
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"recommend failed ({done.returncode}): {done.stderr[-2000:]}")
+    done, wall, cpu, _ = run_timed(cmd, src)
     fits = int(done.stderr.strip().splitlines()[-1].split()[1])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"cpu_s": cpu, "wall_s": wall, "fits": fits, "load": os.getloadavg()[0]}
 
 
