@@ -23,6 +23,31 @@ def group_ids(codes: Sequence[np.ndarray], n_levels: Sequence[int], keep: Sequen
     return np.unique(ids, return_inverse=True)[1].ravel()
 
 
+def observed_levels(md: Microdata, keys: Sequence[bool]) -> Microdata:
+    """``md`` with the categories no record holds any more dropped from each key flagged in
+    ``keys`` (codes renumbered, order kept): the file a plan writes, read back, knows only
+    the categories it holds, and a model over the cell space (auto, graphical, log-linear)
+    estimates its risk on those. Keys not flagged keep their levels (a key whose levels the
+    user declared, some of them absent from the file)."""
+    codes, levels = list(md.codes), list(md.levels)
+    changed = False
+    for j, flag in enumerate(keys):
+        if not flag:
+            continue
+        held = np.bincount(codes[j], minlength=len(levels[j])) > 0
+        if held.all():
+            continue
+        keep = np.flatnonzero(held)
+        renumber = np.full(len(levels[j]), -1, np.int64)
+        renumber[keep] = np.arange(len(keep))
+        codes[j] = renumber[codes[j]].astype(_cells._code_dtype(len(keep)))
+        levels[j] = tuple(levels[j][i] for i in keep)
+        changed = True
+    if not changed:
+        return md
+    return dataclasses.replace(md, codes=tuple(codes), levels=tuple(levels))
+
+
 def _with_missing_level(md: Microdata, j: int) -> tuple[Microdata, int]:
     levels = md.levels[j]
     if _cells.MISSING_LABEL in levels:

@@ -18,7 +18,7 @@ from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..exceptions import InputError, ParameterError
 from ._recommend_cache import FitCache
-from ._recommend_edits import label_text, merge_levels, suppress_values
+from ._recommend_edits import label_text, merge_levels, observed_levels, suppress_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -264,6 +264,10 @@ class SearchContext:
     #: not fitted again (fits are deterministic: the same result); one per plan unit
     #: (:meth:`for_unit`), bounded (:mod:`._recommend_cache`)
     cache: FitCache = field(default_factory=FitCache)
+    #: per key, whether every category it declares was held by a record of the file: such
+    #: a key's categories that a plan empties are dropped before a fit (the written file,
+    #: read back, knows only those it holds), see :func:`._recommend_edits.observed_levels`
+    compact: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         if self.base is not None:
@@ -279,7 +283,10 @@ class SearchContext:
         return out
 
     def fit(self, md: Microdata) -> tuple[RiskResult, float]:
-        return self.fit_table(tabulate(md))
+        """The fit of a changed file as it will be read once written: categories that the
+        change emptied are gone (a fit over the cell space of the file before the change
+        said a target was met, and the written file re-assessed was above it)."""
+        return self.fit_table(tabulate(observed_levels(md, self.compact)))
 
     def fit_table(self, table) -> tuple[RiskResult, float]:
         res = self.cache.get(table)

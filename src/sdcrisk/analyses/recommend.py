@@ -27,6 +27,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
+
 from ..data.table import Microdata, tabulate
 from ..estimators import Estimator
 from ..estimators._base import check_int
@@ -177,7 +179,10 @@ def recommend(
     told = dict.fromkeys((w.category, str(w.message)) for w in caught)
     # every plan starts from the file itself: its fit is the one above, handed to the plans
     # (they re-fitted it each, one fit per plan: 9 of the ~130 auto fits at 8 keys)
-    ctx = SearchContext(est, target, base_table.record_map(), base=(base_table, base))
+    held = tuple(bool(np.bincount(c, minlength=len(lv)).all())
+                 for c, lv in zip(sample.codes, sample.levels, strict=True))
+    ctx = SearchContext(est, target, base_table.record_map(), base=(base_table, base),
+                        compact=held)
     before = ctx.measures(base)
     allowed = [sample.keys.index(k) for k in keys]
     # a key's combined plan follows its recoding plan: that is searched first, even when
