@@ -105,6 +105,9 @@ class Plan(ResultBase):
     reached : bool
         Whether the target is met after the change.
     objective_after : float
+        The objective re-estimated on the changed sample as it reads once written: without
+        the categories the change emptied (:meth:`apply` keeps them, so a model over the
+        cell space fitted on its result directly can differ).
     records_changed, values_changed, cells_changed : int
         Information loss: records with any changed key value; changed key values; sample
         cells (key combinations, before the change) holding a changed record. In a combined
