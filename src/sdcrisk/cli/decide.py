@@ -373,16 +373,21 @@ def _decision_text(result, *, internal: bool) -> str:
 
 
 # --- recommend ------------------------------------------------------------------------------
-def _recommend_target(spec: str, objective: str | None) -> tuple[str, float]:
-    """``--target`` as (objective, value): a number (the objective is ``--objective``'s, tau2
-    by default) or MEASURE=VALUE as protect's ``--target`` (the measure is the objective).
+def _recommend_target(spec: str, objective: str | None, risk_threshold: float | None):
+    """``--target`` as a RiskTarget: a number (the objective is ``--objective``'s, tau2 by
+    default) or MEASURE=VALUE as protect's ``--target`` (the measure is the objective), with
+    ``--risk-threshold`` for a records-above target; checked before the file is read, in the
+    flags the user typed.
 
     Raises
     ------
     ParameterError
-        A measure other than tau2 or records-above, one that contradicts ``--objective``, or
-        a value that is not a non-negative finite number.
+        A measure other than tau2 or records-above, one that contradicts ``--objective``, a
+        value that is not a non-negative finite number, a records-above target without
+        ``--risk-threshold`` or a tau2 target with it.
     """
+    from ..analyses.recommend import RiskTarget
+
     text = str(spec).strip()
     name, sep, value = text.partition("=")
     if sep:
@@ -406,21 +411,27 @@ def _recommend_target(spec: str, objective: str | None) -> tuple[str, float]:
         raise ParameterError(f"--target {text} must be a non-negative number and finite "
                              f"(the {objective} to reach, e.g. --target 1 or --target "
                              f"{objective}=1)")
-    return objective, number
+    if objective == "records-above" and risk_threshold is None:
+        given = f"--target {text!r}" if sep else "--objective records-above"
+        raise ParameterError(f"{given} counts records above a risk: give "
+                             "that risk with --risk-threshold R (e.g. --risk-threshold 0.1: "
+                             "records whose estimated re-identification risk exceeds 0.1)")
+    if objective == "tau2" and risk_threshold is not None:
+        raise ParameterError(f"--risk-threshold {risk_threshold:g} applies to a records-above "
+                             "target (--objective records-above, or --target records-above=N); "
+                             "drop it for a tau2 target")
+    return RiskTarget(objective=objective.replace("-", "_"), value=number,
+                      risk_threshold=risk_threshold)
 
 
 def _recommend(args) -> str:
     from ..analyses.methods import get_estimator
-    from ..analyses.recommend import (
-        PARALLEL_FROM,
-        PARALLEL_FROM_AUTO,
-        RiskTarget,
-        recommend,
-    )
+    from ..analyses.recommend import PARALLEL_FROM, PARALLEL_FROM_AUTO, recommend
     from ..report.charts import plot_recommendations
     from ._common import options_for, parse_keys, sample_microdata
 
-    objective, value = _recommend_target(args.target, args.objective)  # before reading
+    # the target is checked before the file is read
+    target = _recommend_target(args.target, args.objective, args.risk_threshold)
     if not args.actions.replace(",", "").strip():
         raise ParameterError(f"--actions {args.actions!r} names no action; give any of "
                              "suppression, recoding, recoding+suppression (the default: "
@@ -428,19 +439,6 @@ def _recommend(args) -> str:
     if args.change_keys is not None and not args.change_keys.replace(",", "").strip():
         raise ParameterError(f"--change-keys {args.change_keys!r} names no key; leave it out "
                              "to let every key change")
-    if objective == "records-above" and args.risk_threshold is None:
-        given = (f"--target {args.target!r}" if "=" in str(args.target)
-                 else "--objective records-above")
-        raise ParameterError(f"{given} counts records above a risk: give "
-                             "that risk with --risk-threshold R (e.g. --risk-threshold 0.1: "
-                             "records whose estimated re-identification risk exceeds 0.1)")
-    if objective == "tau2" and args.risk_threshold is not None:
-        raise ParameterError(f"--risk-threshold {args.risk_threshold:g} applies to a "
-                             "records-above target (--objective records-above, or --target "
-                             "records-above=N); drop it for "
-                             "a tau2 target")
-    target = RiskTarget(objective=objective.replace("-", "_"), value=value,
-                        risk_threshold=args.risk_threshold)  # checked before reading
     md = sample_microdata(args)
     actions = [a.strip() for a in args.actions.split(",") if a.strip()]
     est = get_estimator(args.method, **options_for(args))
