@@ -69,7 +69,7 @@ def test_wide_search_is_bounded_to_the_msus_of_the_size_it_reached(wide_table, m
     monkeypatch.setattr(_suda, "WORK_BUDGET", budget)
     res = suda2(wide_table, max_size="auto")
     m = res.max_size
-    assert not res.complete and res.bounded and 2 <= m < 14
+    assert not res.complete and 2 <= m < 14
     assert res.diagnostics["max_size_rule"] == "auto"
     assert res.diagnostics["work_budget"] == budget
     # the full attempt and the deepening each stop once past the budget (plus one node)

@@ -154,11 +154,6 @@ class SudaResult(ResultBase):
     complete: bool = True
 
     # --- the size bound ----------------------------------------------------------------------
-    @property
-    def bounded(self) -> bool:
-        """True when MSUs larger than ``max_size`` may exist and were not searched."""
-        return not self.complete
-
     def bound_note(self) -> str | None:
         """What a size bound means for these figures, in words (None: every size searched).
 
