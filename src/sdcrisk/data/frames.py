@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
-from .io import atomic_path, detect_format, excel_frame, named_file, resolve_path
+from .io import (
+    atomic_path,
+    blank_text_as_missing,
+    detect_format,
+    exact_whole_numbers,
+    excel_frame,
+    named_file,
+    resolve_path,
+)
 from .muargus import format_records, locate, read_metadata, read_records
 from .outputs import check_target, refuse_folder_name
 from .repeated_header import could_be_header, find_repeated_header
@@ -515,8 +523,7 @@ def _whole_doubles_as_integers(frame):
             continue
         values = col.to_numpy(dtype=float, na_value=np.nan)
         given = values[~np.isnan(values)]
-        if (given.size and np.isfinite(given).all() and (np.abs(given) < 2.0 ** 53).all()
-                and (given == np.round(given)).all()):
+        if given.size and exact_whole_numbers(given):
             frame[name] = col.astype("Int64")
     return frame
 
@@ -531,7 +538,7 @@ def _missing_text_as_null(frame):
     for name in frame.columns:
         col = frame[name]
         if col.dtype == object or pd.api.types.is_string_dtype(col):
-            frame[name] = col.where(col.astype(str).str.strip() != "", None)
+            frame[name] = blank_text_as_missing(col)
     return frame
 
 

@@ -329,10 +329,10 @@ def _read_readstat(path: Path, kind: str, columns: Sequence[str]) -> dict[str, C
     except Exception as exc:  # noqa: BLE001 - pyreadstat raises its own and OSError
         raise InputError(f"{path.name}: could not be read as a {kind} file "
                          f"({printable(str(exc)) or type(exc).__name__})") from exc
-    for name in columns:  # "" is the missing text value of Stata and SPSS (a CSV's empty cell)
+    for name in columns:
         col = frame[name]
         if col.dtype == object or str(col.dtype).startswith(("str", "string")):
-            col = col.mask(col.astype(str).str.strip() == "")
+            col = blank_text_as_missing(col)
             if col.dtype == object:  # partly labelled: an unlabelled code is a double (2.0)
                 col = col.map(_unlabelled_code, na_action="ignore")
             frame[name] = col
@@ -466,10 +466,25 @@ def _read_excel(source: str | os.PathLike, columns: Sequence[str]
         # the integers a CSV reader gives, so that the labels print alike
         if col.values.dtype.kind == "f":
             present = col.values if col.missing is None else col.values[~col.missing]
-            if np.all(np.isfinite(present)) and np.all(present == np.round(present)):
+            if exact_whole_numbers(present):
                 values = np.where(np.isnan(col.values), 0, col.values).astype(np.int64)
                 out[name] = Column(name, values, col.missing)
     return out, len(frame)
+
+
+def exact_whole_numbers(values: np.ndarray) -> bool:
+    """Whether doubles (the present values of a column) are all whole numbers that a double
+    holds exactly (below 2^53): only then can they be written or read as integer codes
+    without merging distinct codes. Excel, Stata and SPSS store every number as a double."""
+    values = np.asarray(values, dtype=float)
+    return bool(np.isfinite(values).all() and (np.abs(values) < 2.0 ** 53).all()
+                and (values == np.round(values)).all())
+
+
+def blank_text_as_missing(series):
+    """A pandas text column with its blank values (``""`` or spaces) as missing: ``""`` is
+    the missing text value of Stata and SPSS, as an empty cell is a CSV's."""
+    return series.where(series.astype(str).str.strip() != "", None)
 
 
 def _is_query(text: str) -> bool:
