@@ -212,3 +212,29 @@ def test_cli_on_a_real_file_and_protect_applies_the_combined_plan(shared_data, t
     assert not set(written[key].dropna().astype(int)) & (merged - {min(merged)})
     assert int(written[KEYS4.split(",")].isna().sum().sum()) == sum(
         first["suppressed_values_per_key"].values())
+
+
+def test_recommend_says_why_no_plan_reaches_and_what_to_change(capsys, tmp_path):
+    """With one key suppressed per step, C and E of :func:`four_uniques` stay unique: the
+    table showed ``reached False`` and nothing else. The CLI now names the closest plan,
+    the limit the search ran under and the options that lift it; with two keys per step
+    (the default) suppression reaches the target and no such line is printed."""
+    from conftest import run_cli
+
+    path = tmp_path / "four.csv"
+    pd.DataFrame({"age": [3, 4, 3, 4, 1, 1, 2, 2], "sex": [1, 1, 1, 2, 1, 1, 2, 2],
+                  "z": [1, 1, 2, 2, 1, 1, 1, 1]}).to_csv(path, index=False)
+    common = ["recommend", path, "--keys", "age,sex,z", "--population-size", "80",
+              "--target", "tau2=0", "--method", "nb"]
+    code, out, _ = run_cli(capsys, *common, "--max-pattern-size", "1", "--actions",
+                           "suppression")
+    assert code == 0
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("no plan reaches the target: the closest, local suppression, "
+                           "ends at 0.511686.")
+    assert "suppressing up to 1 key value of a record" in last
+    assert ("Try a larger --max-pattern-size (now 1), more actions (--actions; not tried: "
+            "recoding, recoding+suppression) or a higher target.") in last
+    code, out, _ = run_cli(capsys, *common, "--actions", "suppression")
+    assert code == 0 and "no plan reaches" not in out
+    assert "local suppression     True" in out

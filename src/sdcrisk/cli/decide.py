@@ -479,5 +479,31 @@ def _recommend(args) -> str:
             lines.append(f"  {i}. {p.label()}: merge {groups}; then suppress "
                          f"{len(p.suppressions)} values" + (f" ({where})" if where else ""))
     lines.append("  (greedy search; risk re-estimated after every change)")
+    if rec.best is None and rec.plans:
+        lines.append(_unreached(rec, args))
     return "\n".join(lines)
+
+
+def _unreached(rec, args) -> str:
+    """What to change when no plan reaches the target: the closest plan, and the search's
+    limits the user set (or can set)."""
+    closest = min(rec.plans, key=lambda p: p.objective_after)
+    size = args.max_pattern_size
+    every = ["suppression", "recoding", "recoding+suppression"]
+    ran = rec.settings.get("actions", every)
+    why, tries = "", []
+    if any(a.endswith("suppression") for a in ran):
+        why = (f" Local suppression stops when suppressing up to {size} key "
+               f"value{'s' if size != 1 else ''} of a record at risk in one step pairs it "
+               "with no other record.")
+        tries.append(f"a larger --max-pattern-size (now {size})")
+    left = [a for a in every if a not in ran]
+    if left:
+        tries.append(f"more actions (--actions; not tried: {', '.join(left)})")
+    if args.change_keys:
+        tries.append("more keys to change (--change-keys)")
+    tries.append("a higher target")
+    options = ", ".join(tries[:-1]) + (" or " if len(tries) > 1 else "") + tries[-1]
+    return (f"no plan reaches the target: the closest, {closest.label()}, ends at "
+            f"{closest.objective_after:.6g}.{why} Try {options}.")
 
