@@ -401,9 +401,31 @@ def test_plan_search_cautions_differing_only_in_figures_print_once(capsys, tmp_p
     lines = capsys.readouterr().err.splitlines()
     searched = [x for x in lines if "on a changed file of the plan search: auto" in x]
     assert len(searched) == 1
-    assert lines[-1] == ("sdcrisk: warning: ... and 3 more like these on other changed files "
-                         "of the plan search (the same caution, other figures)")
-    assert len(lines) == len(set(lines)) == 5
+    assert searched[0].endswith("(and 3 more like it on other changed files, with other "
+                                "figures) (ApproximationWarning)")
+    assert len(lines) == len(set(lines)) == 4
+
+
+def test_plan_search_cautions_are_grouped_for_api_users_too():
+    """The grouping was the CLI printer's: a Python user of recommend got every changed
+    file's caution. recommend itself now issues one per wording, with the count."""
+    import warnings
+
+    from sdcrisk.analyses.recommend import _alike
+
+    raised = [(UserWarning, "fraction 0.5 above 0.108"), (UserWarning, "fraction 0.25 above "
+              "0.108"), (RuntimeWarning, "fraction 0.5 above 0.108"),
+              (UserWarning, "another caution")]
+    assert _alike(raised) == [(UserWarning, "fraction 0.5 above 0.108", 1),
+                              (RuntimeWarning, "fraction 0.5 above 0.108", 0),
+                              (UserWarning, "another caution", 0)]
+    md = ages()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        recommend(md, RiskTarget(objective="tau2", value=0.0), estimator=_WarningNB(),
+                  actions=["recoding"])
+    searched = [str(w.message) for w in got if "plan search" in str(w.message)]
+    assert len(searched) == 1 and "more like it on other changed files" in searched[0]
 
 
 def test_a_plan_is_judged_on_the_file_it_writes():

@@ -21,6 +21,7 @@ data fields" as further decision alternatives. The results (:class:`RiskTarget`,
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -212,8 +213,11 @@ def recommend(
     plans = [plan for plan, _, _ in runs]
     for category, text in told:
         warnings.warn(text, category, stacklevel=2)
-    for category, text in searched:
-        warnings.warn(f"on a changed file of the plan search: {text}", category, stacklevel=2)
+    for category, text, others in _alike(searched):
+        more = (f" (and {others} more like it on other changed files, with other figures)"
+                if others else "")
+        warnings.warn(f"on a changed file of the plan search: {text}{more}", category,
+                      stacklevel=2)
     plans.sort(key=plan_rank)
     settings = {"pairs": pairs, "refit_candidates": refit_candidates,
                 "max_pattern_size": max_pattern_size, "max_steps": max_steps,
@@ -223,6 +227,18 @@ def recommend(
     return Recommendations(target=target, method=est.name,
                            objective_before=before["objective"], measures_before=before,
                            plans=tuple(plans), settings=settings)
+
+
+def _alike(raised) -> list[tuple[type, str, int]]:
+    """Warnings of the changed files grouped by their words, figures aside: (category, the
+    first one's text, how many others differed only in figures). A search re-fits tens of
+    files, and auto's caution that each lies outside its corpus, with that file's figures,
+    buried the result (nine lines around a one-line outcome of ``protect --target``)."""
+    groups: dict[tuple[type, str], list] = {}
+    for category, text in raised:
+        shape = re.sub(r"\d[\d.,e+-]*", "#", text)
+        groups.setdefault((category, shape), [category, text, -1])[2] += 1
+    return [tuple(g) for g in groups.values()]
 
 
 # --- shared machinery --------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -62,35 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _OneLineWarnings:
-    """``sdcrisk: warning: ...`` on one line, without the source path (installed by main).
-
-    Each distinct warning is printed once per command; warnings from the changed files of a
-    plan search (``recommend``, ``protect --target``) that differ only in their figures (auto
-    outside its corpus on each changed file) are printed once, with a count of the others at
-    the end: a search re-fits tens of files, and the same caution each time buried the
-    result."""
-
-    _PLAN_SEARCH = "on a changed file of the plan search: "
+    """``sdcrisk: warning: ...`` on one line, without the source path (installed by main);
+    each distinct warning once per command. (Those of a plan search's changed files that
+    differ only in figures are grouped by :func:`sdcrisk.analyses.recommend.recommend`.)"""
 
     def __init__(self) -> None:
         self.seen: set[tuple[str, str]] = set()
-        self.similar = 0
 
     def __call__(self, message, category, filename, lineno, file=None, line=None):
         text = " ".join(str(message).split())
-        shape = re.sub(r"\d[\d.,e+-]*", "#", text) if text.startswith(self._PLAN_SEARCH) else text
-        if (category.__name__, shape) in self.seen:
-            self.similar += shape != text
+        if (category.__name__, text) in self.seen:
             return
-        self.seen.add((category.__name__, shape))
+        self.seen.add((category.__name__, text))
         name = category.__name__
         kind = "" if name in ("UserWarning", "SdcRiskWarning") else f" ({name})"
         _write(sys.stderr if file is None else file, f"sdcrisk: warning: {text}{kind}\n")
-
-    def close(self) -> None:
-        if self.similar:
-            _write(sys.stderr, f"sdcrisk: warning: ... and {self.similar} more like these on "
-                   "other changed files of the plan search (the same caution, other figures)\n")
 
 
 def _write(stream, text: str) -> None:
@@ -111,7 +96,6 @@ def _cli_messages(quiet: bool):
             yield
     finally:
         warnings.showwarning = saved
-        printer.close()
 
 
 def _api_flags() -> dict[str, str]:
