@@ -642,7 +642,7 @@ def test_join_support_memory_message_names_typeable_remedies():
 def test_object_integers_past_int64_and_uint64_stay_exact():
     """A frame column of Python ints: int64, else uint64, else (2^64 beside -1) text, each
     code exact; as floats 2^64 and 2^64 + 1 would merge."""
-    from sdcrisk.data.io import _object_values
+    from sdcrisk.data.column_values import object_values as _object_values
 
     miss = np.array([False, False, False, True])
     got = _object_values(np.array([2**64, 2**64 + 1, -1, None], dtype=object), miss)

@@ -119,7 +119,7 @@ def typed_column(arr):
     not UTF-8) stays bytes unless every value is UTF-8, when it is typed by :func:`infer_type`
     like any text; otherwise each value is decoded by
     :func:`~sdcrisk.data.text.decode_text` and kept as text, as pyarrow's reader makes such
-    a column binary and :func:`~sdcrisk.data.io.arrow_column` decodes it. Only distinct
+    a column binary and :func:`~sdcrisk.data.column_values.arrow_column` decodes it. Only distinct
     values come here, so decoding costs O(cells)."""
     import pyarrow as pa
 

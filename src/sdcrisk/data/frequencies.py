@@ -26,9 +26,10 @@ import numpy as np
 
 from ..exceptions import InputError
 from . import _cells, outofcore
+from .column_values import arrow_column
 from .columns import check_present
 from .duckdb_engine import duckdb_session, import_duckdb
-from .io import arrow_column, detect_format, parquet_parts
+from .io import detect_format, parquet_parts
 from .outofcore import check_stream_options
 from .sizes import memory_limit, resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..exceptions import InputError, ParameterError
 from . import _cells
+from .column_values import arrow_column
 from .columns import check_present
 from .csvstream import (
     NotUtf8,
@@ -53,7 +54,7 @@ from .csvstream import (
 )
 from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
-from .io import arrow_column, detect_format, named_file, not_found
+from .io import detect_format, named_file, not_found
 from .repeated_header import could_be_header, find_repeated_header
 from .sizes import boolean_weights, check_weight_values, resolve_population_size, short_repr
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
