@@ -52,6 +52,42 @@ def test_loglinear_on_parquet_does_not_import_pandas_or_scipy_stats(tmp_path):
     assert not {"pandas", "scipy.stats", "scipy.special", "sdcrisk.analyses.decision"} & mods
 
 
+def test_nb_on_a_csv_does_not_import_pandas(tmp_path):
+    """The repeated-header check cast each numeric column's name to the column's type with
+    Arrow; the failed cast ("region" as an integer) imports pandas: 0.23 s of the 1 s
+    start-up budget (issue 20 item 6), on every CSV read. Names that cannot be numbers are
+    now told apart without the cast."""
+    path = tmp_path / "s.csv"
+    path.write_text("region,sex\n" + "1,2\n2,1\n" * 20)
+    mods = _modules_after(
+        "from sdcrisk.cli import main\n"
+        f"main(['assess', {str(path)!r}, '--keys', 'region,sex', '--population-size', "
+        "'1000', '--method', 'nb', '--format', 'json', '--out', "
+        f"{str(tmp_path / 'o.json')!r}])")
+    assert "sdcrisk.data.repeated_header" in mods and "pandas" not in mods
+
+
+def test_number_texts_cover_what_arrow_casts():
+    """The check skips Arrow's cast for a name that cannot be a number; the patterns must
+    accept every text Arrow's cast reads as a number, or a repeated header line of numeric
+    names would go unseen."""
+    import pyarrow as pa
+
+    from sdcrisk.data.repeated_header import _AS_FLOAT, _AS_INTEGER
+
+    texts = ["2020", "-3", "+4", "1e3", "1.5", ".5", "5.", "inf", "-Infinity", "nan", "NaN",
+             "1_000", "0x10", "0X1f", "12a", "", "1,5", "1e", "e5", "-", "+.5e-3", "0b1",
+             "1 000", "region", "007"]
+    for typ in (pa.int64(), pa.int8(), pa.uint16(), pa.float64(), pa.float32()):
+        pattern = _AS_INTEGER if pa.types.is_integer(typ) else _AS_FLOAT
+        for text in texts:
+            try:
+                pa.scalar(text).cast(typ)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            assert pattern.fullmatch(text), (text, typ)
+
+
 def test_assess_warm_up_thread_loads_the_ipf_kernel():
     # `assess --method loglinear` starts numba and loads the fused IPF kernel in a background
     # thread while the file is read, joined when the read ends; in a fresh process, nothing

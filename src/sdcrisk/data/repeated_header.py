@@ -40,6 +40,11 @@ __all__ = ["could_be_header", "header_lines", "repeated_header_error",
 _BOM = "\ufeff"
 #: bytes read at a time by the scan
 _CHUNK = 1 << 24
+#: texts that can be an integer or a floating-point number as Arrow's cast reads them (a
+#: superset: the cast itself decides those that match)
+_AS_INTEGER = re.compile(r"[+-]?\d+|0[xX][0-9a-fA-F]+")
+_AS_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)",
+                       re.IGNORECASE)
 #: line numbers named in the message at most
 _SHOWN = 3
 #: a column name that is a number: a line of such names is a valid record of numbers
@@ -70,8 +75,14 @@ def _header_value(name: str, typ, first: bool) -> list | None:
         return [pa.scalar(t, typ) for t in texts] + nulls
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
         return [pa.scalar(t.encode("utf-8"), typ) for t in texts] + nulls
+    number = name.strip(" \t")
+    if ((pa.types.is_integer(typ) and not _AS_INTEGER.fullmatch(number))
+            or (pa.types.is_floating(typ) and not _AS_FLOAT.fullmatch(number))):
+        # no number: the usual case, told without Arrow's cast (whose failure imports
+        # pandas, a quarter of a second of every command's start)
+        return nulls or None
     try:  # a column named "2020" typed as integers holds 2020 on a repeated header line
-        return [pa.scalar(name.strip(" \t")).cast(typ)]
+        return [pa.scalar(number).cast(typ)]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return nulls or None
 
