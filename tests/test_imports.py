@@ -67,6 +67,20 @@ def test_nb_on_a_csv_does_not_import_pandas(tmp_path):
     assert "sdcrisk.data.repeated_header" in mods and "pandas" not in mods
 
 
+def test_the_start_up_command_imports_neither_scipy_nor_pandas(tmp_path):
+    """The command of issue 20 item 6 (benchmarks/bench_startup.py): nb at a sampling
+    fraction of 1.8e-4 took its moments for f >= 3 from scipy's quad (scipy.integrate and
+    scipy.special: 0.4 s to import) and read its CSV through a check that imported pandas
+    (0.23 s). Now: recurrences in f, a dilogarithm series and a check without the cast."""
+    mods = _modules_after(
+        "from sdcrisk.cli import main\n"
+        "main(['assess', 'example:uk_census2011', '--keys', 'region,sex,age_band', "
+        "'--population-size', '56075912', '--method', 'nb', '--format', 'json', '--out', "
+        f"{str(tmp_path / 'o.json')!r}])")
+    assert "sdcrisk.core._nb" in mods
+    assert not {m for m in mods if m.split(".")[0] in ("scipy", "pandas", "numba")}
+
+
 def test_number_texts_cover_what_arrow_casts():
     """The check skips Arrow's cast for a name that cannot be a number; the patterns must
     accept every text Arrow's cast reads as a number, or a repeated header line of numeric

@@ -234,3 +234,53 @@ def test_near_poisson_quadrature_is_accurate_and_quiet():
         got = float(_nb.expected_inverse(f, r, p))
     assert got == pytest.approx(float(ref), rel=1e-6)
     assert got == pytest.approx(0.00026955284, rel=1e-6)
+
+
+# --- r = f at small p: the recurrences in f (no quadrature, no scipy) --------------------------
+def _mp_moment(f: float, p: float, power: int) -> float:
+    """E[1/(f+U)^power], U ~ NB(f, p), by mpmath quadrature of the Laplace form at 30 digits,
+    split at multiples of the peak's width."""
+    with mpmath.workdps(30):
+        f_, p_ = mpmath.mpf(f), mpmath.mpf(p)
+        q = 1 - p_
+        width = 1 / (f_ + f_ * q / p_)
+        cuts = [0] + [width * 10 ** k for k in range(-1, 4)] + [mpmath.inf]
+        return float(mpmath.quad(lambda s: s ** (power - 1) * mpmath.e ** (-f_ * s)
+                                 * (p_ / (1 - q * mpmath.e ** (-s))) ** f_, cuts))
+
+
+@pytest.mark.parametrize("f", [1, 2, 3, 17, 1000, 5000])
+@pytest.mark.parametrize("p", [1e-9, 1.8e-4, 1e-3])
+def test_benedetti_franconi_recurrences_match_mpmath(f, p):
+    """At these p a series needs more than 20,000 terms: the moments came from scipy's quad
+    (good to ~1e-12, 0.4 s of every nb command's start to import); the recurrences agree
+    with mpmath to 1e-13 for both moments, up to f = 5,000."""
+    fu, pu = np.array([float(f)]), np.array([p])
+    assert _nb._recurrence_cases(fu, fu, pu, np.array([True]))[0]
+    assert float(_nb.expected_inverse(f, f, p)) == pytest.approx(_mp_moment(f, p, 1),
+                                                                 rel=1e-13)
+    assert float(_nb.expected_inverse_square(f, f, p)) == pytest.approx(_mp_moment(f, p, 2),
+                                                                        rel=1e-13)
+
+
+def test_recurrences_in_one_call_keep_each_entry():
+    """Many f and p in one call (as a table's cells): each entry its own value."""
+    f = np.array([3.0, 1.0, 40.0, 3.0, 2.0])
+    p = np.array([1e-4, 1e-6, 1e-4, 2e-5, 1e-4])
+    got = _nb.expected_inverse(f, f, p)
+    want = [_mp_moment(fi, pi, 1) for fi, pi in zip(f, p, strict=True)]
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("x", [0.0, 1e-12, 1e-5, 0.1, 0.5, 0.5000001, 0.9, 1 - 1e-9, 1.0])
+def test_dilog_matches_mpmath(x):
+    assert float(_nb.dilog(x)) == pytest.approx(float(mpmath.polylog(2, x)), rel=1e-15,
+                                                abs=1e-300)
+
+
+def test_quadrature_still_serves_r_other_than_f():
+    """Poisson-gamma's r = alpha + f at a small p has no recurrence: quadrature, as before."""
+    fu, ru, pu = np.array([1.0]), np.array([1.3]), np.array([1e-5])
+    assert not _nb._recurrence_cases(fu, ru, pu, np.array([True]))[0]
+    assert float(_nb.expected_inverse(1, 1.3, 1e-5)) == pytest.approx(hyp_ref(1, 1.3, 1e-5),
+                                                                      rel=1e-10)

@@ -14,12 +14,19 @@ once, for arrays of cells.
   ``t_M q / (1 - q)``);
 * the direct series ``sum_j P(U=j) / (f+j)`` when r > f + 1 (positive terms, rescaled to avoid
   under/overflow);
-* adaptive quadrature of ``int_0^inf exp(-f s) (p / (1 - q e^{-s}))^r ds`` with breakpoints at the
-  peak width ``1 / (f + r q / p)`` when p is so small that a series would need more than
-  ``_MAX_TERMS`` terms.
+* for r = f (Benedetti-Franconi) when p is so small that a series would need more than
+  ``_MAX_TERMS`` terms: recurrences in f. The substitution u = p t / (1 - q t) in
+  ``E[1/(f+U)] = int_0^1 t^(f-1) (p / (1 - q t))^f dt`` gives ``p I_(f-1)`` with
+  ``I_k = int_0^1 u^k / (p + q u) du``, ``I_0 = -log(p) / q``, ``I_k = (1/k - p I_(k-1)) / q``;
+  and ``E[1/(f+U)^2] = p D_(f-1)`` with ``D_0 = Li2(q) / q``,
+  ``D_k = (p / q) (I_(k-1) / k - D_(k-1))``. Errors shrink by p / q <= 1/2 a step;
+* otherwise adaptive quadrature of ``int_0^inf exp(-f s) (p / (1 - q e^{-s}))^r ds`` with
+  breakpoints at the peak width ``1 / (f + r q / p)``.
 
 ``scipy.special.hyp2f1`` is not used: it returns inf/nan in corners that matter here
-(large f, q close to 1). Tests compare every branch with ``mpmath.hyp2f1``.
+(large f, q close to 1). Tests compare every branch with ``mpmath.hyp2f1``. The dilogarithm
+is :func:`dilog` (series), so the nb path imports neither ``scipy.special`` nor
+``scipy.integrate`` (0.4 s of a whole command's start-up, issue 20 item 6).
 Work is done once per distinct (f, r, p) triple, so equal-weight designs cost a handful of
 evaluations whatever the number of cells.
 """
@@ -397,6 +404,64 @@ def _direct_tail(q: float, r: float, f: float, term: float, total: float, log_sc
     return total, log_scale
 
 
+def dilog(x) -> np.ndarray:
+    """Li2(x) = sum_k x^k / k^2 for 0 <= x <= 1, elementwise: the series where x <= 1/2, else
+    Euler's reflection Li2(x) = pi^2/6 - log(x) log(1-x) - Li2(1-x) (50 terms of a ratio at
+    most 1/2 reach double precision)."""
+    x = np.asarray(x, float)
+    flip = x > 0.5
+    y = np.where(flip, 1.0 - x, x)
+    total = np.zeros_like(y)
+    power = np.ones_like(y)
+    for k in range(1, 56):
+        power = power * y
+        total += power / (k * k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reflected = math.pi ** 2 / 6 - np.log(x) * np.log1p(-x) - total
+    return np.where(flip, np.where(x == 1.0, math.pi ** 2 / 6, reflected), total)
+
+
+#: the recurrences in f serve r = f with p at most this (their errors shrink by p / q a
+#: step), when the steps (the largest f) times the distinct p stay below the bound
+_RECURRENCE_P = 1.0 / 3.0
+_RECURRENCE_WORK = 50_000_000
+
+
+def _recurrence_cases(fu, ru, pu, todo) -> np.ndarray:
+    """Of ``todo``, the triples the recurrences in f take (r = f, a whole f, p <= 1/3) when
+    their work is bounded."""
+    take = todo & (ru == fu) & (fu == np.floor(fu)) & (pu <= _RECURRENCE_P)
+    if np.any(take) and np.max(fu[take]) * len(np.unique(pu[take])) > _RECURRENCE_WORK:
+        return np.zeros_like(take)
+    return take
+
+
+def _bf_recurrence(f, p, power: int) -> np.ndarray:
+    """E[1/(f+U)^power] for U ~ NB(f, p) (r = f), power 1 or 2, by the recurrences in f of
+    the module docstring; f whole, p <= 1/3. The recurrence runs once per distinct p, to
+    the largest f; each triple takes its value at step f - 1."""
+    pv, which = np.unique(p, return_inverse=True)
+    which = which.ravel()
+    q = 1.0 - pv
+    rho = pv / q
+    integral = -np.log(pv) / q  # I_0
+    second = dilog(q) / q  # D_0
+    order = np.argsort(f, kind="stable")
+    ends = np.searchsorted(f[order], np.arange(1, int(np.max(f, initial=1)) + 1), "right")
+    out = np.empty(f.size)
+    start = 0
+    for k, end in enumerate(ends):  # step k: the triples with f = k + 1
+        if k:
+            if power == 2:
+                second = rho * (integral / k - second)
+            integral = (1.0 / k - pv * integral) / q
+        if end > start:
+            at = order[start:end]
+            out[at] = p[at] * (integral if power == 1 else second)[which[at]]
+            start = end
+    return out
+
+
 def _log_pgf_at(s: float, r: float, p: float) -> float:
     # log (p / (1 - q e^{-s}))^r with 1 - q e^{-s} = -expm1(-s) + p e^{-s} (no cancellation)
     return r * (np.log(p) - np.log(-np.expm1(-s) + p * np.exp(-s)))
@@ -489,7 +554,10 @@ def _expected_inverse_triples(fu, ru, pu):
         out[euler] = _euler_series(fu[euler], ru[euler], pu[euler])
     if np.any(direct):
         out[direct] = _direct_series(fu[direct], ru[direct], pu[direct], 1)
-    for i in np.flatnonzero(rest & ~series):
+    recur = _recurrence_cases(fu, ru, pu, rest & ~series)
+    if np.any(recur):
+        out[recur] = _bf_recurrence(fu[recur], pu[recur], 1)
+    for i in np.flatnonzero(rest & ~series & ~recur):
         out[i] = _quadrature(fu[i], ru[i], pu[i], 1)
     return out
 
@@ -510,13 +578,14 @@ def _expected_inverse_square_triples(fu, ru, pu):
     done = pu == 1.0
     out[done] = 1.0 / fu[done] ** 2
     geo = ~done & (ru == 1) & (fu == 1)
-    from scipy.special import spence  # imported here: scipy.special costs ~0.3 s
-
-    out[geo] = pu[geo] / q[geo] * spence(pu[geo])
+    out[geo] = pu[geo] / q[geo] * dilog(q[geo])
     rest = ~(done | geo)
     series = _use_series(rest, _direct_terms_needed(ru, pu))
     if np.any(series):
         out[series] = _direct_series(fu[series], ru[series], pu[series], 2)
-    for i in np.flatnonzero(rest & ~series):
+    recur = _recurrence_cases(fu, ru, pu, rest & ~series)
+    if np.any(recur):
+        out[recur] = _bf_recurrence(fu[recur], pu[recur], 2)
+    for i in np.flatnonzero(rest & ~series & ~recur):
         out[i] = _quadrature(fu[i], ru[i], pu[i], 2)
     return out
