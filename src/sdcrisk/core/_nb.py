@@ -422,16 +422,25 @@ def dilog(x) -> np.ndarray:
 
 
 #: the recurrences in f serve r = f with p at most this (their errors shrink by p / q a
-#: step), when the steps (the largest f) times the distinct p stay below the bound
+#: step), when the steps (the largest f) times the distinct p stay below the bound, and
+#: either the steps are few or fewer than quadrature's cost (a step takes about 2 us, a
+#: quadrature about 3 ms: 1,000 steps per triple they replace)
 _RECURRENCE_P = 1.0 / 3.0
 _RECURRENCE_WORK = 50_000_000
+_RECURRENCE_STEPS = 100_000
+_STEPS_PER_QUADRATURE = 1_000
 
 
 def _recurrence_cases(fu, ru, pu, todo) -> np.ndarray:
     """Of ``todo``, the triples the recurrences in f take (r = f, a whole f, p <= 1/3) when
-    their work is bounded."""
+    their work is bounded and below quadrature's."""
     take = todo & (ru == fu) & (fu == np.floor(fu)) & (pu <= _RECURRENCE_P)
-    if np.any(take) and np.max(fu[take]) * len(np.unique(pu[take])) > _RECURRENCE_WORK:
+    if not np.any(take):
+        return take
+    steps = np.max(fu[take])
+    count = np.count_nonzero(take)
+    if (steps * len(np.unique(pu[take])) > _RECURRENCE_WORK
+            or (steps > _RECURRENCE_STEPS and steps > _STEPS_PER_QUADRATURE * count)):
         return np.zeros_like(take)
     return take
 
