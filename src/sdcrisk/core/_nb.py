@@ -421,52 +421,77 @@ def dilog(x) -> np.ndarray:
     return np.where(flip, np.where(x == 1.0, math.pi ** 2 / 6, reflected), total)
 
 
-#: the recurrences in f serve r = f with p at most this (their errors shrink by p / q a
-#: step), when the steps (the largest f) times the distinct p stay below the bound, and
-#: either the steps are few or fewer than quadrature's cost (a step takes about 2 us, a
-#: quadrature about 3 ms: 1,000 steps per triple they replace)
+#: the recurrences in f serve p at most this (their errors shrink by p / q a step) ...
 _RECURRENCE_P = 1.0 / 3.0
+#: ... when their element-steps (the largest f of each (p, r - f) group, summed) stay below
+#: this, and either the loop is short or cheaper than the quadratures it replaces (a loop
+#: step costs about 2 us, an element-step about 5 ns, a quadrature about 3 ms)
 _RECURRENCE_WORK = 50_000_000
 _RECURRENCE_STEPS = 100_000
-_STEPS_PER_QUADRATURE = 1_000
+_STEPS_PER_QUADRATURE = 1_500
 
 
-def _recurrence_cases(fu, ru, pu, todo) -> np.ndarray:
-    """Of ``todo``, the triples the recurrences in f take (r = f, a whole f, p <= 1/3) when
-    their work is bounded and below quadrature's."""
-    take = todo & (ru == fu) & (fu == np.floor(fu)) & (pu <= _RECURRENCE_P)
+def _recurrence_cases(fu, ru, pu, todo, power: int = 1) -> np.ndarray:
+    """Of ``todo``, the triples the recurrences in f take: a whole f, p <= 1/3, and r >= f
+    (E[1/(f+U)]) or r = f (E[1/(f+U)^2], whose start needs the dilogarithm), when their
+    work is bounded and below quadrature's."""
+    take = (todo & (fu == np.floor(fu)) & (pu <= _RECURRENCE_P)
+            & ((ru == fu) if power == 2 else (ru >= fu)))
     if not np.any(take):
         return take
-    steps = np.max(fu[take])
-    count = np.count_nonzero(take)
-    if (steps * len(np.unique(pu[take])) > _RECURRENCE_WORK
-            or (steps > _RECURRENCE_STEPS and steps > _STEPS_PER_QUADRATURE * count)):
+    _, which = np.unique(np.stack([pu[take], ru[take] - fu[take]], axis=1), axis=0,
+                         return_inverse=True)
+    steps = np.zeros(int(which.max()) + 1)
+    np.maximum.at(steps, which.ravel(), fu[take])
+    longest, work = steps.max(), steps.sum()
+    if work > _RECURRENCE_WORK or (longest > _RECURRENCE_STEPS and longest + work / 400
+                                   > _STEPS_PER_QUADRATURE * np.count_nonzero(take)):
         return np.zeros_like(take)
     return take
 
 
-def _bf_recurrence(f, p, power: int) -> np.ndarray:
-    """E[1/(f+U)^power] for U ~ NB(f, p) (r = f), power 1 or 2, by the recurrences in f of
-    the module docstring; f whole, p <= 1/3. The recurrence runs once per distinct p, to
-    the largest f; each triple takes its value at step f - 1."""
-    pv, which = np.unique(p, return_inverse=True)
+def _expm1_over(x: np.ndarray) -> np.ndarray:
+    """expm1(x) / x, 1 at x = 0."""
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 1.0, np.expm1(x) / safe)
+
+
+def _recurrence(f, r, p, power: int) -> np.ndarray:
+    """E[1/(f+U)^power] for U ~ NB(r, p) by the recurrences in f of the module docstring:
+    with a = r - f >= 0 and ``J_k = int_0^1 u^k (p + q u)^(a-1) du``, E[1/(f+U)] = p J_(f-1),
+    ``J_0 = (1 - p^a) / (q a)`` (-log(p) / q at a = 0), ``J_k = (1 - k p J_(k-1)) / (q (a + k))``;
+    for a = 0, E[1/(f+U)^2] = p D_(f-1), ``D_0 = Li2(q) / q``,
+    ``D_k = p (J_(k-1) - k D_(k-1)) / (q (a + k))``. Triples sharing (p, a) share one run of
+    the recurrence (one for nb's equal weights, one for Poisson-gamma's alpha); runs are
+    ordered by their largest f, so that step k moves only those still running."""
+    keys, which = np.unique(np.stack([p, r - f], axis=1), axis=0, return_inverse=True)
     which = which.ravel()
+    longest = np.zeros(len(keys))
+    np.maximum.at(longest, which, f)
+    runs = np.argsort(-longest, kind="stable")
+    position = np.empty(len(keys), np.intp)
+    position[runs] = np.arange(len(keys))
+    pv, av = keys[runs, 0], keys[runs, 1]
+    running = np.searchsorted(-longest[runs], -np.arange(1, int(longest.max()) + 1), "right")
+    which = position[which]
     q = 1.0 - pv
-    rho = pv / q
-    integral = -np.log(pv) / q  # I_0
-    second = dilog(q) / q  # D_0
+    log_p = np.log(pv)
+    integral = -log_p * _expm1_over(av * log_p) / q  # J_0
+    second = dilog(q) / q if power == 2 else None  # D_0 (a = 0)
     order = np.argsort(f, kind="stable")
-    ends = np.searchsorted(f[order], np.arange(1, int(np.max(f, initial=1)) + 1), "right")
+    ends = np.searchsorted(f[order], np.arange(1, int(longest.max()) + 1), "right")
     out = np.empty(f.size)
     start = 0
     for k, end in enumerate(ends):  # step k: the triples with f = k + 1
         if k:
-            if power == 2:
-                second = rho * (integral / k - second)
-            integral = (1.0 / k - pv * integral) / q
+            m = running[k]  # the runs whose largest f is k + 1 or more
+            pk, qk, ak = pv[:m], q[:m], av[:m]
+            if second is not None:
+                second[:m] = pk * (integral[:m] - k * second[:m]) / (qk * (ak + k))
+            integral[:m] = (1.0 - k * pk * integral[:m]) / (qk * (ak + k))
         if end > start:
             at = order[start:end]
-            out[at] = p[at] * (integral if power == 1 else second)[which[at]]
+            out[at] = p[at] * (integral if second is None else second)[which[at]]
             start = end
     return out
 
@@ -565,7 +590,7 @@ def _expected_inverse_triples(fu, ru, pu):
         out[direct] = _direct_series(fu[direct], ru[direct], pu[direct], 1)
     recur = _recurrence_cases(fu, ru, pu, rest & ~series)
     if np.any(recur):
-        out[recur] = _bf_recurrence(fu[recur], pu[recur], 1)
+        out[recur] = _recurrence(fu[recur], ru[recur], pu[recur], 1)
     for i in np.flatnonzero(rest & ~series & ~recur):
         out[i] = _quadrature(fu[i], ru[i], pu[i], 1)
     return out
@@ -592,9 +617,9 @@ def _expected_inverse_square_triples(fu, ru, pu):
     series = _use_series(rest, _direct_terms_needed(ru, pu))
     if np.any(series):
         out[series] = _direct_series(fu[series], ru[series], pu[series], 2)
-    recur = _recurrence_cases(fu, ru, pu, rest & ~series)
+    recur = _recurrence_cases(fu, ru, pu, rest & ~series, power=2)
     if np.any(recur):
-        out[recur] = _bf_recurrence(fu[recur], pu[recur], 2)
+        out[recur] = _recurrence(fu[recur], ru[recur], pu[recur], 2)
     for i in np.flatnonzero(rest & ~series & ~recur):
         out[i] = _quadrature(fu[i], ru[i], pu[i], 2)
     return out
