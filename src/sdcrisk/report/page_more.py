@@ -460,10 +460,16 @@ def protected_section(data: dict, scrub) -> dict | None:
                      "change": None if a is None or b is None else b - a, "_fmt": kind})
 
     ta, tb = before.table, after.table
+    wild = tb.wildcard is not None or ta.wildcard is not None
+    # a missing value as a category of its own (assess's default): its patterns are cells
+    # here, where protect counted them apart (359 combinations and 252 patterns with missing
+    # values on a file the page said had 611 combinations)
+    categories = not wild and any(_missing_count(t, key) for t in (ta, tb) for key in ta.keys)
     add("records", ta.n, tb.n)
     # cells of the key space only: under missing = wildcard a pattern with a missing value
     # matches several cells and is counted apart (as assess and the file section do)
-    add("observed key combinations", ta.key_cells, tb.key_cells)
+    add("observed key combinations" + (" (a missing value as a category)" if categories
+                                       else ""), ta.key_cells, tb.key_cells)
     patterns = [t.missing_patterns for t in (ta, tb)]
     if any(patterns):
         add("patterns with missing values (each matches several combinations)", *patterns)
@@ -500,12 +506,16 @@ def protected_section(data: dict, scrub) -> dict | None:
     if v is not None:
         body.append(para("Protected file: " + "; ".join(c["text"] for c in v["checks"]),
                          "good" if v["passes"] else "warn"))
-    wild = tb.wildcard is not None or ta.wildcard is not None
     body.append(table([("figure", "figure"), ("before", "original", "str"),
                        ("after", "protected", "str"), ("change", "change", "str")], shown,
                       caption="Risk of the original and the protected file"
                       + ("; f counts a missing key value as matching every category "
-                         "(missing = wildcard, as sdcMicro)" if wild else "")))
+                         "(missing = wildcard, as sdcMicro)" if wild else "")
+                      + ("; a missing (suppressed) key value is a category of its own, as "
+                         "assess reads files by default, which does not credit a suppression "
+                         "as protect does (--missing wildcard with --methods nb --mode "
+                         "sdcmicro counts it as matching every category)" if categories
+                         else "")))
     if tb.keys != ta.keys:
         body.append(para("The protected file's keys differ from the original's.", "warn"))
     return section("protected", "Before and after protection", "Protected", body)
