@@ -122,8 +122,9 @@ def register(sub) -> None:
                    help="what --target bounds: the estimated tau2 (default), or the number "
                    "of records whose risk exceeds --risk-threshold")
     r.add_argument("--target", required=True, metavar="[MEASURE=]VALUE",
-                   help="target value of the objective: a number, or MEASURE=VALUE as protect "
-                   "takes it (tau2=5, records-above=20), which sets --objective")
+                   help="the value the objective must reach or go below: a number, or "
+                   "MEASURE=VALUE, which sets --objective (tau2=5, as protect --target takes "
+                   "it; records-above=20, which protect does not take)")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk threshold for --objective records-above")
     r.add_argument("--actions", default="suppression,recoding,recoding+suppression",

@@ -51,7 +51,8 @@ def register(sub) -> None:
                       help="suppress key values until every record shares its key values "
                       "with at least K-1 others (missing matches every category)")
     goal.add_argument("--target", metavar="MEASURE=VALUE",
-                      help="apply the recommended change that brings MEASURE (tau2) to VALUE")
+                      help="apply the change recommend ranks first that brings MEASURE to "
+                      "VALUE or below; MEASURE is tau2 (e.g. tau2=5)")
     p.add_argument("--importance", metavar="A,B,C",
                    help="keys from most to least important; the least important is "
                    "suppressed first (default: a key with more categories is less important, as in "
