@@ -582,6 +582,21 @@ def test_auto_report_lists_each_candidate_fitted_on_the_file(secret_table):
     assert "diagnostics of the chosen method" not in page
 
 
+def test_file_section_does_not_say_every_method_uses_the_weights():
+    """With weights, the file section read 'survey weights: yes (F_hat = sum of weights)'
+    above auto's assumption 'survey weights are not used' (free1.csv --weights WEIGHT)."""
+    md = Microdata.from_source(_secret_frame(), KEYS, weights="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        page = build_report(sdcrisk.PitmanYorRisk().fit(tabulate(md)), suda=False,
+                            uniqueness=False)
+    assert "survey weights are not used" in html.unescape(page)
+    row = re.search(r"<dt>survey weights</dt><dd>([^<]+)</dd>", page)
+    assert row is not None and html.unescape(row.group(1)) == (
+        "yes (nb's F_hat = sum of the weights in the cell; a method whose assumptions say "
+        "'survey weights are not used' ignores them, beyond N when N is their sum)")
+
+
 def test_method_without_record_risk(secret_table):
     res = sdcrisk.SkinnerElliotTheta().fit(secret_table)
     page = build_report(res)
