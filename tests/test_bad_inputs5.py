@@ -173,3 +173,18 @@ def test_k_anonymity_with_keys_named_by_numbers(capsys, tmp_path):
     # with all three suppressed (wildcards) does it match another record
     assert summary["k_violations_before"] == 1 and summary["k_violations_after"] == 0
     assert summary["values_suppressed"] == 3
+
+
+# --- a sampling fraction given as a percentage -------------------------------------------------
+
+@pytest.mark.parametrize("fraction", ["5", "0"])
+def test_a_sampling_fraction_out_of_range_says_it_is_a_share(capsys, tmp_path, fraction):
+    """'--sampling-fraction 5' (a 5% sample typed as a percentage) was refused as
+    '--sampling-fraction 5.0 must lie in (0, 1]': another number than the one typed, and no
+    word of what a fraction is here."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": [1, 2, 2], "b": [1, 1, 2]}).to_csv(path, index=False)
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--sampling-fraction",
+                        fraction, "--method", "nb")
+    _clear(code, err, 2, (f"--sampling-fraction {fraction} must lie in (0, 1]",
+                          "it is n/N, a share (a 5% sample is 0.05)"))

@@ -51,3 +51,24 @@ def test_help_example_runs(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([*argv, "--quiet"] if argv[0] != "decide" else argv) == 0, \
         capsys.readouterr().err
+
+
+def _option_help(command: str, option: str) -> str:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    action = next(a for a in sub.choices[command]._actions if option in a.option_strings)
+    return " ".join(action.help.split())
+
+
+@pytest.mark.parametrize(("command", "option", "words"), [
+    # the page's title was 'page title', without what it is when not given
+    ("report", "--title", "(default: 'Disclosure risk report: ' and the data file's name)"),
+    ("report", "--contributions", "or none (default headline)"),
+    # protect --target brings tau2 to VALUE *or below*, and takes tau2 only
+    ("protect", "--target", "brings MEASURE to VALUE or below; MEASURE is tau2 (e.g. tau2=5)"),
+    # recommend said 'MEASURE=VALUE as protect takes it (tau2=5, records-above=20)', and
+    # protect refuses records-above=20
+    ("recommend", "--target", "records-above=20, which protect does not take"),
+])
+def test_option_help_says_what_the_value_means(command, option, words):
+    assert words in _option_help(command, option)

@@ -182,6 +182,29 @@ def test_cli_recommend(capsys, tmp_path):
     assert code == 0 and "recode age: merge {30, 31}; {32, 33}" in out
 
 
+def test_cli_recommend_says_what_each_plan_changes_and_what_the_columns_are(capsys, tmp_path):
+    """The text listed what every plan changes except local suppression, the plan that
+    protect --target applies when it ranks first (testdata, 7 keys, --target 5: rank 1
+    had no line, rank 2 'merge {6, 9}; then suppress 42 values (...)'); and nothing said
+    what cells_changed or objective_after count."""
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"age": [30, 31, 32, 33, 40, 40, 41, 41],
+                  "sex": [1, 1, 2, 2, 1, 1, 2, 2]}).to_csv(path, index=False)
+    base = ["recommend", str(path), "--keys", "age,sex", "--population-size", "80",
+            "--target", "0", "--method", "nb"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    # the four sample uniques' ages are suppressed: (NA, 1) and (NA, 2) hold two records each
+    assert "  1. local suppression: suppress 4 values (age 4)\n" in out
+    assert "  3. recode age, then local suppression: merge {30, 31}; then suppress 2 values " \
+           "(age 2)\n" in out
+    assert ("cells_changed: key combinations of the sample holding a changed record; "
+            "objective_after: tau2, re-estimated after the plan)") in out
+    assert main(base + ["--objective", "records-above", "--risk-threshold", "0.05"]) == 0
+    assert "objective_after: records with estimated risk > 0.05, re-estimated after the plan" \
+        in capsys.readouterr().out
+
+
 def test_cli_recommend_target_as_protect_writes_it(capsys, tmp_path):
     """``--target tau2=V`` (protect's form) is ``--target V``; ``records-above=V`` sets the
     objective; a measure contradicting --objective, or an unknown one, is refused."""

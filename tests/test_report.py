@@ -562,6 +562,41 @@ def test_mcmc_graphical_and_validation_diagnostics_are_rendered(secret_table):
     assert "Method-choice validation" in page and "<td>graphical</td>" in page
 
 
+def test_auto_report_lists_each_candidate_fitted_on_the_file(secret_table):
+    """assess printed each candidate's tau1/tau2 under auto's table, the report did not: its
+    diagnostics held only 'diagnostics of the chosen method' (a rule that chooses none),
+    with graphical(prior_weight=50)'s timings. The candidates' own estimates are a table,
+    equal to each estimator fitted alone, and the diagnostics say whose they are."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        page = build_report(sdcrisk.AutoRisk().fit(secret_table))
+        alone = {m: sdcrisk.get_estimator(m).fit(secret_table) for m in ("nb", "pitman-yor")}
+    assert "<h3>Candidates fitted on this file</h3>" in page
+    for name, res in alone.items():
+        row = (f"<tr><td>{name}</td><td>ok</td><td class=\"num\">{fmt(res.estimate('tau1'))}"
+               f"</td><td class=\"num\">{fmt(res.estimate('tau2'))}</td>")
+        assert row in page, name
+    assert re.search(r'<tr class="base"><td>graphical\(prior_weight=50\)</td><td>ok</td>'
+                     r'(<td class="num">[^<]+</td>){3}<td>yes</td></tr>', page)
+    assert "diagnostics of graphical(prior_weight=50), whose record risks auto uses" in page
+    assert "diagnostics of the chosen method" not in page
+
+
+def test_file_section_does_not_say_every_method_uses_the_weights():
+    """With weights, the file section read 'survey weights: yes (F_hat = sum of weights)'
+    above auto's assumption 'survey weights are not used' (free1.csv --weights WEIGHT)."""
+    md = Microdata.from_source(_secret_frame(), KEYS, weights="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        page = build_report(sdcrisk.PitmanYorRisk().fit(tabulate(md)), suda=False,
+                            uniqueness=False)
+    assert "survey weights are not used" in html.unescape(page)
+    row = re.search(r"<dt>survey weights</dt><dd>([^<]+)</dd>", page)
+    assert row is not None and html.unescape(row.group(1)) == (
+        "yes (nb's F_hat = sum of the weights in the cell; a method whose assumptions say "
+        "'survey weights are not used' ignores them, beyond N when N is their sum)")
+
+
 def test_method_without_record_risk(secret_table):
     res = sdcrisk.SkinnerElliotTheta().fit(secret_table)
     page = build_report(res)

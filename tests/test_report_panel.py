@@ -458,6 +458,29 @@ def test_before_after_counts_cells_of_the_key_space_and_patterns_apart(tmp_path,
     assert "patterns with missing values" not in page[page.index('id="protected"'):]
 
 
+def test_before_after_with_missing_as_a_category_says_so():
+    """The same files read with missing values as a category (assess's default): (1, missing)
+    is a cell of its own, so the row counts 4 combinations after where protect printed 3
+    (and 1 pattern with missing values); the row and the caption now say which convention
+    counted them."""
+    original = pd.DataFrame({"a": [1, 1, 1, 2, 2], "b": [1, 1, 2, 2, 3]})
+    protected = original.assign(b=[1, 1, None, 2, 3])
+    nb = sdcrisk.NegativeBinomialRisk()
+    before, after = (nb.fit(tabulate(Microdata.from_source(f, ["a", "b"], population_size=50)))
+                     for f in (original, protected))
+    page = build_report(before, protected=after, contributions=False, suda=False,
+                        uniqueness=False)
+    sec = page[page.index('id="protected"'):]
+    assert re.search(r'<td>observed key combinations \(a missing value as a category\)</td>'
+                     r'<td class="num">4</td><td class="num">4</td><td class="num">0</td>', sec)
+    assert "a missing (suppressed) key value is a category of its own" in sec
+    # no missing value in either file: the plain row, no caption about them
+    page = build_report(before, protected=before, contributions=False, suda=False,
+                        uniqueness=False)
+    sec = page[page.index('id="protected"'):]
+    assert "<td>observed key combinations</td>" in sec and "category of its own" not in sec
+
+
 def test_report_of_auto_fitted_unvalidated():
     # no sample uniques: auto fits its first candidate without validation and its choice
     # names no settings; the report still uses it throughout

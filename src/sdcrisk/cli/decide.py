@@ -122,8 +122,9 @@ def register(sub) -> None:
                    help="what --target bounds: the estimated tau2 (default), or the number "
                    "of records whose risk exceeds --risk-threshold")
     r.add_argument("--target", required=True, metavar="[MEASURE=]VALUE",
-                   help="target value of the objective: a number, or MEASURE=VALUE as protect "
-                   "takes it (tau2=5, records-above=20), which sets --objective")
+                   help="the value the objective must reach or go below: a number, or "
+                   "MEASURE=VALUE, which sets --objective (tau2=5, as protect --target takes "
+                   "it; records-above=20, which protect does not take)")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk threshold for --objective records-above")
     r.add_argument("--actions", default="suppression,recoding,recoding+suppression",
@@ -466,18 +467,29 @@ def _recommend(args) -> str:
             plot_recommendations(rec, tmp)
     if args.format == "json":
         return rec.to_json(internal=args.internal)
+    objective = ("tau2" if target.objective == "tau2" else
+                 f"records with estimated risk > {target.risk_threshold:g}")
     lines = [f"recommendations ({chose}{rec.method}): target {target.describe()}; before: "
              f"{rec.objective_before:.6g}",
-             "", rec.summary().to_string(index=False)]
+             "", rec.summary().to_string(index=False),
+             "  (reached: the target is met after the plan; records_changed: records with any "
+             "key value changed; values_changed: key values changed; cells_changed: key "
+             "combinations of the sample holding a changed record; objective_after: "
+             f"{objective}, re-estimated after the plan)"]
     for i, p in enumerate(rec.plans, 1):
         groups = "; ".join("{" + ", ".join(str(v) for v in g) + "}" for g in p.merges)
+        suppress = ""
+        if p.kind != "recoding":
+            per_key = p.to_dict()["suppressed_values_per_key"]
+            where = ", ".join(f"{k} {c}" for k, c in per_key.items() if c)
+            suppress = (f"suppress {len(p.suppressions)} values"
+                        + (f" ({where})" if where else ""))
         if p.kind == "recoding" and p.merges:
             lines.append(f"  {i}. {p.label()}: merge {groups}")
         elif p.kind == "recoding+suppression":
-            per_key = p.to_dict()["suppressed_values_per_key"]
-            where = ", ".join(f"{k} {c}" for k, c in per_key.items() if c)
-            lines.append(f"  {i}. {p.label()}: merge {groups}; then suppress "
-                         f"{len(p.suppressions)} values" + (f" ({where})" if where else ""))
+            lines.append(f"  {i}. {p.label()}: merge {groups}; then {suppress}")
+        elif p.kind == "suppression":  # the plan protect --target applies when it ranks first
+            lines.append(f"  {i}. {p.label()}: {suppress}")
     lines.append("  (greedy search; risk re-estimated after every change)")
     if rec.best is None and rec.plans:
         lines.append(_unreached(rec, args))

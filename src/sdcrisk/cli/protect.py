@@ -51,7 +51,8 @@ def register(sub) -> None:
                       help="suppress key values until every record shares its key values "
                       "with at least K-1 others (missing matches every category)")
     goal.add_argument("--target", metavar="MEASURE=VALUE",
-                      help="apply the recommended change that brings MEASURE (tau2) to VALUE")
+                      help="apply the change recommend ranks first that brings MEASURE to "
+                      "VALUE or below; MEASURE is tau2 (e.g. tau2=5)")
     p.add_argument("--importance", metavar="A,B,C",
                    help="keys from most to least important; the least important is "
                    "suppressed first (default: a key with more categories is less important, as in "
@@ -123,7 +124,9 @@ def _fig(x) -> str:
 
 def _risk_table(b: dict, a: dict, title: str) -> list[str]:
     """Before/after rows of one method's figures, intervals and record-risk threshold."""
-    lines = ["", f"{title:<36}before{'after':>14}"]
+    header = f"{'before':>42}{'after':>14}"
+    # a title too long for the column stands on its own line above the header
+    lines = ["", (title + header[len(title):] if len(title) < 36 else f"{title}\n{header}")]
     for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
         if name in b or name in a:
             lines.append(f"  {name:<28}{_fig(b.get(name)):>12}{_fig(a.get(name)):>14}")
@@ -172,9 +175,13 @@ def _text(prot, out: Path) -> str:
                      + (f" (and patterns with missing values, each matching several: "
                         f"{patterns[1]:,} before, {patterns[0]:,} after)" if any(patterns)
                         else ""))
-    lines += _risk_table(prot.risk_before, prot.risk_after,
-                         f"risk ({prot.risk_before['method']})")
     own = prot.risk_missing_as_category
+    # the title says how missing (suppressed) values were counted: the wildcard table of a
+    # method that cannot count them is nb --mode sdcmicro's, not the method named after it
+    title = prot.risk_before["method"] + (" --mode sdcmicro" if own is not None else "")
+    if any(c is not None and c["patterns_with_missing_values"] for c in (cb, ca)):
+        title += ", missing as a wildcard"
+    lines += _risk_table(prot.risk_before, prot.risk_after, f"risk ({title})")
     if own is not None:
         lines += _risk_table(own["before"], own["after"],
                              f"risk ({own['before']['method']}, missing as a category)")

@@ -80,14 +80,16 @@ def register(sub) -> None:
                    "(default 3)")
     r.add_argument("--top", type=int, default=20,
                    help="number of riskiest key combinations listed (default 20)")
-    r.add_argument("--title", help="page title")
+    r.add_argument("--title", help="page title (default: 'Disclosure risk report: ' and "
+                   "the data file's name)")
     r.add_argument("--risk-threshold", type=float,
                    help="record risk above which a record counts as high risk (default: the "
                    "mu-Argus threshold for --max-global-risk when it is not met)")
     r.add_argument("--contributions", default="headline",
                    help="leave-one-key-out method: headline (the headline method again; nb "
                    "for the MCMC methods hdp and mixed-membership; 'auto' is read as "
-                   "headline, its former name), another method name, or none")
+                   "headline, its former name), another method name, or none (default "
+                   "headline)")
     r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
     r.add_argument("--suda-max-size", default="auto", metavar="SIZE",
                    help="largest MSU size SUDA searches: auto (every size when the search "

@@ -113,7 +113,8 @@ def resolve_population_size(n, weights, population_size, sampling_fraction):
     if sampling_fraction is not None:
         f = check_number("sampling_fraction", sampling_fraction)
         if not 0 < f <= 1:
-            raise ParameterError(f"sampling_fraction={sampling_fraction} must lie in (0, 1]")
+            raise ParameterError(f"sampling_fraction={f:g} must lie in (0, 1]: "
+                                 "it is n/N, a share (a 5% sample is 0.05)")
         _check_not_huge(n / f, f"sampling_fraction={sampling_fraction}")
         return n / f, "sampling_fraction"
     if population_size is not None:

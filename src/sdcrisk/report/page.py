@@ -126,8 +126,11 @@ def _file_section(data: dict) -> dict:
              ("observed key combinations", fmt(t.key_cells)
               + (f" (and {fmt(t.missing_patterns)} with missing values)"
                  if t.missing_patterns else "")),
-             ("survey weights", "yes (F_hat = sum of weights)" if t.weight_sums is not None
-              else "no"),
+             # auto's page said 'yes (F_hat = sum of weights)' above its assumption 'survey
+             # weights are not used'
+             ("survey weights", "yes (nb's F_hat = sum of the weights in the cell; a method "
+              "whose assumptions say 'survey weights are not used' ignores them, beyond N "
+              "when N is their sum)" if t.weight_sums is not None else "no"),
              ("households", "yes" if t.household is not None else "no")]
     return section("file", "The file", "File", [kv(items)])
 

@@ -84,6 +84,26 @@ def _validation_part(rows: list, chosen: list, scrub) -> list:
     return blocks
 
 
+def _calibrated_part(rows, choice: Mapping, scrub) -> list:
+    """auto's calibrated rule: each candidate's own tau1 and tau2 on this file, the figures
+    ``assess`` prints under its table and the combination starts from."""
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) and "candidate" in r
+                                             for r in rows):
+        return []
+    out = [{"candidate": r["candidate"], "status": scrub(str(r.get("status", "–"))),
+            "tau1": r.get("tau1"), "tau2": r.get("tau2"), "seconds": r.get("seconds"),
+            "records": "yes" if r["candidate"] == choice.get("record_risks_from") else ""}
+           for r in rows]
+    cols = [("candidate", "candidate"), ("status", "status"), ("tau1", "tau1", "fmt"),
+            ("tau2", "tau2", "fmt"), ("seconds", "seconds", "seconds"),
+            ("records", "record risks from")]
+    return [h3("Candidates fitted on this file"),
+            table(cols, out, caption="Each candidate's own estimates; auto combined their "
+                  "tau1 and tau2 by the regression learned on the calibration corpus "
+                  "(docs/auto.md), so the headline figures need not equal any row",
+                  row_class=lambda r: "base" if r["records"] else "")]
+
+
 def _warnings_text(w, scrub) -> str:
     if w is None:
         return "–"
@@ -156,6 +176,8 @@ def _diagnostics_parts(lab: str, res, scrub, kind: str) -> list:
     choice = fitted.get("choice") if isinstance(fitted.get("choice"), Mapping) else {}
     if validation:
         parts += _validation_part(validation, list(choice.get("candidates", [])), scrub)
+    elif choice.get("rule") == "calibrated":
+        parts += _calibrated_part(d.get("candidates"), choice, scrub)
     design = d.get("validation_design")
     if isinstance(design, Mapping) and design:
         items = [(label(k), scrub(fmt(v) if not isinstance(v, str | list | dict) else
@@ -182,7 +204,10 @@ def _diagnostics_parts(lab: str, res, scrub, kind: str) -> list:
             inner = SimpleNamespace(diagnostics=chosen, fitted={})
             sub = _diagnostics_parts(lab, inner, scrub, kind)
         if sub:
-            parts.append(details("diagnostics of the chosen method", sub))
+            source = choice.get("record_risks_from") if choice.get("rule") == "calibrated" \
+                else None  # the calibrated rule chooses no method: one gives record risks
+            parts.append(details(f"diagnostics of {source}, whose record risks auto uses"
+                                 if source else "diagnostics of the chosen method", sub))
     scalars = _scalars(d, fitted, scrub)
     if scalars:
         parts += [h3("Fit"), kv(scalars)]
@@ -435,10 +460,16 @@ def protected_section(data: dict, scrub) -> dict | None:
                      "change": None if a is None or b is None else b - a, "_fmt": kind})
 
     ta, tb = before.table, after.table
+    wild = tb.wildcard is not None or ta.wildcard is not None
+    # a missing value as a category of its own (assess's default): its patterns are cells
+    # here, where protect counted them apart (359 combinations and 252 patterns with missing
+    # values on a file the page said had 611 combinations)
+    categories = not wild and any(_missing_count(t, key) for t in (ta, tb) for key in ta.keys)
     add("records", ta.n, tb.n)
     # cells of the key space only: under missing = wildcard a pattern with a missing value
     # matches several cells and is counted apart (as assess and the file section do)
-    add("observed key combinations", ta.key_cells, tb.key_cells)
+    add("observed key combinations" + (" (a missing value as a category)" if categories
+                                       else ""), ta.key_cells, tb.key_cells)
     patterns = [t.missing_patterns for t in (ta, tb)]
     if any(patterns):
         add("patterns with missing values (each matches several combinations)", *patterns)
@@ -475,12 +506,16 @@ def protected_section(data: dict, scrub) -> dict | None:
     if v is not None:
         body.append(para("Protected file: " + "; ".join(c["text"] for c in v["checks"]),
                          "good" if v["passes"] else "warn"))
-    wild = tb.wildcard is not None or ta.wildcard is not None
     body.append(table([("figure", "figure"), ("before", "original", "str"),
                        ("after", "protected", "str"), ("change", "change", "str")], shown,
                       caption="Risk of the original and the protected file"
                       + ("; f counts a missing key value as matching every category "
-                         "(missing = wildcard, as sdcMicro)" if wild else "")))
+                         "(missing = wildcard, as sdcMicro)" if wild else "")
+                      + ("; a missing (suppressed) key value is a category of its own, as "
+                         "assess reads files by default, which does not credit a suppression "
+                         "as protect does (--missing wildcard with --methods nb --mode "
+                         "sdcmicro counts it as matching every category)" if categories
+                         else "")))
     if tb.keys != ta.keys:
         body.append(para("The protected file's keys differ from the original's.", "warn"))
     return section("protected", "Before and after protection", "Protected", body)
