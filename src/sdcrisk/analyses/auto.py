@@ -492,7 +492,7 @@ class AutoRisk(Estimator):
         measures = dict(first.measures)
         risks = dict(first.cell_risk_values)
         thresholds = dict(first.thresholds)
-        where = "interval: split-conformal on the calibration corpus (normalised |log error|)"
+        where = "split-conformal on the calibration corpus (normalised |log error|)"
         if calibrated:
             su_cells = table.counts == 1
             for m, kind in (("tau1", "population_unique"), ("tau2", "reidentification")):
