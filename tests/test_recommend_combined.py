@@ -238,3 +238,23 @@ def test_recommend_says_why_no_plan_reaches_and_what_to_change(capsys, tmp_path)
     code, out, _ = run_cli(capsys, *common, "--actions", "suppression")
     assert code == 0 and "no plan reaches" not in out
     assert "local suppression     True" in out
+
+
+def test_a_recoding_that_merges_every_category_says_the_key_is_dropped(capsys, tmp_path):
+    """Recoding age of :func:`four_uniques` to the end merges all four ages: the plan read
+    'merge {1, 2, 3, 4}' (on a real file, 65 ages listed), which is the key withheld. It now
+    says so; a partial merge does not."""
+    from conftest import run_cli
+
+    path = tmp_path / "four.csv"
+    pd.DataFrame({"age": [3, 4, 3, 4, 1, 1, 2, 2], "sex": [1, 1, 1, 2, 1, 1, 2, 2],
+                  "z": [1, 1, 2, 2, 1, 1, 1, 1]}).to_csv(path, index=False)
+    code, out, _ = run_cli(capsys, "recommend", path, "--keys", "age,sex,z",
+                           "--population-size", "80", "--target", "tau2=0", "--method", "nb",
+                           "--max-pattern-size", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert ("  4. recode age: merge {1, 2, 3, 4} (every category of age in one: as if age "
+            "were not released)") in lines
+    assert ("  1. recode age, then local suppression: merge {3, 4}; then suppress 2 values "
+            "(sex 2)") in lines

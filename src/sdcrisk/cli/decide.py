@@ -478,6 +478,8 @@ def _recommend(args) -> str:
              f"{objective}, re-estimated after the plan)"]
     for i, p in enumerate(rec.plans, 1):
         groups = "; ".join("{" + ", ".join(str(v) for v in g) + "}" for g in p.merges)
+        if p.key is not None and _merges_all(p.merges, md.levels[md.keys.index(p.key)]):
+            groups += f" (every category of {p.key} in one: as if {p.key} were not released)"
         suppress = ""
         if p.kind != "recoding":
             per_key = p.to_dict()["suppressed_values_per_key"]
@@ -494,6 +496,12 @@ def _recommend(args) -> str:
     if rec.best is None and rec.plans:
         lines.append(_unreached(rec, args))
     return "\n".join(lines)
+
+
+def _merges_all(merges, levels) -> bool:
+    """Whether a recoding's merges put every category of the key (missing aside) in one."""
+    present = [v for v in levels if v is not None]
+    return len(merges) == 1 and len(present) > 1 and set(merges[0]) >= set(present)
 
 
 def _unreached(rec, args) -> str:
