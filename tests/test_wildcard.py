@@ -202,3 +202,39 @@ def test_assess_passes_wildcard_alpha_and_refuses_out_of_core(tmp_path, capsys):
     assert er["1"] != pytest.approx(er["0.1"])
     assert main(base + ["--out-of-core"]) == 2
     assert "--out-of-core does not count missing values as wildcards" in capsys.readouterr().err
+
+
+def _scan_fk(i, codes, missing, skip=-1):
+    """Record i's wildcard fk (alpha = 1) by scanning every record, as if key ``skip`` were
+    suppressed: the definition, record by record."""
+    match = np.ones(len(codes), bool)
+    for j in range(codes.shape[1]):
+        if j != skip and not missing[i, j]:
+            match &= (codes[:, j] == codes[i, j]) | missing[:, j]
+    return int(np.count_nonzero(match))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_record_matcher_counts_as_the_scan_while_values_are_suppressed(seed):
+    """RecordMatcher (tables of complete records, the others one by one) against the scan
+    of every record, with suppressions interleaved; one in five files with key spaces past
+    int64, where it scans. local_suppression asked the scan 125,000 times on 200,000
+    records (195 s; 13 s with the matcher, the same 3,200 values suppressed)."""
+    from sdcrisk.data.wildcard import RecordMatcher
+
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 80)), int(rng.integers(1, 5))
+    levels = rng.integers(1, 5, k)
+    codes = np.stack([rng.integers(0, v, n) for v in levels], axis=1).astype(np.int64)
+    missing = rng.random((n, k)) < rng.choice([0.0, 0.1, 0.4])
+    n_levels = levels + 1 if seed % 5 else np.full(k, 1 << 40)
+    matcher = RecordMatcher(codes, missing.copy(), n_levels)
+    truth = missing.copy()
+    for _ in range(80):
+        i, skip = int(rng.integers(0, n)), int(rng.integers(-1, k))
+        assert matcher.count(i, skip) == _scan_fk(i, codes, truth, skip)
+        j = int(rng.integers(0, k))
+        if rng.random() < 0.4 and not truth[i, j]:
+            matcher.suppress(i, j)
+            truth[i, j] = True
+    assert (matcher.missing == truth).all()

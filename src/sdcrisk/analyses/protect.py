@@ -28,7 +28,7 @@ from ..data.io import source_name
 from ..data.sizes import short_repr
 from ..data.table import Microdata, check_keys, tabulate
 from ..data.text import decode_text
-from ..data.wildcard import wildcard_record_counts
+from ..data.wildcard import RecordMatcher, wildcard_record_counts
 from ..exceptions import InputError, ParameterError
 from ..runtime.progress import progress
 
@@ -252,17 +252,6 @@ def _codes_matrix(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
     return codes, miss
 
 
-def _fk_one(i: int, codes: np.ndarray, miss: np.ndarray, skip: int = -1) -> int:
-    """Wildcard fk of record i (alpha = 1), as if its key ``skip`` were suppressed."""
-    match = None
-    for j in range(codes.shape[1]):
-        if j == skip or miss[i, j]:
-            continue
-        m = (codes[:, j] == codes[i, j]) | miss[:, j]
-        match = m if match is None else (match & m)
-    return codes.shape[0] if match is None else int(np.count_nonzero(match))
-
-
 def k_anonymity_violations(md: Microdata, k: int) -> int:
     """Records whose wildcard fk (missing matches every category, alpha = 1) is below k."""
     fk, _ = wildcard_record_counts(md.codes, md.levels)
@@ -336,13 +325,14 @@ def local_suppression(md: Microdata, k: int, *, importance: Sequence[str] | None
     todo = np.flatnonzero(fk < k)
     todo = todo[np.argsort(fk[todo], kind="stable")]
     done: list[tuple[int, int]] = []
+    matcher = RecordMatcher(codes, miss, md.n_levels)
     with progress(total=len(todo), desc="local suppression") as bar:
         for i in todo:
             i = int(i)
-            while _fk_one(i, codes, miss) < k:
+            while matcher.count(i) < k:
                 left = [j for j in least_first if not miss[i, j]]
-                pick = next((j for j in left if _fk_one(i, codes, miss, skip=j) >= k), left[0])
-                miss[i, pick] = True
+                pick = next((j for j in left if matcher.count(i, skip=j) >= k), left[0])
+                matcher.suppress(i, pick)
                 done.append((i, pick))
             bar.update(1)
     return np.array(done, np.int64).reshape(-1, 2)

@@ -33,7 +33,7 @@ from ..exceptions import ParameterError
 from . import _cells
 
 __all__ = ["WildcardCounts", "wildcard_cell_counts", "wildcard_record_counts",
-           "missing_codes", "check_alpha", "key_categories"]
+           "missing_codes", "check_alpha", "key_categories", "RecordMatcher"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -218,3 +218,99 @@ def wildcard_record_counts(codes, levels, weights: np.ndarray | None = None,
         return fk_rec, fk_rec.copy()
     big_rec = big[record_cell] + np.where(rec_missing, (1.0 - alpha) * w, 0.0)
     return fk_rec, big_rec
+
+
+class RecordMatcher:
+    """Wildcard fk (alpha = 1) of one record at a time while values are being suppressed
+    (local suppression asks this for every record below k, and again for each key it
+    tries). Records are matched as :func:`wildcard_record_counts` matches them.
+
+    Records without a missing value are counted from one table per set of keys asked
+    about (the projection of their codes on those keys, built on first use); records with a
+    missing value, few in a file to protect (its own and those suppressed so far), one by
+    one. A record becomes one of those when its first value is suppressed (:meth:`suppress`),
+    and leaves every table built. Scanning all n records per question, as before, made
+    protect quadratic in n: 200,000 records with 125,000 questions took 195 s.
+
+    ``codes`` (n, keys) int64; ``missing`` (n, keys) bool, updated by :meth:`suppress`.
+    """
+
+    _MAX_CODE = 1 << 62
+
+    def __init__(self, codes: np.ndarray, missing: np.ndarray, n_levels: Sequence[int]):
+        self.codes, self.missing = codes, missing
+        self.n_levels = [int(v) for v in n_levels]
+        self.partial = missing.any(axis=1)
+        # the records with a missing value: their codes and missing flags, in rows that grow
+        # (doubling) as records are suppressed; _at[i] is record i's row
+        rows = np.flatnonzero(self.partial)
+        self._at = np.full(len(codes), -1, np.int64)
+        self._at[rows] = np.arange(len(rows))
+        size = max(16, 2 * len(rows))
+        self._codes = np.zeros((size, codes.shape[1]), codes.dtype)
+        self._missing = np.zeros((size, codes.shape[1]), bool)
+        self._codes[:len(rows)], self._missing[:len(rows)] = codes[rows], missing[rows]
+        self._used = len(rows)
+        self._tables: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def _code(self, rows, keys: tuple[int, ...]) -> np.ndarray:
+        code = np.zeros(np.shape(rows), np.int64)
+        for j in keys:
+            code = code * self.n_levels[j] + self.codes[rows, j]
+        return code
+
+    def _table(self, keys: tuple[int, ...]):
+        """(sorted codes, counts) of the records without a missing value on ``keys``, or None
+        when the keys' combinations do not fit in an int64 (then counted by a scan)."""
+        if keys not in self._tables:
+            space = 1
+            for j in keys:
+                space *= self.n_levels[j]
+            if space >= self._MAX_CODE:
+                self._tables[keys] = None
+            else:
+                whole = np.flatnonzero(~self.partial)
+                values, counts = np.unique(self._code(whole, keys), return_counts=True)
+                self._tables[keys] = (values, counts)
+        return self._tables[keys]
+
+    def count(self, i: int, skip: int = -1) -> int:
+        """fk of record ``i``, as if its key ``skip`` were suppressed too."""
+        keys = tuple(j for j in range(self.codes.shape[1])
+                     if j != skip and not self.missing[i, j])
+        if not keys:
+            return self.codes.shape[0]
+        cols = list(keys)
+        table = self._table(keys)
+        if table is None:  # a key space past int64: scan every record
+            match = ((self.codes[:, cols] == self.codes[i, cols])
+                     | self.missing[:, cols]).all(axis=1)
+            return int(np.count_nonzero(match))
+        values, counts = table
+        code = self._code(i, keys)
+        at = int(np.searchsorted(values, code))
+        whole = int(counts[at]) if at < len(values) and values[at] == code else 0
+        if not self._used:
+            return whole
+        used = self._used
+        match = ((self._codes[:used, cols] == self.codes[i, cols])
+                 | self._missing[:used, cols]).all(axis=1)
+        return whole + int(np.count_nonzero(match))
+
+    def suppress(self, i: int, j: int) -> None:
+        """Set record ``i``'s key ``j`` missing (a wildcard from now on)."""
+        if not self.partial[i]:  # it leaves the tables of complete records
+            for keys, table in self._tables.items():
+                if table is not None:
+                    values, counts = table
+                    counts[np.searchsorted(values, self._code(i, keys))] -= 1
+            self.partial[i] = True
+            if self._used == len(self._codes):
+                self._codes = np.concatenate([self._codes, np.zeros_like(self._codes)])
+                self._missing = np.concatenate([self._missing, np.zeros_like(self._missing)])
+            self._at[i] = self._used
+            self._codes[self._used] = self.codes[i]
+            self._missing[self._used] = self.missing[i]
+            self._used += 1
+        self.missing[i, j] = True
+        self._missing[self._at[i], j] = True
