@@ -871,3 +871,28 @@ def test_local_suppression_is_the_greedy_rule_of_its_docstring(seed):
             missing[i, pick] = True
             want.append((int(i), pick))
     assert got.tolist() == [list(p) for p in want]  # 8 of the 12 files suppress 1-106 values
+
+
+@pytest.mark.parametrize("values", [
+    ["a", " b", "NA", None, "a", "", "b "],
+    ["1", "2", " 3", "NA", None, "2"],
+    ["07", "7", "1", "07"],
+    [b"1", b"2", None, b"1"],
+    [b"\xe9t\xe9", b"ete", b"\xe9t\xe9"],
+    ["x", np.nan, "y", "  ", "n/a"],
+    [1, 1.0, True, "x"],  # not all text: read entry by entry (1 and 1.0 hash alike)
+    [None, None],
+])
+def test_key_values_by_distinct_value_equal_the_rules_entry_by_entry(values):
+    """protect applied its key rules (bytes decoded, missing texts, stripping, numbers) to
+    every entry, five keys three times: 26 of 40 s on 10^6 records. They now run once per
+    distinct text; the column must come out as the entry-by-entry rules give it."""
+    from sdcrisk.analyses.protect import _key_rules, _key_values
+
+    col = pd.Series(values * 50, dtype=object)
+
+    def plain(series):
+        return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+                for v in series]
+
+    assert plain(_key_values(col)) == plain(_key_rules(col))

@@ -60,6 +60,21 @@ def _missing_mask(col) -> np.ndarray:
     return col.isna().to_numpy()
 
 
+def _distinct(col):
+    """(codes, values) of a text key column: each entry's index among the column's distinct
+    values (-1 where pandas sees a missing value), the values as a Series of objects; None
+    unless every present value is text (or bytes): hashing would merge the number 1 with
+    1.0 and True, whose texts differ. The rules below (bytes decoded, missing texts,
+    stripped text, numbers) then run once per distinct value: on 10^6 records they took
+    26 s run on every entry of five keys, three times."""
+    import pandas as pd
+
+    if pd.api.types.infer_dtype(col, skipna=True) not in ("string", "bytes", "empty"):
+        return None
+    codes, values = pd.factorize(col, use_na_sentinel=True)
+    return codes, pd.Series(np.asarray(values, dtype=object), dtype=object)
+
+
 def _same_number(col) -> tuple[str, str] | None:
     """Two different texts of a text key column that are the same number (``"07"`` and
     ``"7"``, ``"1"`` and ``"1.0"``), or None. The protected file writes each value's text, so
@@ -69,7 +84,8 @@ def _same_number(col) -> tuple[str, str] | None:
 
     if not (col.dtype == object or pd.api.types.is_string_dtype(col)):
         return None
-    col = _decoded(col)
+    distinct = _distinct(col)
+    col = _decoded(col if distinct is None else distinct[1])
     return _two_texts(col[~_missing_mask(col)].astype(str).str.strip())
 
 
@@ -91,6 +107,25 @@ def _two_texts(texts) -> tuple[str, str] | None:
 def _key_values(col):
     """A key column for Microdata: numbers where every present value is a number (each
     written one way: :func:`_same_number`), else text; missing entries as None/NaN."""
+    import pandas as pd
+
+    if col.dtype == object or pd.api.types.is_string_dtype(col):
+        distinct = _distinct(col)
+        if distinct is not None:  # the rules on the distinct values, then every entry
+            codes, values = distinct
+            done = _key_rules(values)
+            if pd.api.types.is_float_dtype(done):  # numbers; code -1 (missing): NaN
+                table = np.full(len(done) + 1, np.nan)
+                table[:-1] = done.to_numpy(float)
+                return pd.Series(table[codes], index=col.index)
+            table = np.full(len(done) + 1, None, dtype=object)  # text; missing: None
+            table[:-1] = done.astype(object).where(done.notna(), None).to_numpy()
+            return pd.Series(table[codes], index=col.index, dtype=object)
+    return _key_rules(col)
+
+
+def _key_rules(col):
+    """:func:`_key_values` entry by entry."""
     import pandas as pd
 
     col = _decoded(col)
