@@ -6,6 +6,8 @@ records below k, on sdcMicro's testdata (4,580 records) and UCI Adult (48,842 re
 Needs ../shared/data. Prints one line per case; figures go to benchmarks/RESULTS.md.
 ``--synthetic ROWS`` adds files of ROWS records drawn with a fixed seed: five independent keys
 of 5, 2, 90, 40 and 4 categories (144,000 combinations), the shape of a census extract.
+``--whole-command ROWS`` writes such a file as CSV with text keys and times the whole
+``sdcrisk protect FILE --k-anonymity 3 --method nb`` process (wall seconds, peak RSS).
 """
 
 from __future__ import annotations
@@ -45,10 +47,42 @@ def synthetic(rows: int):
     return Microdata.from_source(data, list(data), missing="wildcard")
 
 
+def whole_command(rows: int) -> None:
+    """Time ``sdcrisk protect`` on a CSV of ROWS records with text keys (seed 0)."""
+    import resource
+    import subprocess
+    import sys
+    import tempfile
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "region": rng.choice(["north", "south", "east", "west", "centre"], rows),
+        "sex": rng.choice(["m", "f"], rows), "age": rng.integers(0, 90, rows).astype(str),
+        "job": rng.choice([f"j{i:02d}" for i in range(40)], rows),
+        "edu": rng.choice(["a", "b", "c", "d"], rows), "income": rng.normal(size=rows)})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "text_keys.csv"
+        frame.to_csv(path, index=False)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sdcrisk", "protect", str(path), "--keys",
+                        "region,sex,age,job,edu", "--k-anonymity", "3", "--population-size",
+                        str(20 * rows), "--method", "nb", "--quiet", "--out",
+                        str(Path(tmp) / "out.csv")], check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    print(f"whole command, {rows:,} records x 5 text keys, k = 3: {wall:.1f} s wall, "
+          f"{peak:.2f} GiB peak RSS")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", type=int, nargs="*", default=[], metavar="ROWS")
+    parser.add_argument("--whole-command", type=int, nargs="*", default=[], metavar="ROWS")
     args = parser.parse_args()
+    for rows in args.whole_command:
+        whole_command(rows)
     print(f"{'data':<18}{'keys':>5}{'k':>3}{'n':>10}{'below k':>9}{'suppressed':>11}"
           f"{'after':>7}{'seconds':>9}")
     cases = [(name, SHARED / rel, keys) for name, rel, keys in CASES]
