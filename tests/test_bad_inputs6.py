@@ -8,6 +8,7 @@ the message, or the figures once read right."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,6 +17,7 @@ from conftest import run_cli as _run
 from sdcrisk import (
     AutoRisk,
     HdpRisk,
+    InputError,
     Microdata,
     MixedMembershipRisk,
     NegativeBinomialRisk,
@@ -98,5 +100,38 @@ def test_suda_dis_fraction_must_be_a_number():
     for value in ("x", True):
         with pytest.raises(ParameterError, match=f"dis_fraction={value!r} must be a number"):
             suda2(md, dis_fraction=value)
+
+
+# --- a Microdata built by hand --------------------------------------------------------------
+
+def _by_hand(**changes):
+    fields = dict(keys=("a", "b"), codes=(np.array([0, 1, 1, 0, 1]), np.array([0, 0, 1, 1, 1])),
+                  levels=((1, 2), ("x", "y")), weights=None, household=None,
+                  population_size=100.0, population_size_source="given")
+    return Microdata(**{**fields, **changes})
+
+
+def test_microdata_by_hand_is_checked_like_from_source():
+    """The constructor checked nothing: N=2 < n=5 was taken for a census (nb said tau1 = 3
+    'exact', every sample unique a population unique), codes beyond the levels ended in an
+    IndexError in tabulate, a code array shorter than the others cut the file to its length,
+    N=inf ended in a ZeroDivisionError (loglinear)."""
+    table = tabulate(_by_hand())
+    ok = NegativeBinomialRisk().fit(table)
+    assert table.n == 5 and int((table.counts == 1).sum()) == 3
+    assert ok.estimate("tau1") == pytest.approx(3 * 5 / 100)  # P(F=1|f=1) = n/N per unique
+    with pytest.raises(InputError, match="population_size=2 gives N=2, smaller than the "
+                                         "sample size n=5"):
+        _by_hand(population_size=2.0)
+    with pytest.raises(ParameterError, match="population_size=inf is not finite"):
+        _by_hand(population_size=float("inf"))
+    with pytest.raises(ParameterError, match=r"key 'a' has the code 5, outside its 2 levels.*"
+                                             r"Microdata.from_source"):
+        _by_hand(codes=(np.array([0, 5, 1, 0, 1]), np.array([0, 0, 1, 1, 1])))
+    with pytest.raises(ParameterError, match="the codes of key 'b' must be a 1-D integer array "
+                                             "of the n=5 records"):
+        _by_hand(codes=(np.array([0, 1, 1, 0, 1]), np.array([0, 0, 1])))
+    with pytest.raises(InputError, match="non-finite weight -1 at row 2"):
+        _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
 
 
