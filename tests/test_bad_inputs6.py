@@ -135,3 +135,44 @@ def test_microdata_by_hand_is_checked_like_from_source():
         _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
 
 
+# --- the memory limit --------------------------------------------------------------------------
+
+def test_memory_limit_below_a_kib_and_a_unit_suffix(capsys, tmp_path, monkeypatch):
+    """SDCRISK_MEMORY_LIMIT=1 printed 'the memory limit is 0.0 KiB'; '1.5GB' said only
+    "is not a size like 8G", not which suffixes there are."""
+    path = tmp_path / "s.csv"
+    _frame().to_csv(path, index=False)
+    argv = ("assess", path, "--keys", "a,b", "--population-size", 100, "--method", "nb")
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "1")
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ["but the memory limit is 1 byte "])
+    assert "0.0 KiB" not in err
+    monkeypatch.setenv("SDCRISK_MEMORY_LIMIT", "1.5GB")
+    code, _, err = _run(capsys, *argv)
+    _clear(code, err, 2, ["SDCRISK_MEMORY_LIMIT='1.5GB' is not a size", "K, M or G",
+                          "e.g. 8G or 1.5G"])
+
+
+# --- files ------------------------------------------------------------------------------------
+
+def test_streamed_csv_naming_a_key_twice(capsys, tmp_path):
+    """--out-of-core said "could not be read as CSV (CSV file contained multiple columns named
+    age)"; the in-memory reader names the positions and the remedy."""
+    path = tmp_path / "dup.csv"
+    path.write_text("age,age,sex\n1,2,1\n2,3,2\n3,1,1\n")
+    for extra in ((), ("--out-of-core",)):
+        code, _, err = _run(capsys, "assess", path, "--keys", "age,sex", "--population-size",
+                            100, "--method", "nb", *extra)
+        _clear(code, err, 2, ["dup.csv: column 'age' appears 2 times (positions 1, 2)",
+                              "rename the duplicates"])
+
+
+def test_missing_weight_names_the_remedy(capsys, tmp_path):
+    """'weights column 'w' is missing at row 3' said nothing of what to do."""
+    path = tmp_path / "w.csv"
+    path.write_text("a,b,w\n1,1,50\n1,2,50\n2,1,\n2,2,50\n")
+    for extra in ((), ("--out-of-core",)):
+        code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--weights", "w",
+                            "--method", "nb", *extra)
+        _clear(code, err, 2, ["weights column 'w' is missing at row 3", "fill it in",
+                              "leave out --weights and give --population-size"])

@@ -26,6 +26,7 @@ from .sizes import (
     check_memory,
     check_population_size,
     check_weight_values,
+    missing_weight,
     resolve_population_size,
     short_repr,
 )
@@ -464,7 +465,7 @@ def tabulate_source(source: Any, keys: Sequence[str] | str, **options) -> CellTa
 def _validate_weights(name: str, col) -> np.ndarray:
     if col.missing is not None:
         row = int(np.flatnonzero(col.missing)[0])
-        raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+        raise missing_weight(name, row + 1)
     values = col.values
     if col.boolean or values.dtype.kind == "b":
         raise boolean_weights(name)
