@@ -135,6 +135,21 @@ def test_microdata_by_hand_is_checked_like_from_source():
         _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
 
 
+# --- the command line's numbers -------------------------------------------------------------
+
+@pytest.mark.parametrize(("option", "value", "remedy"), [
+    ("--population-size", "1,000,000", "write the number without separators, e.g. 1000000"),
+    ("--population-size", "56 075 912", "write the number without separators"),
+    ("--sampling-fraction", "5%", "e.g. 0.05 for 5%"),
+])
+def test_number_options_name_the_way_to_write_them(capsys, option, value, remedy):
+    """argparse said "invalid float value: '1,000,000'" and stopped there."""
+    with pytest.raises(SystemExit) as exit_:  # argparse's usage error
+        _run(capsys, "assess", "example:uk_census2011", "--method", "nb", option, value)
+    code, err = exit_.value.code, capsys.readouterr().err
+    _clear(code, err, 2, [f"argument {option}: invalid float value: {value!r}", remedy])
+
+
 # --- the memory limit --------------------------------------------------------------------------
 
 def test_memory_limit_below_a_kib_and_a_unit_suffix(capsys, tmp_path, monkeypatch):
