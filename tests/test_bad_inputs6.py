@@ -8,6 +8,8 @@ the message, or the figures once read right."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,12 +18,14 @@ from conftest import assert_refused_clearly as _clear
 from conftest import run_cli as _run
 from sdcrisk import (
     AutoRisk,
+    GraphicalRisk,
     HdpRisk,
     InputError,
     Microdata,
     MixedMembershipRisk,
     NegativeBinomialRisk,
     ParameterError,
+    PoissonGammaRisk,
     RiskTarget,
     SkinnerElliotTheta,
     suda2,
@@ -100,6 +104,54 @@ def test_suda_dis_fraction_must_be_a_number():
     for value in ("x", True):
         with pytest.raises(ParameterError, match=f"dis_fraction={value!r} must be a number"):
             suda2(md, dis_fraction=value)
+
+
+# --- the models' numeric ranges ------------------------------------------------------------
+
+def _three_keys():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.integers(0, 5, 60), "b": rng.integers(0, 3, 60),
+                          "c": rng.integers(0, 4, 60)})
+    return tabulate(Microdata.from_source(frame, keys=["a", "b", "c"], population_size=2000))
+
+
+def test_poisson_gamma_alpha_beyond_the_poisson_limit_is_refused():
+    """alpha=1e20 gave tau1 = tau2 = 21, every sample unique a population unique, without a
+    word: 1 + n beta rounds to 1, so the NB's prob is 1 and F = f. Up to 1e8 (the ML search's
+    bound) the figures are the Poisson limit's: with N = 2,000 over K = 60 cells (33 people
+    a cell) no sample unique is a population unique."""
+    table = _three_keys()
+    near = PoissonGammaRisk(alpha=1e8).fit(table)
+    assert int((table.counts == 1).sum()) == 21
+    assert near.estimate("tau1") < 1e-12
+    assert 0.6 < near.estimate("tau2") < 0.7
+    for alpha in (1e20, 10**400):
+        with pytest.raises(ParameterError, match=r"alpha=1[\de+]* must be a positive number up "
+                                                 r"to 1e\+08 \(larger values are the Poisson "
+                                                 r"limit"):
+            PoissonGammaRisk(alpha=alpha)
+
+
+@pytest.mark.parametrize("weight", [1e308, 1e-320])
+def test_graphical_prior_weight_beyond_its_range_is_refused(weight):
+    """prior_weight=1e308 (or 1e-320) ended in "ValueError: max() arg is an empty sequence":
+    every marginal likelihood was NaN and Occam's window kept no model."""
+    with pytest.raises(ParameterError, match=re.escape(
+            f"prior_weight={weight!r} must be a positive number from 1e-100 to 1e+100")):
+        GraphicalRisk(prior_weight=weight)
+    assert GraphicalRisk(prior_weight=1e100).fit(_three_keys()).estimate("tau1") < 1e-9
+
+
+@pytest.mark.filterwarnings("ignore::sdcrisk.ConvergenceWarning")  # 200 iterations: expected
+def test_mcmc_first_block_is_held_to_max_iterations():
+    """The adaptive run's first block was not held to max_iterations, as the later ones are:
+    block=2,000 with max_iterations=200 ran 2,000 iterations per chain, and block=10**30 (a
+    slip of the exponent) never ended."""
+    table = _three_keys()
+    for cls in (HdpRisk, MixedMembershipRisk):
+        result = cls(block=2000, max_iterations=200, chains=2, burn_in=20,
+                     mc_draws=20).fit(table)
+        assert result.diagnostics["mcmc"]["iterations"] == 200
 
 
 # --- a Microdata built by hand --------------------------------------------------------------

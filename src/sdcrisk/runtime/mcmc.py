@@ -398,7 +398,9 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
             raise ParameterError(f"{name}={v!r} must be an integer >= {low}")
     if n_jobs is not None and (not isinstance(n_jobs, int | np.integer) or n_jobs < 1):
         raise ParameterError(f"n_jobs={n_jobs!r} must be an integer >= 1 or None")
-    first = block if adaptive else iterations
+    # the first block is held to max_iterations as the later ones are (block=10**30 ran
+    # 10**30 iterations, past any max_iterations)
+    first = min(block, max_iterations) if adaptive else iterations
     if first // thin < 1 or (adaptive and max_iterations < thin):
         raise ParameterError(f"{'block' if adaptive else 'iterations'}={first} with "
                              f"thin={thin} keeps no draw; use at least thin iterations")
