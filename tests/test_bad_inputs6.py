@@ -202,6 +202,18 @@ def test_number_options_name_the_way_to_write_them(capsys, option, value, remedy
     _clear(code, err, 2, [f"argument {option}: invalid float value: {value!r}", remedy])
 
 
+@pytest.mark.parametrize(("spec", "remedy"), [
+    ("tau2=5,tau1=3", "give one limit per --fail-above, repeating the option"),
+    ("global_risk=0,01", "write it with a decimal point, e.g. 0.01"),
+])
+def test_fail_above_with_a_comma_names_the_remedy(capsys, spec, remedy):
+    """Two limits in one --fail-above, or a decimal comma, said only "the limit '5,tau1=3'
+    is not a number"."""
+    code, _, err = _run(capsys, "assess", "example:uk_census2011", "--method", "nb",
+                        "--fail-above", spec)
+    _clear(code, err, 2, [f"--fail-above {spec!r}: the limit", "is not a number", remedy])
+
+
 # --- the memory limit --------------------------------------------------------------------------
 
 def test_memory_limit_below_a_kib_and_a_unit_suffix(capsys, tmp_path, monkeypatch):

@@ -377,8 +377,11 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
         try:
             limit = float(value)
         except ValueError:
+            hint = ("; give one limit per --fail-above, repeating the option (--fail-above "
+                    "tau2=5 --fail-above global_risk=0.01)" if "=" in value else
+                    "; write it with a decimal point, e.g. 0.01" if "," in value else "")
             raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
-                                 "a number") from None
+                                 f"a number{hint}") from None
         if limit != limit:
             raise ParameterError(f"--fail-above {spec!r}: the limit is not a number")
         bound = "estimate"
