@@ -28,6 +28,8 @@ from sdcrisk import (
     PoissonGammaRisk,
     RiskTarget,
     SkinnerElliotTheta,
+    household_microdata,
+    parse_loss,
     suda2,
     tabulate,
 )
@@ -185,6 +187,41 @@ def test_microdata_by_hand_is_checked_like_from_source():
         _by_hand(codes=(np.array([0, 1, 1, 0, 1]), np.array([0, 0, 1])))
     with pytest.raises(InputError, match="non-finite weight -1 at row 2"):
         _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
+
+
+# --- household-level keys, decision losses -----------------------------------------------
+
+def _couples():
+    frame = pd.DataFrame({"hid": [0, 0, 1, 1, 2, 2], "sex": [1, 2, 1, 2, 1, 1],
+                          "age": [3, 3, 4, 2, 1, 4]})
+    return Microdata.from_source(frame, keys=["sex", "age"], household="hid",
+                                 population_size=600)
+
+
+@pytest.mark.parametrize(("options", "error", "words"), [
+    ({"size": 2.0}, ParameterError, "household size 2.0 must be an integer >= 1"),
+    ({"size": True}, ParameterError, "household size True must be an integer >= 1"),
+    ({"size": 10**30}, InputError, "no household of size 1000000000000000000000000000000 in "
+                                   "the file (sizes present: {2: 3})"),
+    ({"size": 2, "population_households": "5"}, ParameterError,
+     "population_households='5' must be a number"),
+    ({"size": 2, "population_households": float("nan")}, ParameterError,
+     "population_households=nan is not finite"),
+])
+def test_household_microdata_options(options, error, words):
+    """size=2.0 and True were numpy TypeErrors, size=10**30 'Maximum allowed dimension
+    exceeded', population_households='5' a TypeError and nan was reported as
+    'population_size=nan'."""
+    with pytest.raises(error, match=re.escape(words)):
+        household_microdata(_couples(), ["sex", "age"], **options)
+    # three couples over 6 persons in 600 -> 300 households of two: N = 3 * 600 / 6
+    assert household_microdata(_couples(), ["sex", "age"], size=2).population_size == 300
+
+
+def test_parse_loss_kind_is_checked():
+    """kind='l2' was read as an l1 loss without a word."""
+    with pytest.raises(ParameterError, match="kind='l2'; use 'l1'"):
+        parse_loss("exp:1", kind="l2")
 
 
 # --- the command line's numbers -------------------------------------------------------------

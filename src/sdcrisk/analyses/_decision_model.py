@@ -410,6 +410,9 @@ def parse_loss(spec: str | Loss | Callable, *, kind: Literal["l1", "l0"] = "l1")
     >>> parse_loss("gamma:2:10").name, parse_loss("one", kind="l0").name
     ('gamma:2:10', 'one')
     """
+    if kind not in ("l1", "l0"):  # 'l2' was read as l1
+        raise ParameterError(f"kind={kind!r}; use 'l1' (the disclosure loss) or 'l0' (the "
+                             "suppression loss)")
     if isinstance(spec, Loss):
         return spec
     if callable(spec):
