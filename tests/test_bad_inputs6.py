@@ -32,6 +32,7 @@ from sdcrisk import (
     parse_loss,
     suda2,
     tabulate,
+    truth_measures,
 )
 
 
@@ -154,6 +155,18 @@ def test_mcmc_first_block_is_held_to_max_iterations():
         result = cls(block=2000, max_iterations=200, chains=2, burn_in=20,
                      mc_draws=20).fit(table)
         assert result.diagnostics["mcmc"]["iterations"] == 200
+
+
+def test_truth_measures_population_size_must_be_finite():
+    """population_size=nan gave p_pu = nan without a word (the check 'N < n' passed NaN)."""
+    f, big_f = np.array([1, 1, 2]), np.array([1, 3, 2])
+    truth = truth_measures(f, big_f, population_size=10, population_uniques=2)
+    assert truth["tau1"] == 1 and truth["tau2"] == pytest.approx(1 + 1 / 3)
+    assert truth["p_pu"] == pytest.approx(0.2)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ParameterError, match=f"population_size={bad!r} must be a finite "
+                                                 "number at least the sample's n=4"):
+            truth_measures(f, big_f, population_size=bad, population_uniques=2)
 
 
 # --- a Microdata built by hand --------------------------------------------------------------
