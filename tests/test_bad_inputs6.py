@@ -202,6 +202,23 @@ def test_microdata_by_hand_is_checked_like_from_source():
         _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
 
 
+def test_object_column_of_ints_and_floats_counts_equal_numbers_together():
+    """A pandas object column holding 1 and 1.0 (a frame built from mixed sources) was read
+    by the text of each value: '1' and '1.0' were two categories, so two records of the same
+    category were counted as two sample uniques; a mapping, a float64 column and a CSV read
+    them as one number."""
+    mixed = pd.DataFrame({"a": pd.Series([1, 1.0, 2, 2.0], dtype=object), "b": [1, 1, 1, 1]})
+    plain = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0], "b": [1, 1, 1, 1]})
+    tables = [tabulate(Microdata.from_source(f, keys=["a", "b"], population_size=40))
+              for f in (mixed, plain)]
+    for table in tables:
+        assert table.levels[0] == (1, 2)
+        assert sorted(table.counts.tolist()) == [2, 2]  # no sample unique
+    with pytest.raises(InputError, match="value 2.5 is not an integer code"):
+        Microdata.from_source(pd.DataFrame({"a": pd.Series([1, 2.5], dtype=object)}),
+                              keys=["a"], population_size=40)
+
+
 # --- household-level keys, decision losses -----------------------------------------------
 
 def _couples():
