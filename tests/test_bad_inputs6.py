@@ -219,6 +219,14 @@ def test_object_column_of_ints_and_floats_counts_equal_numbers_together():
                               keys=["a"], population_size=40)
 
 
+def test_wildcard_alpha_is_not_a_bool():
+    """wildcard_alpha=False was read as 0 (wildcard matches ignored), True as 1."""
+    for flag in (True, False):
+        with pytest.raises(ParameterError, match=f"wildcard_alpha={flag} is not a number"):
+            Microdata.from_source(_frame(), keys=["a", "b"], population_size=100,
+                                  missing="wildcard", wildcard_alpha=flag)
+
+
 # --- household-level keys, decision losses -----------------------------------------------
 
 def _couples():
