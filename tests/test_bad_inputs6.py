@@ -8,6 +8,7 @@ the message, or the figures once read right."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -18,6 +19,8 @@ from conftest import assert_refused_clearly as _clear
 from conftest import run_cli as _run
 from sdcrisk import (
     AutoRisk,
+    BetaBinomialPrior,
+    FrequencyTable,
     GraphicalRisk,
     HdpRisk,
     InputError,
@@ -260,6 +263,36 @@ def test_parse_loss_kind_is_checked():
     """kind='l2' was read as an l1 loss without a word."""
     with pytest.raises(ParameterError, match="kind='l2'; use 'l1'"):
         parse_loss("exp:1", kind="l2")
+
+
+def test_frequency_and_cell_tables_by_hand_are_checked():
+    """A FrequencyTable with N=2 below its n=3 records was taken for a census (nb: tau1 = 1
+    'exact'); 10 observed cells in a key space of K=3 were fitted; a count of 1.5 was cut
+    to 1. A CellTable given N < n was likewise a census."""
+    fields = dict(keys=("a",), levels=((1, 2, 3),), population_size=100.0,
+                  population_size_source="given")
+    ok = NegativeBinomialRisk().fit(FrequencyTable(sizes=np.array([1, 2]),
+                                                   cells=np.array([1, 1]), **fields))
+    assert ok.estimate("tau1") == pytest.approx(3 / 100)  # one unique, P(F=1|f=1) = n/N
+    with pytest.raises(InputError, match="population_size=2 gives N=2, smaller than the "
+                                         "sample size n=3"):
+        FrequencyTable(sizes=np.array([1, 2]), cells=np.array([1, 1]),
+                       **{**fields, "population_size": 2.0})
+    with pytest.raises(InputError, match="10 observed cells but its keys' levels make only "
+                                         "K=3"):
+        FrequencyTable(sizes=np.array([1]), cells=np.array([10]), **fields)
+    with pytest.raises(InputError, match="must be whole numbers"):
+        FrequencyTable(sizes=np.array([1.5, 2]), cells=np.array([1, 1]), **fields)
+    table = tabulate(_by_hand())
+    with pytest.raises(InputError, match="gives N=2, smaller than the sample size n=5"):
+        dataclasses.replace(table, population_size=2.0)
+
+
+@pytest.mark.parametrize("value", [True, 10**400])
+def test_beta_binomial_prior_parameters_are_numbers(value):
+    """alpha=True was read as 1; alpha=10**400 was an OverflowError."""
+    with pytest.raises(ParameterError, match="alpha=.* must be a positive number"):
+        BetaBinomialPrior(value, 1)
 
 
 # --- the command line's numbers -------------------------------------------------------------

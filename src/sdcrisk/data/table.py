@@ -537,6 +537,7 @@ class CellTable:
         if self.record_cell is None and (self.records is None or self.household is not None):
             raise ParameterError("a CellTable without its record map needs records=n and "
                                  "no household column")
+        check_population_size(self.population_size, self.n)  # by hand, N < n read as a census
 
     @property
     def n(self) -> int:
