@@ -36,6 +36,7 @@ from sdcrisk import (
     suda2,
     tabulate,
     truth_measures,
+    validate,
 )
 
 
@@ -170,6 +171,24 @@ def test_truth_measures_population_size_must_be_finite():
         with pytest.raises(ParameterError, match=f"population_size={bad!r} must be a finite "
                                                  "number at least the sample's n=4"):
             truth_measures(f, big_f, population_size=bad, population_uniques=2)
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"replicates": True}, "replicates=True must be an integer >= 1"),
+    ({"min_records": -1}, "min_records=-1 must be an integer >= 0"),
+    ({"max_fraction": 0}, "max_fraction=0 must lie in (0, 1]"),
+    ({"random_state": -1}, "random_state=-1 must be a non-negative integer"),
+    ({"estimator_options": "x"}, "estimator_options='x' must be a mapping"),
+])
+def test_validate_checks_its_options_as_auto_does(options, words):
+    """validate() took replicates=True for 1, min_records=-1 and max_fraction=0 without a
+    word (AutoRisk refused them); random_state=-1 and estimator_options='x' were numpy's and
+    dict's ValueErrors."""
+    table = _three_keys()
+    with pytest.raises(ParameterError, match=re.escape(words)):
+        validate(table, ["nb"], **options)
+    valid = validate(table, ["nb"], replicates=2)
+    assert valid.rows[0].candidate.method == "nb" and len(valid.rows[0].tau1) == 2
 
 
 # --- a Microdata built by hand --------------------------------------------------------------
