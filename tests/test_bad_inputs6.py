@@ -33,6 +33,7 @@ from sdcrisk import (
     SkinnerElliotTheta,
     household_microdata,
     parse_loss,
+    recommend,
     suda2,
     tabulate,
     truth_measures,
@@ -189,6 +190,21 @@ def test_validate_checks_its_options_as_auto_does(options, words):
         validate(table, ["nb"], **options)
     valid = validate(table, ["nb"], replicates=2)
     assert valid.rows[0].candidate.method == "nb" and len(valid.rows[0].tau1) == 2
+
+
+def test_recommend_keys_and_actions_as_text_or_empty():
+    """actions='suppression' was read letter by letter ("action 's'"), keys='a,b' likewise;
+    keys=[] or actions=[] searched nothing and returned no recommendation without a word."""
+    md = Microdata.from_source(_frame(), keys=["a", "b"], population_size=100)
+    target = RiskTarget(value=0.0)
+    rec = recommend(md, target, actions="suppression", keys="a,b", workers=1)
+    assert [p.kind for p in rec.plans] == ["suppression"]
+    listed = recommend(md, target, actions=["suppression"], keys=["a", "b"], workers=1)
+    assert [repr(p) for p in rec.plans] == [repr(p) for p in listed.plans]
+    with pytest.raises(ParameterError, match=r"keys=\[\] lets no key change"):
+        recommend(md, target, keys=[], workers=1)
+    with pytest.raises(ParameterError, match=r"actions=\[\] gives no plan to search"):
+        recommend(md, target, actions=[], workers=1)
 
 
 # --- a Microdata built by hand --------------------------------------------------------------
