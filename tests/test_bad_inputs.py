@@ -1277,7 +1277,7 @@ def test_cli_one_record_file(capsys, files):
 
 @pytest.mark.parametrize(("name", "words"), [
     ("gzip_named.csv", ("gzip-compressed data", "rename it to gzip_named.csv.gz")),
-    ("dup.csv", ("multiple columns named a",)),
+    ("dup.csv", ("dup.csv: column 'a' appears 2 times", "rename the duplicates")),
     ("binary.csv", ("binary data",)),
     ("csv_named.dta", ("streams csv, parquet and mu-argus",)),
 ])

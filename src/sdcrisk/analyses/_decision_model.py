@@ -80,9 +80,10 @@ class BetaBinomialPrior:
 
     def __post_init__(self):
         for name in ("alpha", "beta"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float | np.number) and math.isfinite(v) and v > 0):
-                raise ParameterError(f"{name}={v!r} must be a positive number")
+            v = getattr(self, name)  # True was read as 1, 10**400 an OverflowError
+            if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not (
+                    0 < check_number(name, v) < math.inf):
+                raise ParameterError(f"{name}={short_repr(v)} must be a positive number")
 
     def marginal(self, n: int) -> np.ndarray:
         """P(y | n) for y = 0..n (beta-binomial(n, alpha, beta))."""
@@ -410,6 +411,9 @@ def parse_loss(spec: str | Loss | Callable, *, kind: Literal["l1", "l0"] = "l1")
     >>> parse_loss("gamma:2:10").name, parse_loss("one", kind="l0").name
     ('gamma:2:10', 'one')
     """
+    if kind not in ("l1", "l0"):  # 'l2' was read as l1
+        raise ParameterError(f"kind={kind!r}; use 'l1' (the disclosure loss) or 'l0' (the "
+                             "suppression loss)")
     if isinstance(spec, Loss):
         return spec
     if callable(spec):

@@ -5,6 +5,7 @@ and measures the objective, and the steps of a plan's path. Public through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,7 +60,8 @@ class RiskTarget:
     def __post_init__(self):
         if self.objective not in ("tau2", "records_above"):
             raise ParameterError(f"objective={self.objective!r}; use 'tau2' or 'records_above'")
-        if not (check_number("value", self.value) >= 0 and np.isfinite(self.value)):
+        value = check_number("value", self.value)
+        if not (value >= 0 and math.isfinite(value)):  # np.isfinite(10**30): TypeError
             raise ParameterError(f"target value={self.value!r} must be a non-negative number")
         if self.objective == "records_above":
             thr = self.risk_threshold

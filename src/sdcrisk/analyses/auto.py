@@ -18,10 +18,10 @@ from ..core.measures import (
     Measure,
 )
 from ..core.result import RiskResult
-from ..data.sizes import check_number, short_repr
+from ..data.sizes import short_repr
 from ..data.table import CellTable
 from ..estimators import options_of
-from ..estimators._base import Estimator, check_int, reidentification_measures
+from ..estimators._base import Estimator, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_bounds import ordered, whole_count_lower, widen_interval, within_bounds
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
@@ -197,7 +197,7 @@ class AutoRisk(Estimator):
         return "calibrated" if self.candidates is None else "validated"
 
     def _validate(self) -> None:
-        from .validation import Candidate
+        from .validation import Candidate, check_options
 
         if self.rule not in (None, "calibrated", "validated"):
             raise ParameterError(f"rule={self.rule!r}; use 'calibrated' (the corpus-learned "
@@ -207,20 +207,13 @@ class AutoRisk(Estimator):
                                  f"({', '.join(CALIBRATED_CANDIDATES)}); drop candidates or "
                                  "use rule='validated'")
 
-        check_int("replicates", self.replicates, 1)
+        check_options(replicates=self.replicates, fraction=self.fraction,
+                      min_records=self.min_records, max_fraction=self.max_fraction,
+                      time_budget=self.time_budget)
         if self.replicates > MAX_REPLICATES:
             raise ParameterError(f"replicates={self.replicates} is too many: at most "
                                  f"{MAX_REPLICATES:,} (each refits every candidate); the "
                                  "default 5 is what auto was calibrated with")
-        if self.fraction is not None and not 0 < check_number("fraction", self.fraction) <= 1:
-            raise ParameterError(f"fraction={self.fraction} must lie in (0, 1] or be None "
-                                 "(the file's own sampling fraction)")
-        if not 0 < check_number("max_fraction", self.max_fraction) <= 1:
-            raise ParameterError(f"max_fraction={self.max_fraction} must lie in (0, 1]")
-        check_int("min_records", self.min_records, 0)
-        if self.time_budget is not None and not check_number("time_budget",
-                                                             self.time_budget) > 0:
-            raise ParameterError(f"time_budget={self.time_budget} must be > 0 seconds or None")
         if not isinstance(self.combine, bool | np.bool_):
             raise ParameterError(f"combine={self.combine!r} must be True or False")
         if self.candidates is not None:

@@ -155,12 +155,23 @@ def recommend(
     est = get_estimator(estimator) if isinstance(estimator, str) else estimator
     if not isinstance(est, Estimator):
         raise ParameterError(f"estimator {estimator!r} is not an Estimator or method name")
-    actions = tuple(actions)
+    # a string, comma-separated as on the command line ('suppression' was read letter by
+    # letter: "action 's'"; keys='ab' as the keys 'a' and 'b')
+    actions = tuple(a.strip() for a in actions.split(",")) if isinstance(actions, str) \
+        else tuple(actions)
+    if not actions:  # an empty list searched nothing and recommended nothing, without a word
+        raise ParameterError(f"actions=[] gives no plan to search; give any of "
+                             f"{', '.join(ACTIONS)} (--actions on the command line)")
     for a in actions:
         if a not in ACTIONS:
             raise ParameterError(f"action {a!r} (--actions on the command line); use any of "
                                  f"{', '.join(ACTIONS)}")
-    keys = list(sample.keys if keys is None else keys)
+    keys = list(sample.keys if keys is None else [k.strip() for k in keys.split(",")]
+                if isinstance(keys, str) else keys)
+    if not keys:
+        raise ParameterError("keys=[] lets no key change, so there is nothing to recommend; "
+                             "give the keys that may change, or None for all (--change-keys "
+                             "on the command line)")
     for k in keys:
         if k not in sample.keys:
             raise ParameterError(f"key {k!r} (of the keys that may change, --change-keys) "

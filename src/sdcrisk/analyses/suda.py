@@ -21,6 +21,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.base import ResultBase
+from ..data.sizes import check_number
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators._base import check_int
 from ..exceptions import InputError, ParameterError
@@ -494,7 +495,7 @@ def suda2(
         if not 1 <= size <= m_keys:
             raise ParameterError(
                 f"max_size={max_size} must lie in 1..{m_keys} (the number of keys)")
-    p = float(dis_fraction)
+    p = check_number("dis_fraction", dis_fraction)  # 'x' was a ValueError, True read as 1
     if not (math.isfinite(p) and 0 < p <= 1):
         raise ParameterError(f"dis_fraction={dis_fraction} must lie in (0, 1], e.g. 0.01")
     if not isinstance(original_scores, bool | np.bool_):

@@ -30,9 +30,10 @@ import numpy as np
 
 from ..core.base import ResultBase, jsonable
 from ..core.measures import roc_auc
-from ..data.sizes import short_repr
+from ..data.sizes import check_number, short_repr
 from ..data.table import CellTable, Microdata, tabulate
 from ..estimators import MODELS, Estimator, options_of
+from ..estimators._base import check_int, check_seed
 from ..exceptions import InputError, ParameterError
 from ..runtime.progress import progress
 from .sampling import Bernoulli, HouseholdBernoulli, draw_sample, truth_of
@@ -47,6 +48,7 @@ __all__ = [
     "ValidationTable",
     "validate",
     "table_microdata",
+    "check_options",
     "subsample_fraction",
 ]
 
@@ -81,6 +83,9 @@ class Candidate:
                 if not eq:
                     raise ParameterError(f"candidate option {item!r} in {spec!r} is not "
                                          "key=value; write e.g. 'loglinear:terms=search'")
+                if key.strip() in options:  # the last one silently won
+                    raise ParameterError(f"candidate option {key.strip()!r} is given twice in "
+                                         f"{spec!r}; give each option once")
                 options[key.strip()] = _literal(value.strip())
             cand = cls(name.strip(), tuple(sorted(options.items())))
         elif isinstance(spec, Sequence) and len(spec) == 2 and isinstance(spec[0], str) \
@@ -132,6 +137,27 @@ def _literal(text: str):
         except ValueError:
             pass
     return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
+def check_options(*, replicates, fraction, min_records, max_fraction, time_budget) -> None:
+    """The sub-sampling options of :func:`validate` (and of ``AutoRisk``, which passes them
+    on): checked once for both (validate took replicates=True for 1, min_records=-1 and
+    max_fraction=0).
+
+    Raises
+    ------
+    ParameterError
+        Naming the option and the value.
+    """
+    check_int("replicates", replicates, 1)
+    if fraction is not None and not 0 < check_number("fraction", fraction) <= 1:
+        raise ParameterError(f"fraction={fraction} must lie in (0, 1] or be None (the file's "
+                             "own sampling fraction)")
+    if not 0 < check_number("max_fraction", max_fraction) <= 1:
+        raise ParameterError(f"max_fraction={max_fraction} must lie in (0, 1]")
+    check_int("min_records", min_records, 0)
+    if time_budget is not None and not check_number("time_budget", time_budget) > 0:
+        raise ParameterError(f"time_budget={time_budget} must be > 0 seconds or None")
 
 
 def table_microdata(table: CellTable) -> Microdata:
@@ -420,10 +446,12 @@ def validate(
     if not isinstance(table, CellTable):
         raise ParameterError(f"validate() takes a CellTable (see sdcrisk.tabulate), not "
                              f"{type(table).__name__}")
-    if replicates < 1:
-        raise ParameterError(f"replicates={replicates} must be >= 1")
-    if time_budget is not None and not time_budget > 0:
-        raise ParameterError(f"time_budget={time_budget} must be > 0 seconds (or None)")
+    check_options(replicates=replicates, fraction=fraction, min_records=min_records,
+                  max_fraction=max_fraction, time_budget=time_budget)
+    check_seed(random_state)  # -1 was numpy's ValueError
+    if estimator_options is not None and not isinstance(estimator_options, Mapping):
+        raise ParameterError(f"estimator_options={short_repr(estimator_options)} must be a "
+                             "mapping of option -> value, e.g. {'ci_level': 0.9}, or None")
     if isinstance(candidates, str) or not isinstance(candidates, Iterable):
         raise ParameterError(f"candidates={short_repr(candidates)}: give a list of method "
                              "names or specs, e.g. ['nb', 'loglinear:terms=search']")

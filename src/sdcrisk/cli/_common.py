@@ -297,6 +297,24 @@ def data_argument(text: str) -> str:
     return text
 
 
+def number_argument(text: str) -> float:
+    """The argparse ``type`` of --population-size and --sampling-fraction: a number as Python
+    reads it; '1,000,000' and '5%' (argparse's bare 'invalid float value') refused with the
+    way to write them."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    t = text.strip()
+    if t.endswith("%"):
+        hint = "write a fraction as a number without '%', e.g. 0.05 for 5%"
+    elif "," in t or " " in t or "'" in t:
+        hint = "write the number without separators, e.g. 1000000 or 1e6"
+    else:
+        hint = "give a number, e.g. 1000000, 1e6 or 0.05"
+    raise argparse.ArgumentTypeError(f"invalid float value: {text!r}; {hint}")
+
+
 def _int_or_rule(text: str) -> int | str:
     """An integer option value, or a rule name (``--classes 4`` or ``--classes bic``)."""
     return int(text) if text.strip().lstrip("-").isdigit() else text
@@ -308,9 +326,9 @@ def add_sample_arguments(p: argparse.ArgumentParser, *, method_help: str,
     p.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, metavar="N",
+    size.add_argument("--population-size", type=number_argument, metavar="N",
                       help="population size N (the file is a sample of N records)")
-    size.add_argument("--sampling-fraction", type=float, metavar="F",
+    size.add_argument("--sampling-fraction", type=number_argument, metavar="F",
                       help="sampling fraction n/N (N = n / F)")
     p.add_argument("--weights", metavar="COLUMN",
                    help="survey weight column (N defaults to its sum)")
@@ -359,8 +377,11 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
         try:
             limit = float(value)
         except ValueError:
+            hint = ("; give one limit per --fail-above, repeating the option (--fail-above "
+                    "tau2=5 --fail-above global_risk=0.01)" if "=" in value else
+                    "; write it with a decimal point, e.g. 0.01" if "," in value else "")
             raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
-                                 "a number") from None
+                                 f"a number{hint}") from None
         if limit != limit:
             raise ParameterError(f"--fail-above {spec!r}: the limit is not a number")
         bound = "estimate"

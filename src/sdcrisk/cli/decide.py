@@ -32,6 +32,7 @@ def register(sub) -> None:
         add_sample_arguments,
         command_help,
         data_argument,
+        number_argument,
     )
 
     d = sub.add_parser("decide", **command_help(
@@ -69,9 +70,9 @@ def register(sub) -> None:
     d.add_argument("--class", dest="class_definition", metavar="VAR=VALUE[,VAR=VALUE]",
                    help="the class whose count per domain is published or suppressed")
     size = d.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, metavar="N",
+    size.add_argument("--population-size", type=number_argument, metavar="N",
                       help="population size N (domain sizes n_i N / n)")
-    size.add_argument("--sampling-fraction", type=float, metavar="F",
+    size.add_argument("--sampling-fraction", type=number_argument, metavar="F",
                       help="sampling fraction n/N")
     size.add_argument("--domain-sizes", metavar="FILE",
                       help="CSV with the domain labels (column 'domain' or the domain "

@@ -41,6 +41,7 @@ def register(sub) -> None:
         add_input_arguments,
         command_help,
         data_argument,
+        number_argument,
     )
 
     r = sub.add_parser("report", **command_help(
@@ -57,9 +58,9 @@ def register(sub) -> None:
     r.add_argument("data", type=data_argument, help=f"the sample file: {FILE_KINDS} "
                    f"(examples: {', '.join(EXAMPLES)})")
     size = r.add_mutually_exclusive_group()
-    size.add_argument("--population-size", type=float, metavar="N",
+    size.add_argument("--population-size", type=number_argument, metavar="N",
                       help="population size N (the file is a sample of N records)")
-    size.add_argument("--sampling-fraction", type=float, metavar="F",
+    size.add_argument("--sampling-fraction", type=number_argument, metavar="F",
                       help="sampling fraction n/N (N = n / F)")
     r.add_argument("--weights", metavar="COLUMN",
                    help="survey weight column (N defaults to its sum)")

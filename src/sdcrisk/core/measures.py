@@ -12,12 +12,13 @@ Notation: n1 = number of sample-unique cells (f = 1), N = population size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from ..data.sizes import short_repr
+from ..data.sizes import check_number, short_repr
 from ..exceptions import ParameterError
 from . import _nb
 from .predictive import CellPredictive
@@ -102,10 +103,12 @@ def truth_measures(f: np.ndarray, big_f: np.ndarray, *, population_size: float,
     is the number of population cells with F = 1 (all of them, observed in the sample or not).
     """
     f, big_f = _aligned_counts(f, big_f)
-    if population_uniques < 0 or population_size < f.sum():
-        raise ParameterError(f"population_uniques={population_uniques!r} must be >= 0 and "
-                             f"population_size={population_size!r} at least the sample's "
-                             f"n={int(f.sum())}")
+    # written so that NaN fails (population_size=nan gave p_pu = nan without a word)
+    if not population_uniques >= 0:
+        raise ParameterError(f"population_uniques={population_uniques!r} must be >= 0")
+    if not f.sum() <= check_number("population_size", population_size) < math.inf:
+        raise ParameterError(f"population_size={population_size!r} must be a finite number "
+                             f"at least the sample's n={int(f.sum())}")
     su = f == 1
     n1 = int(su.sum())
     tau1 = int(np.count_nonzero(su & (big_f == 1)))

@@ -116,7 +116,16 @@ class RiskResult(ResultBase):
         return self.table.k_anonymity_violations((2,))[2]
 
     def estimate(self, name: str) -> float | None:
-        """The point estimate of a measure by name."""
+        """The point estimate of a measure by name.
+
+        Raises
+        ------
+        ParameterError
+            A name the result has no measure of, listing those it has.
+        """
+        if not isinstance(name, str) or name not in self.measures:  # was a bare KeyError
+            raise ParameterError(f"{self.method} gives no measure {name!r}; its measures: "
+                                 f"{', '.join(self.measures)}")
         return self.measures[name].estimate
 
     # --- record level ------------------------------------------------------------------------
@@ -127,6 +136,11 @@ class RiskResult(ResultBase):
         asked to reproduce); ``"population_unique"``: P(F_k = 1 | f), zero unless f_k = 1.
         """
         self._need_cells(f"cell_risk({kind!r})")
+        if not self.cell_risk_values:  # read 'available: []', with no way out
+            raise ParameterError(
+                f"{self.method} gives no per-cell or record risk (its measures are for the "
+                f"file as a whole: {', '.join(self.measures)}); fit a method that does, "
+                "e.g. nb, for record risks")
         if not isinstance(kind, str) or kind not in self.cell_risk_values:
             raise ParameterError(
                 f"{self.method} gives no {kind!r} risk; available: {sorted(self.cell_risk_values)}"

@@ -105,6 +105,11 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
             values = series.to_numpy()
             if values.dtype == object:
                 refuse_nested(name, values)
+                present = values[~missing]  # numbers read as numbers, as a mapping's: 1
+                if present.size and all(  # and 1.0 were the categories '1' and '1.0'
+                        isinstance(v, int | float | np.number)
+                        and not isinstance(v, bool | np.bool_) for v in present):
+                    values = object_values(values, missing)
             if values.dtype == object or str(series.dtype).startswith("string"):
                 values = np.where(missing, "", series.astype(object).to_numpy()).astype(str)
             elif values.dtype.kind == "f":

@@ -74,8 +74,10 @@ def csv_dataset(path: Path, compression: str | None, columns: Sequence[str],
             header = csv_header(path, delimiter, compression)
         except InputError:
             header = None
-        if header is not None and "multiple columns named" in str(exc) and not any(
+        if header is not None and "multiple columns named" in str(exc) and any(
                 header.count(c) > 1 for c in columns):
+            check_present(columns, header, path.name)  # a column read named twice: as in memory
+        if header is not None and "multiple columns named" in str(exc):
             # names repeated among columns not read (a spreadsheet's trailing empty columns,
             # ',,' at the end of each line): named apart, as the in-memory reader passes
             # over them (this reader refused the file)

@@ -31,7 +31,7 @@ from .columns import check_present
 from .duckdb_engine import duckdb_session, import_duckdb
 from .io import detect_format, parquet_parts
 from .outofcore import check_stream_options
-from .sizes import memory_limit, resolve_population_size
+from .sizes import check_population_size, memory_limit, resolve_population_size
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys
 
 __all__ = ["FrequencyTable", "count_frequencies", "tabulate_frequencies"]
@@ -93,10 +93,20 @@ class FrequencyTable:
         if sizes.size and (sizes[0] < 1 or np.any(np.diff(sizes) <= 0) or np.any(cells < 1)):
             raise InputError("the sample counts of a frequency table must be distinct, "
                              "ascending and >= 1, each with >= 1 cell")
+        if not (np.array_equal(sizes, np.asarray(self.sizes))
+                and np.array_equal(cells, np.asarray(self.cells))):  # 1.5 was cut to 1
+            raise InputError("the sample counts of a frequency table and their numbers of "
+                             "cells must be whole numbers")
         sizes.setflags(write=False)
         cells.setflags(write=False)
         object.__setattr__(self, "sizes", sizes)
         object.__setattr__(self, "cells", cells)
+        # built by hand: N < n was taken for a census, cells beyond K counted
+        if self.n_cells > self.cell_space:
+            raise InputError(f"the frequency table has {self.n_cells:,} observed cells but its "
+                             f"keys' levels make only K={self.cell_space:,}; give every "
+                             "level of each key in levels")
+        check_population_size(self.population_size, self.n)
 
     @classmethod
     def from_cells(cls, table: CellTable) -> FrequencyTable:

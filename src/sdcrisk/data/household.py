@@ -10,11 +10,13 @@ samples whole households.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..exceptions import InputError, ParameterError
+from .sizes import check_number
 from .table import Microdata
 
 __all__ = ["household_microdata", "household_sizes"]
@@ -90,8 +92,9 @@ def household_microdata(
     md = microdata
     if md.household is None:
         raise InputError("household-level keys need household ids (household=...)")
-    if size < 1:
-        raise ParameterError(f"household size {size} must be >= 1")
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+        # size=2.0 or True was a TypeError from numpy
+        raise ParameterError(f"household size {size!r} must be an integer >= 1, e.g. 2")
     member_keys = list(member_keys)
     household_keys = list(household_keys)
     order = member_keys if order is None else list(order)
@@ -112,11 +115,11 @@ def household_microdata(
     hh_sorted = md.household[perm]
     members = np.bincount(md.household)
     chosen = members[hh_sorted] == size
-    rows = perm[chosen].reshape(-1, size)  # (households, size), members in canonical order
-    n_h = rows.shape[0]
-    if n_h == 0:
+    if not chosen.any():  # before the reshape: size=10**30 exceeded numpy's dimensions
         raise InputError(f"no household of size {size} in the file "
                          f"(sizes present: {household_sizes(md)})")
+    rows = perm[chosen].reshape(-1, size)  # (households, size), members in canonical order
+    n_h = rows.shape[0]
     codes, levels, keys = [], [], []
     for name in household_keys:
         c = md.codes[col[name]][rows]
@@ -136,6 +139,10 @@ def household_microdata(
             keys.append(f"{name}_{i + 1}")
     weights = None if md.weights is None else md.weights[rows].mean(axis=1)
     if population_households is not None:
+        if not math.isfinite(check_number("population_households", population_households)):
+            raise ParameterError(f"population_households={population_households} is not "
+                                 "finite; give the number of households of this size in the "
+                                 "population")
         if population_households < n_h:
             raise InputError(f"population_households={population_households:g} is smaller "
                              f"than the {n_h} sampled households of size {size}")

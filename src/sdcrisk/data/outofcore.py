@@ -56,7 +56,13 @@ from .duckdb_engine import COUNT, ISUM, WSUM, group_parquet, group_stream
 from .ids import distinct_labels, id_labels, merge_labels
 from .io import detect_format, named_file, not_found
 from .repeated_header import could_be_header, find_repeated_header
-from .sizes import boolean_weights, check_weight_values, resolve_population_size, short_repr
+from .sizes import (
+    boolean_weights,
+    check_weight_values,
+    missing_weight,
+    resolve_population_size,
+    short_repr,
+)
 from .table import DEFAULT_MAX_LEVELS, CellTable, check_keys, check_level_keys
 from .text import decimal_comma_weights, decode_array, printable
 
@@ -218,7 +224,7 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
 
     if w.null_count:
         row = offset + int(np.flatnonzero(w.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+        raise missing_weight(name, row + 1)
     if pa.types.is_binary(w.type):  # a CSV that is not UTF-8: the values as in memory
         w = decode_array(w)
     if pa.types.is_string(w.type) or pa.types.is_large_string(w.type):

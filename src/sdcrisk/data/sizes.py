@@ -15,7 +15,7 @@ from ..exceptions import InputError, MemoryLimitError, ParameterError
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "MAX_POPULATION_SIZE", "memory_limit_scope", "memory_limit",
            "check_memory", "check_memory_limit", "check_number", "resolve_population_size",
-           "boolean_weights", "check_population_size", "check_weight_values",
+           "boolean_weights", "missing_weight", "check_population_size", "check_weight_values",
            "short_repr"]
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
@@ -65,7 +65,9 @@ def memory_limit() -> int:
     try:
         size = float(number) * scale
     except ValueError as exc:
-        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size like 8G") from exc
+        raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} is not a size: give bytes, "
+                             "or a number with one letter K, M or G (powers of 1024), e.g. "
+                             "8G or 1.5G; unset it for the default 8G") from exc
     if not (math.isfinite(size) and size >= 1):  # 1e400: OverflowError in int(); 0, -5
         raise ParameterError(f"SDCRISK_MEMORY_LIMIT={text!r} must be a positive, finite size "
                              "like 8G (bytes, or with a K, M or G suffix); unset it for the "
@@ -96,6 +98,8 @@ def _gib(nbytes: float) -> str:
     gib = nbytes / 1024**3
     if gib >= 1e6:  # a key space beyond any machine: 1.39e+27 GiB, not 28 digits
         return f"{gib:.3g} GiB"
+    if nbytes < 1024:  # SDCRISK_MEMORY_LIMIT=1 read '0.0 KiB'
+        return f"{nbytes:.0f} byte{'' if round(nbytes) == 1 else 's'}"
     if nbytes < 1024**2:  # a tiny limit (SDCRISK_MEMORY_LIMIT=1K) read '0.0 MiB'
         return f"{nbytes / 1024:.1f} KiB"
     return f"{gib:.2f} GiB" if nbytes >= 1024**3 else f"{nbytes / 1024**2:.1f} MiB"
@@ -137,7 +141,10 @@ def check_number(name: str, value) -> float:
     a bool, a string or an array)."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ParameterError(f"{name}={short_repr(value)} must be a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float (10**400): infinite, refused as such
+        return math.inf if value > 0 else -math.inf
 
 
 def check_range(name: str, value, low: float, high: float, *, low_open: bool = False,
@@ -205,6 +212,14 @@ def boolean_weights(name: str) -> InputError:
     return InputError(f"weights column {name!r} holds true/false values, not survey weights; "
                       "give the column of weights (numbers > 0: the people each record "
                       "stands for), or leave out --weights and give --population-size")
+
+
+def missing_weight(name: str, row: int) -> InputError:
+    """The refusal of a record without a survey weight (``row``: 1-based), in the same words
+    from both readers."""
+    return InputError(f"weights column {name!r} is missing at row {row}; every record needs "
+                      "its survey weight (a number > 0): fill it in, or leave out --weights "
+                      "and give --population-size")
 
 
 def check_weight_values(name: str, w: np.ndarray, offset: int = 0) -> np.ndarray:

@@ -24,7 +24,9 @@ from .population import PopulationCounts, population_counts
 from .sizes import (
     boolean_weights,
     check_memory,
+    check_population_size,
     check_weight_values,
+    missing_weight,
     resolve_population_size,
     short_repr,
 )
@@ -81,6 +83,35 @@ class Microdata:
     household_column: str | None = None
     missing: MissingPolicy = "category"
     wildcard_alpha: float = 1.0
+
+    def __post_init__(self) -> None:
+        """What :meth:`from_source` guarantees, checked on a Microdata built by hand (codes
+        outside the levels ended in an IndexError, arrays of unequal length were cut short,
+        N < n was taken for a census, N = inf ended in a ZeroDivisionError)."""
+        fix = "; or build it with Microdata.from_source(data, keys=[...], population_size=N)"
+        if not len(self.keys) == len(self.codes) == len(self.levels):
+            raise ParameterError(f"Microdata has {len(self.keys)} keys, {len(self.codes)} code "
+                                 f"arrays and {len(self.levels)} level lists: give one code "
+                                 f"array and one tuple of levels per key{fix}")
+        n = self.n
+        for key, c, lv in zip(self.keys, self.codes, self.levels, strict=True):
+            if not isinstance(c, np.ndarray) or c.ndim != 1 or len(c) != n or (
+                    c.size and c.dtype.kind not in "iu"):
+                raise ParameterError(f"Microdata: the codes of key {key!r} must be a 1-D "
+                                     f"integer array of the n={n} records{fix}")
+            if c.size and (c.min() < 0 or c.max() >= len(lv)):
+                bad = int(c.min()) if c.min() < 0 else int(c.max())
+                raise ParameterError(f"Microdata: key {key!r} has the code {bad}, outside its "
+                                     f"{len(lv)} levels (codes are 0-based positions in "
+                                     f"levels){fix}")
+        for name, values in (("weights", self.weights), ("household", self.household)):
+            if values is not None and (np.ndim(values) != 1 or len(values) != n):
+                raise ParameterError(f"Microdata: {name} must be None or one value per "
+                                     f"record (n={n}){fix}")
+        if self.weights is not None:
+            check_weight_values(self.weights_column or "weights",
+                                np.asarray(self.weights, dtype=float))
+        check_population_size(self.population_size, n)
 
     @property
     def n(self) -> int:
@@ -434,7 +465,7 @@ def tabulate_source(source: Any, keys: Sequence[str] | str, **options) -> CellTa
 def _validate_weights(name: str, col) -> np.ndarray:
     if col.missing is not None:
         row = int(np.flatnonzero(col.missing)[0])
-        raise InputError(f"weights column {name!r} is missing at row {row + 1}")
+        raise missing_weight(name, row + 1)
     values = col.values
     if col.boolean or values.dtype.kind == "b":
         raise boolean_weights(name)
@@ -506,6 +537,7 @@ class CellTable:
         if self.record_cell is None and (self.records is None or self.household is not None):
             raise ParameterError("a CellTable without its record map needs records=n and "
                                  "no household column")
+        check_population_size(self.population_size, self.n)  # by hand, N < n read as a census
 
     @property
     def n(self) -> int:

@@ -66,6 +66,8 @@ class WildcardCounts:
 
 def check_alpha(alpha: float) -> float:
     """alpha as a float in [0, 1]; ParameterError otherwise."""
+    if isinstance(alpha, bool | np.bool_):  # True was read as 1
+        raise ParameterError(f"wildcard_alpha={alpha!r} is not a number in [0, 1]")
     try:
         a = float(alpha)
     except (TypeError, ValueError):

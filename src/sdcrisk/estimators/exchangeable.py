@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from typing import ClassVar, Literal
 
@@ -35,6 +34,9 @@ __all__ = [
 
 BFMode = Literal["exact", "sdcmicro", "sdcmicro_legacy", "muargus"]
 _BF_MODES = ("exact", "sdcmicro", "sdcmicro_legacy", "muargus")
+#: the largest Poisson-gamma alpha, given or searched by maximum likelihood: the counts are
+#: then Poisson for any practical purpose; beyond about 1e16 the NB's prob rounds to 1
+MAX_ALPHA = 1e8
 
 
 def _closed_f1(p, q):
@@ -246,7 +248,7 @@ class PoissonGammaRisk(Estimator):
     fit_method : {"ml", "moments"}
         Estimate alpha by maximum likelihood over all K cells (default) or by moments.
     alpha : float, optional
-        Fix alpha instead of estimating it.
+        Fix alpha instead of estimating it: a positive number up to 1e8 (the Poisson limit).
     cell_space : int, optional
         Number of admissible cells K (default: the product of the numbers of levels). Give
         it to exclude structural zeros.
@@ -272,9 +274,12 @@ class PoissonGammaRisk(Estimator):
     def _validate(self) -> None:
         if self.fit_method not in ("ml", "moments"):
             raise ParameterError(f"fit_method={self.fit_method!r}; use 'ml' or 'moments'")
-        if self.alpha is not None and not (check_number("alpha", self.alpha) > 0
-                                            and math.isfinite(self.alpha)):
-            raise ParameterError(f"alpha={self.alpha} must be a positive number")
+        # alpha=1e20 gave tau1 = every sample unique: 1 + n beta rounds to 1, so p = 1 and
+        # F = f; the Poisson limit is already reached at the ML search's bound
+        if self.alpha is not None and not 0 < check_number("alpha", self.alpha) <= MAX_ALPHA:
+            raise ParameterError(f"alpha={self.alpha} must be a positive number up to "
+                                 f"{MAX_ALPHA:g} (larger values are the Poisson limit, which "
+                                 f"alpha={MAX_ALPHA:g} already gives)")
         if self.cell_space is not None:
             check_int("cell_space", self.cell_space, 1)
 
@@ -305,7 +310,7 @@ class PoissonGammaRisk(Estimator):
             if beta <= 0:
                 raise ParameterError("the cell counts are not overdispersed (moment estimate of "
                                      "beta <= 0); use fit_method='ml'")
-            alpha = 1.0 / (k * beta)
+            alpha = min(1.0 / (k * beta), MAX_ALPHA)  # held to the Poisson limit
             diag["alpha_source"] = "moments"
         else:
             alpha, diag = self._ml_alpha(groups, n, k)
@@ -331,7 +336,7 @@ class PoissonGammaRisk(Estimator):
     def _ml_alpha(groups, n, k):
         from scipy import optimize  # lazy: slow to import, only needed here
 
-        lo, hi = np.log(1e-10), np.log(1e8)
+        lo, hi = np.log(1e-10), np.log(MAX_ALPHA)
         grid = np.linspace(lo, hi, 91)
         vals = np.array([_pg_loglik(np.exp(g), groups, n, k) for g in grid])
         i = int(np.nanargmax(vals))

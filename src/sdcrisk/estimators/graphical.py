@@ -45,6 +45,9 @@ _MC_DENSE_MAX_K = 1 << 22  # ... and K at most this (memory: a few arrays of K d
 #: the most Monte Carlo draws: 10^6 take 1.5 minutes on 500 records of 3 keys (2-core machine,
 #: 2026-11), 10^8 (a slip of the exponent) hours; the memory check alone let them run
 MAX_MONTE_CARLO = 1_000_000
+#: the range of ``prior_weight``: FW use 1 (1/50 and 50 for sensitivity); beyond it the
+#: hyper-Dirichlet's per-cell weights under- or overflow
+MIN_PRIOR_WEIGHT, MAX_PRIOR_WEIGHT = 1e-100, 1e100
 
 
 class _Cached(NegativeBinomialPredictive):
@@ -166,8 +169,11 @@ class GraphicalRisk(Estimator):
             raise ParameterError("scope='sample-uniques' computes the closed forms over the "
                                  "sample uniques: leave monte_carlo=None, or use scope='all'")
         p = self.prior_weight
-        if not (_is_number(p) and math.isfinite(p) and p > 0):
-            raise ParameterError(f"prior_weight={p!r} must be a positive number (FW use 1; "
+        # beyond 1e-100..1e100 the marginal likelihoods are NaN and the model search found no
+        # model (1e308, 1e-320: "max() arg is an empty sequence")
+        if not (_is_number(p) and MIN_PRIOR_WEIGHT <= p <= MAX_PRIOR_WEIGHT):
+            raise ParameterError(f"prior_weight={p!r} must be a positive number from "
+                                 f"{MIN_PRIOR_WEIGHT:g} to {MAX_PRIOR_WEIGHT:g} (FW use 1; "
                                  "1/50 and 50 for sensitivity)")
         w = self.window
         if not (_is_number(w) and w >= 1):

@@ -10,6 +10,7 @@ posterior P(F = 1 | f) and E[1/F | f], and the convergence diagnostics. Structur
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -652,8 +653,8 @@ class MixedMembershipRisk(_MixedMembershipBase):
         super()._validate()
         check_int("profiles", self.profiles, 1)
         _check_prior("prior_alpha0", self.prior_alpha0)
-        if self.mh_step is not None and not (check_number("mh_step", self.mh_step) > 0
-                                              and np.isfinite(self.mh_step)):
+        step = None if self.mh_step is None else check_number("mh_step", self.mh_step)
+        if step is not None and not (step > 0 and math.isfinite(step)):  # 10**30: TypeError
             raise ParameterError(f"mh_step={self.mh_step} must be a positive number")
 
     def _fit(self, table: CellTable) -> RiskResult:

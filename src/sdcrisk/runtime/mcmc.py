@@ -25,6 +25,7 @@ give identical draws for a seed.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import sys
 import threading
@@ -122,7 +123,8 @@ class Thresholds:
             raise ParameterError(f"ess_per_chain={self.ess_per_chain} must be positive")
         if not self.mode_gap > 0:
             raise ParameterError(f"mode_gap={self.mode_gap} must be positive")
-        if not (self.tolerance >= 0 and np.isfinite(self.tolerance)):
+        tolerance = check_number("tolerance", self.tolerance)
+        if not (tolerance >= 0 and math.isfinite(tolerance)):  # np.isfinite(10**30): TypeError
             raise ParameterError(f"tolerance={self.tolerance} must be a number >= 0")
 
     def as_dict(self, chains: int) -> dict[str, float]:
@@ -396,7 +398,9 @@ def sample(kernel: Kernel, data: Any, params: Any, *, chains: int = 4, burn_in: 
             raise ParameterError(f"{name}={v!r} must be an integer >= {low}")
     if n_jobs is not None and (not isinstance(n_jobs, int | np.integer) or n_jobs < 1):
         raise ParameterError(f"n_jobs={n_jobs!r} must be an integer >= 1 or None")
-    first = block if adaptive else iterations
+    # the first block is held to max_iterations as the later ones are (block=10**30 ran
+    # 10**30 iterations, past any max_iterations)
+    first = min(block, max_iterations) if adaptive else iterations
     if first // thin < 1 or (adaptive and max_iterations < thin):
         raise ParameterError(f"{'block' if adaptive else 'iterations'}={first} with "
                              f"thin={thin} keeps no draw; use at least thin iterations")
