@@ -398,3 +398,24 @@ def test_missing_weight_names_the_remedy(capsys, tmp_path):
                             "--method", "nb", *extra)
         _clear(code, err, 2, ["weights column 'w' is missing at row 3", "fill it in",
                               "leave out --weights and give --population-size"])
+
+
+@pytest.mark.parametrize("extra", [[], ["--out-of-core"]])
+def test_a_key_with_no_value_is_named(capsys, tmp_path, extra):
+    """A key column whose every value is missing (a misread column, or a code read as
+    missing) gave the figures of the file without that key, without a word. It is named in
+    a warning, in memory and streamed; the figures are unchanged."""
+    from conftest import run_cli
+
+    path = tmp_path / "b_empty.csv"
+    path.write_text("a,b,c\n1,,x\n2,,y\n1,,x\n")
+    code, out, err = run_cli(capsys, "assess", path, "--keys", "a,b,c", "--population-size",
+                             "100", "--method", "nb", "--format", "json", *extra)
+    assert code == 0
+    assert err.count("key 'b' holds no value: every one is missing") == 1
+    without = run_cli(capsys, "assess", path, "--keys", "a,c", "--population-size", "100",
+                      "--method", "nb", "--format", "json", *extra)[1]
+    import json
+
+    assert (json.loads(out)["measures"]["tau2"]["estimate"]
+            == json.loads(without)["measures"]["tau2"]["estimate"])

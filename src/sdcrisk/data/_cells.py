@@ -7,11 +7,12 @@ Kept apart from :mod:`sdcrisk.data.table` so that the hot paths (measured in
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import InputError, ParameterError
+from ..exceptions import InputError, ParameterError, SdcRiskWarning, user_stacklevel
 from .sizes import short_repr
 
 MISSING_LABEL = None  # the level that stands for a missing value under missing="category"
@@ -132,6 +133,13 @@ def encode_column(
         )
     if n and d == 0:
         raise InputError(f"column {name!r} has no levels")
+    if levels is None and level_tuple == (MISSING_LABEL,):
+        # likely a misread column; the figures are right (it separates no one), but equal to
+        # those without the key, which nothing said (sixth bad-input sweep)
+        warnings.warn(f"key {name!r} holds no value: every one is missing (blank, or a "
+                      "missing-value code), so it separates no record and the figures are "
+                      "those without it; check the column's name, or the codes read as "
+                      "missing", SdcRiskWarning, stacklevel=user_stacklevel())
     return codes.astype(code_dtype(max(d, 1)), copy=False), level_tuple
 
 
