@@ -873,3 +873,22 @@ def test_credible_interval_coverage_over_replicate_samples():
             m = res.measures[name]
             hits[name] += m.lower <= ev.truth[name] <= m.upper
     assert hits["tau1"] >= 8 and hits["tau2"] >= 8
+
+
+@pytest.mark.parametrize(("log_mean", "log_ratio", "u"), [
+    (-12.0, 0.3, 1e4), (-3.0, 1e-6, 50.0), (-30.0, 4.0, 1e9), (-8.0, 25.0, 1e3),
+    (-0.5, 0.05, 2.0), (-20.0, 1e-3, 1e12)])
+def test_prob_one_of_the_unobserved_cells_matches_mpmath(log_mean, log_ratio, u):
+    """P(U = 1) = alpha q p^alpha (FW eq 23) over every cell of the key space, now in four
+    transcendental passes instead of seven (31% of a graphical fit on 1,508 records x 6
+    keys): against the law written out in mpmath at 40 digits."""
+    from sdcrisk.estimators._graphical_predictive import _prob_one
+
+    got = float(_prob_one(np.array([log_mean]), np.array([log_ratio]), u)[0])
+    with mpmath.workdps(40):
+        cv2 = mpmath.expm1(log_ratio)
+        alpha = 1 / cv2
+        x = u * mpmath.exp(log_mean) * cv2
+        p = 1 / (1 + x)
+        want = float(alpha * (1 - p) * p ** alpha)
+    assert got == pytest.approx(want, rel=1e-13)
