@@ -49,6 +49,7 @@ from sdcrisk.analyses._auto_calibrated import (  # noqa: E402
     RECORD_FEATURE,
     SHARE_FLOOR,
     base_features,
+    linear_prediction,
     model_features,
     record_map,
 )
@@ -147,8 +148,9 @@ def fit_huber_ridge(x: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float, *,
 
 
 def predict_lin(model: dict, x: np.ndarray, *, clip: bool = True) -> np.ndarray:
-    z = np.clip((x - model["mean"]) / model["sd"], -6, 6)
-    y = np.column_stack([np.ones(len(z)), z]) @ model["coef"]
+    """As auto predicts at run time (``linear_prediction``: the standardised features
+    clipped at 6 sd, the blend's share of its target not), then the ceiling at 0."""
+    y = linear_prediction({**model, "clip": 6.0}, x)
     return np.minimum(y, 0.0) if clip else y
 
 

@@ -22,6 +22,7 @@ from sdcrisk import (
     tabulate,
 )
 from sdcrisk.analyses._auto_bounds import whole_count_lower
+from sdcrisk.analyses._auto_calibrated import SHARE_FLOOR
 from sdcrisk.analyses._auto_choice import choose, not_worse, pair_weights, score_of
 from sdcrisk.analyses.auto import _blend, default_candidates, widen_interval
 from sdcrisk.analyses.validation import Candidate, Replicate, ValidationRow, ValidationTable
@@ -176,9 +177,11 @@ def test_whole_count_lower_by_hand():
 
 
 def test_auto_tau1_interval_admits_zero_when_its_lower_bound_is_below_one():
-    """3,000 records on 720 cells, N = 150,000: 1,349 sample uniques, tau1 about 1.3. The
-    conformal lower bound (about 0.2) said that at least one sample unique is population
-    unique; the interval now starts at 0, and P(PU | SU)'s with it; tau2's is untouched."""
+    """3,000 records on 3,600 cells, N = 150,000: 1,349 sample uniques, tau1 about 0.25
+    (graphical and Poisson-gamma: 0; about 42 people a cell, so the truth is about 0; 1.3
+    before the blend's target was left unclipped). The conformal lower bound said that at
+    least one sample unique is population unique; the interval now starts at 0, and P(PU |
+    SU)'s with it; tau2's is untouched."""
     rng = np.random.default_rng(0)
     n = 3000
     data = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 5, n), "c": rng.integers(0, 6, n),
@@ -188,7 +191,7 @@ def test_auto_tau1_interval_admits_zero_when_its_lower_bound_is_below_one():
         warnings.simplefilter("ignore")
         res = AutoRisk().fit(table)
     t1, t2 = res.measures["tau1"], res.measures["tau2"]
-    assert table.sample_uniques == 1349 and 0.5 < t1.estimate < 3
+    assert table.sample_uniques == 1349 and 0 < t1.estimate < 1
     assert t1.lower == 0.0 and t1.upper > t1.estimate
     assert res.measures["p_pu_given_su"].lower == 0.0
     assert 0 < t2.lower < t2.estimate < t2.upper
@@ -662,3 +665,27 @@ def test_record_feature_falls_back_to_the_sources_own_figure(uk_table, monkeypat
         assert res.measures[m].estimate == pytest.approx(want)
     risk = res.cell_risk_values["population_unique"][uk_table.counts == 1]
     assert risk.sum() == pytest.approx(res.measures["tau1"].estimate, rel=1e-9)
+
+
+def test_auto_follows_its_models_below_the_corpus_fractions():
+    """50 records of three keys: auto's tau2 was 0.164 for every N from 10^6 to 10^12 while
+    its five models gave 0.001-0.018 at 10^6 and 1e-9 at 10^12. The blend's target (the
+    record-calibrated estimate) was clipped at 6 sd like the regression's features, which
+    floored auto at the corpus's edge; the calibration had chosen the blend on the target
+    unclipped. auto now falls with N: within its models' range at 10^6, and at 10^9 at the
+    features' floor (a share of 1e-4 of the sample uniques, SHARE_FLOOR)."""
+    rng = np.random.default_rng(0)
+    data = {"a": rng.integers(0, 5, 50), "b": rng.integers(0, 4, 50),
+            "c": rng.integers(0, 3, 50)}
+    got = []
+    for big_n in (1e6, 1e9):
+        table = tabulate(Microdata.from_source(data, keys=list(data), population_size=big_n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = AutoRisk().fit(table)
+        models = [c["tau2"] for c in res.diagnostics["candidates"]]
+        tau2 = res.measures["tau2"].estimate
+        floor = SHARE_FLOOR * table.sample_uniques
+        assert min(models) <= tau2 <= max(max(models), 1.5 * floor)
+        got.append(tau2)
+    assert got[1] < got[0] < 0.02  # 0.164 and 0.164 before
