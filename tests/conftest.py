@@ -124,25 +124,26 @@ def without_timings(obj):
     return obj
 
 
-def assert_same_tree(want, got, path="$"):
+def assert_same_tree(want, got, path="$", rel=1e-9):
     """Assert that two JSON-like results agree: keys, lengths, strings, counts and flags
-    exactly, floats to 1e-9 relative (1e-12 absolute; NaN equals NaN), timings (keys ending
-    in "seconds") skipped. Recorded outputs compared across library versions: another
-    version's log-gamma, sum order or optimiser stop moves a float by an ulp to 1e-10."""
+    exactly, floats to ``rel`` relative (default 1e-9; 1e-12 absolute; NaN equals NaN),
+    timings (keys ending in "seconds") skipped. Recorded outputs compared across library
+    versions: another version's log-gamma, sum order or optimiser stop moves a float by an
+    ulp to 1e-10."""
     if isinstance(want, dict):
         assert isinstance(got, dict), path
         keys = {k for k in want if not k.endswith("seconds")}
         assert keys == {k for k in got if not k.endswith("seconds")}, path
         for k in keys:
-            assert_same_tree(want[k], got[k], f"{path}.{k}")
+            assert_same_tree(want[k], got[k], f"{path}.{k}", rel)
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), path
         for i, (w, g) in enumerate(zip(want, got, strict=True)):
-            assert_same_tree(w, g, f"{path}[{i}]")
+            assert_same_tree(w, g, f"{path}[{i}]", rel)
     elif isinstance(want, float) and isinstance(got, float):
         if np.isnan(want):
             assert np.isnan(got), path
         else:
-            assert got == pytest.approx(want, rel=1e-9, abs=1e-12), path
+            assert got == pytest.approx(want, rel=rel, abs=1e-12), path
     else:
         assert got == want, path

@@ -57,8 +57,10 @@ def test_recommend_auto_plans_are_those_recorded_before_the_speed_ups(name, shar
            for p in rec.plans]
     # choices and counts exact, floats to 1e-9: under a fresh install of 2026-11-25 a tau2
     # came out one ulp and a tau1 1.2e-10 from the recorded values (an optimiser's stop);
-    # the speed-ups' own bit-exactness is checked in-process by the tests below
-    assert_same_tree(want["plans"], got, "plans")
+    # the speed-ups' own bit-exactness is checked in-process by the tests below. Floats to
+    # 1e-7 since Pitman-Yor's Nelder-Mead stops at 1e-6 before its L-BFGS-B polish
+    # (2026-11-25): its tau1, a feature of auto's, moved by 5e-9 of its value
+    assert_same_tree(want["plans"], got, "plans", rel=1e-7)
 
 
 def _direct_step_by_step(f, r, p, power):
