@@ -419,3 +419,17 @@ def test_a_key_with_no_value_is_named(capsys, tmp_path, extra):
 
     assert (json.loads(out)["measures"]["tau2"]["estimate"]
             == json.loads(without)["measures"]["tau2"]["estimate"])
+
+
+def test_a_negative_limit_is_refused_by_the_cli_and_the_api(capsys):
+    """--fail-above tau2=-1 was accepted and then failed every file ("0 exceeds -1", exit
+    3); build_report(limits={'tau2': -1}) the same. Both ways now share one check."""
+    from sdcrisk.report.verdict import normalise_limits
+
+    code, _, err = _run(capsys, "assess", "example:uk_census2011", "--keys", "region,sex",
+                           "--population-size", "56075912", "--method", "nb",
+                           "--fail-above", "tau2=-1")
+    _clear(code, err, 2, ["--fail-above 'tau2=-1'", "below 0", "give 0 or more"])
+    with pytest.raises(ParameterError, match="the limit -1 is below 0"):
+        normalise_limits({"tau2": -1})
+    assert normalise_limits({"tau2.upper": 0}) == [("tau2", "upper", 0.0)]

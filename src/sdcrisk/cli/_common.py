@@ -382,8 +382,9 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
                     "; write it with a decimal point, e.g. 0.01" if "," in value else "")
             raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
                                  f"a number{hint}") from None
-        if limit != limit:
-            raise ParameterError(f"--fail-above {spec!r}: the limit is not a number")
+        from ..report.verdict import check_limit  # lazy, as the comparison below
+
+        check_limit(limit, f"--fail-above {spec!r}")
         bound = "estimate"
         if "." in name:
             name, bound = name.rsplit(".", 1)

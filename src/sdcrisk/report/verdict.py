@@ -15,7 +15,7 @@ from typing import Any
 from ..exceptions import ParameterError
 from .formats import fmt, pct
 
-__all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes"]
+__all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes", "check_limit"]
 
 
 _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records violating "
@@ -154,5 +154,24 @@ def normalise_limits(limits: Any) -> list[tuple[str, str, float]]:
         except (TypeError, ValueError):
             raise ParameterError(f"limits: the limit {limit!r} of {name!r} is not a "
                                  "number") from None
-        out.append((str(name), bound, value))
+        out.append((str(name), bound, check_limit(value, f"limits: {name!r}")))
     return out
+
+
+def check_limit(value: float, where: str) -> float:
+    """A limit on a risk figure, checked for both ways of giving one (``--fail-above`` and
+    ``build_report(limits=...)``): a number, and not below 0, since no risk figure or count
+    is (a limit of -1 failed every file, with "0 exceeds -1"). ``where`` opens the message.
+
+    Raises
+    ------
+    ParameterError
+        NaN, or a negative limit.
+    """
+    if value != value:
+        raise ParameterError(f"{where}: the limit is not a number")
+    if value < 0:
+        raise ParameterError(f"{where}: the limit {value:g} is below 0, which every risk "
+                             "figure and count is at least, so every file would fail it; give "
+                             "0 or more")
+    return value
