@@ -433,3 +433,15 @@ def test_a_negative_limit_is_refused_by_the_cli_and_the_api(capsys):
     with pytest.raises(ParameterError, match="the limit -1 is below 0"):
         normalise_limits({"tau2": -1})
     assert normalise_limits({"tau2.upper": 0}) == [("tau2", "upper", 0.0)]
+
+
+@pytest.mark.parametrize("extra", [[], ["--out-of-core"]])
+def test_a_missing_household_id_says_what_to_do(capsys, tmp_path, extra):
+    """The refusal named the row only; it now says what to do, in the same words in memory
+    and streamed (the weights' refusal already did)."""
+    path = tmp_path / "hh.csv"
+    path.write_text("hh,a,b\n1,1,2\n,2,1\n2,1,1\n")
+    code, _, err = _run(capsys, "assess", path, "--keys", "a,b", "--household", "hh",
+                        "--population-size", "100", "--method", "nb", *extra)
+    _clear(code, err, 2, ["household column 'hh' is missing at row 2", "fill it in",
+                          "leave out --household"])

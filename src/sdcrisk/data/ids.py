@@ -125,6 +125,14 @@ def _row(arr, value) -> int:
     return int(pc.index(arr, value).as_py())
 
 
+
+def missing_household_id(name: str, row: int) -> InputError:
+    """The refusal of a record without a household id (``row``: 1-based), in the same words
+    wherever ids are read."""
+    return InputError(f"household column {name!r} is missing at row {row}; every record "
+                      "needs its household's id: fill it in (a person living alone can take "
+                      "an id no other record has), or leave out --household")
+
 def _labels(name: str, arr, uniq, whole: bool | None, offset: int) -> np.ndarray:
     """The labels of ``uniq``, the distinct values of ``arr`` (for the rows of messages)."""
     import pyarrow as pa
@@ -134,7 +142,7 @@ def _labels(name: str, arr, uniq, whole: bool | None, offset: int) -> np.ndarray
 
     if arr.null_count:
         row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"household column {name!r} is missing at row {offset + row + 1}")
+        raise missing_household_id(name, offset + row + 1)
     typ, raw = uniq.type, uniq
     if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
         uniq, typ = decode_array(uniq), pa.string()
@@ -168,7 +176,7 @@ def _labels(name: str, arr, uniq, whole: bool | None, offset: int) -> np.ndarray
         if nan.any():
             full = arr.to_numpy(zero_copy_only=False).astype(float)
             row = int(np.flatnonzero(np.isnan(full))[0])
-            raise InputError(f"household column {name!r} is missing at row {offset + row + 1}")
+            raise missing_household_id(name, offset + row + 1)
         bad = ~np.isfinite(values) | (values != np.round(values))
         if bad.any():
             value = float(values[bad][0])
