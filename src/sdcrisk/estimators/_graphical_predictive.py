@@ -96,19 +96,8 @@ def moments_from_counts(params, family_counts, parent_counts) -> CellMoments:
     ``family_counts[j]`` / ``parent_counts[j]`` hold f_A(i) / f_B(i) of factor j for every cell
     (0 where the margin cell is empty).
     """
-    log_mean = 0.0
-    log_ratio = 0.0
-    for (_, _, a_a, a_b), fa, fb in zip(params, family_counts, parent_counts, strict=True):
-        mu = a_a + np.asarray(fa, float)
-        sig = a_b + np.asarray(fb, float)
-        log_mean = log_mean + np.log(mu) - np.log(sig)
-        log_ratio = log_ratio + np.log1p(1.0 / mu) - np.log1p(1.0 / sig)
-    # CV^2 -> 0 (a cell whose probability the data fix, e.g. a key space of one cell): the
-    # gamma law tends to a point mass and U to Poisson(u E[pi]); a floor of 1e-6 keeps the
-    # NB parameters p = 1/(1 + u E[pi] CV^2) representable (1 - p rounds to 0 as CV^2 -> 0) and
-    # the NB mean u E[pi] exact; a CV of pi of 0.1% only adds u E[pi] CV^2 to its variance
-    log_ratio = np.maximum(np.asarray(log_ratio, float), 1e-6)
-    return CellMoments(np.asarray(log_mean, float), _log_expm1(log_ratio))
+    log_mean, log_ratio = _moment_sums(params, family_counts, parent_counts)
+    return CellMoments(log_mean, _log_expm1(log_ratio))
 
 
 def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: float,
@@ -189,7 +178,8 @@ def observed_flat_ids(margins: Margins) -> np.ndarray:
 
 def _moment_sums(params, family_counts, parent_counts) -> tuple[np.ndarray, np.ndarray]:
     """log E[pi] and log(1 + CV^2) of :func:`moments_from_counts` (the floor included),
-    before CV^2 is taken: :func:`_prob_one` needs CV^2 itself."""
+    before CV^2 is taken (:func:`_prob_one` needs CV^2 itself). Each factor's difference of
+    logs is taken on its margin's shape, then added once to the cells'."""
     log_mean = 0.0
     log_ratio = 0.0
     for (_, _, a_a, a_b), fa, fb in zip(params, family_counts, parent_counts, strict=True):
@@ -197,6 +187,10 @@ def _moment_sums(params, family_counts, parent_counts) -> tuple[np.ndarray, np.n
         sig = a_b + np.asarray(fb, float)
         log_mean = log_mean + (np.log(mu) - np.log(sig))
         log_ratio = log_ratio + (np.log1p(1.0 / mu) - np.log1p(1.0 / sig))
+    # CV^2 -> 0 (a cell whose probability the data fix, e.g. a key space of one cell): the
+    # gamma law tends to a point mass and U to Poisson(u E[pi]); a floor of 1e-6 keeps the
+    # NB parameters p = 1/(1 + u E[pi] CV^2) representable (1 - p rounds to 0 as CV^2 -> 0) and
+    # the NB mean u E[pi] exact; a CV of pi of 0.1% only adds u E[pi] CV^2 to its variance
     return (np.asarray(log_mean, float),
             np.maximum(np.asarray(log_ratio, float), 1e-6))
 
