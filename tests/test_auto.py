@@ -594,6 +594,28 @@ def test_calibrated_rule_settings():
     assert AutoRisk(candidates=("nb",)).effective_rule == "validated"
 
 
+def test_scope_observed_cells_gives_the_same_figures_but_p_pu(uk_table, table):
+    """AutoRisk(scope='observed-cells'), as recommend re-fits: every figure of the default
+    fit (intervals, record risks, the threshold) but P(PU), under both rules."""
+    for est in (AutoRisk(), AutoRisk(candidates=("nb", "graphical"), replicates=3,
+                                      combine=False, random_state=5)):
+        tab = uk_table if est.effective_rule == "calibrated" else table
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full = est.fit(tab)
+            part = dataclasses.replace(est, scope="observed-cells").fit(tab)
+        assert full.measures["p_pu"].estimate > 0 and "p_pu" not in part.measures
+        assert set(part.measures) == set(full.measures) - {"p_pu"}, est.effective_rule
+        for m, a in part.measures.items():
+            b = full.measures[m]
+            assert (a.estimate, a.lower, a.upper) == (b.estimate, b.lower, b.upper), m
+        np.testing.assert_array_equal(part.record_risk("reidentification"),
+                                      full.record_risk("reidentification"))
+        assert part.thresholds == full.thresholds
+    with pytest.raises(ParameterError, match="scope='sample-uniques'; use 'all'"):
+        AutoRisk(scope="sample-uniques")
+
+
 def test_assess_and_evaluate_agree_on_one_sample():
     """Issue 17: the same sample gives the same auto figure whether it is assessed alone or
     evaluated against its population (whose levels the sample may not all have)."""

@@ -392,6 +392,36 @@ def test_scope_sample_uniques_gives_the_same_figures_from_the_sample_uniques():
         GraphicalRisk(scope="cells")
 
 
+@pytest.mark.parametrize("enumerated", [True, False])
+def test_scope_observed_cells_is_the_full_fit_without_p_pu(monkeypatch, enumerated):
+    """scope='observed-cells': every figure of the full fit (intervals, record risks, the
+    threshold) but P(PU), and the sum over the unobserved cells (enumerated, or importance
+    sampled on a large key space) is never computed."""
+    import sdcrisk.estimators.graphical as g
+
+    frame = pd.read_csv(example_path("uk_census2011")).iloc[:1000]
+    table = tabulate(Microdata.from_source(frame, "region,sex,age_band,marital_status",
+                                           population_size=56_000))
+    opts = {"window": 1e3} if enumerated else {"window": 1e3, "max_enumerated_cells": 1}
+    full = GraphicalRisk(**opts).fit(table)
+    calls = []
+    for name in ("unobserved_enumerated", "unobserved_importance"):
+        monkeypatch.setattr(g, name, lambda *a, name=name, **k: calls.append(name))
+    part = GraphicalRisk(scope="observed-cells", **opts).fit(table)
+    assert calls == [] and full.measures["p_pu"].estimate > 0
+    assert set(part.measures) == set(full.measures) - {"p_pu"}
+    for m in part.measures:
+        a, b = full.measures[m], part.measures[m]
+        for x, y in ((a.estimate, b.estimate), (a.lower, b.lower), (a.upper, b.upper)):
+            assert (x is None and y is None) or y == x, m
+    for kind in ("reidentification", "population_unique"):
+        np.testing.assert_array_equal(part.record_risk(kind), full.record_risk(kind))
+    assert part.thresholds == full.thresholds
+    assert "not computed (scope='observed-cells')" in part.assumptions[-2]
+    with pytest.raises(ParameterError, match="scope='observed-cells' computes the closed"):
+        GraphicalRisk(scope="observed-cells", monte_carlo=100)
+
+
 def test_search_stops_at_its_budget_and_warns():
     """max_visited: the search stops, keeps the window of what it found (the best first),
     and the estimator says so; a budget above what the search needs changes nothing."""

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import high_risk_csv
 from sdcrisk import (
+    GraphicalRisk,
     InputError,
     Microdata,
     NegativeBinomialRisk,
@@ -480,3 +481,32 @@ def test_a_plan_is_judged_on_the_file_it_writes():
     assert read_back.n_levels[0] == 7  # 0-3, 13, 15 and missing
     refit = est.fit(tabulate(read_back)).measures["tau2"].estimate
     assert plan.objective_after == pytest.approx(refit, rel=1e-9)
+
+
+def test_changed_files_are_fitted_without_p_pu(monkeypatch):
+    """The search re-fits each changed file without P(PU) (no objective or plan figure uses
+    it; its sum over the unobserved cells was half of auto's time): only the file's own fit
+    sums over them, and the plans are those of a search that computes it everywhere."""
+    import sdcrisk.analyses.recommend as rec_mod
+    import sdcrisk.estimators.graphical as g
+
+    rng = np.random.default_rng(4)
+    data = {"a": rng.integers(0, 6, 300), "b": rng.integers(0, 4, 300),
+            "c": rng.integers(0, 5, 300)}
+    md = Microdata.from_source(data, keys=["a", "b", "c"], population_size=6000)
+    est = GraphicalRisk()
+    base = est.fit(tabulate(md))
+    models = len(base.fitted["models"])
+    target = RiskTarget(objective="tau2", value=base.measures["tau2"].estimate / 3)
+    sums = []
+    real = g.unobserved_enumerated
+    monkeypatch.setattr(g, "unobserved_enumerated", lambda *a, **k: sums.append(1) or real(*a))
+    lean = recommend(md, target, estimator=est, actions=["suppression", "recoding"])
+    fits_of_the_file = len(sums)
+    monkeypatch.setattr(rec_mod, "without_p_pu", lambda e: e)
+    sums.clear()
+    full = recommend(md, target, estimator=est, actions=["suppression", "recoding"])
+    assert fits_of_the_file == models  # the file's own fit, once per model of its window
+    assert len(sums) > 3 * models  # the full search summed on its changed files too
+    assert _plans(lean) == _plans(full) and any(p.reached for p in lean.plans)
+    assert lean.measures_before == full.measures_before

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -130,6 +130,10 @@ class AutoRisk(Estimator):
         ``validated`` (the default when candidates are given): the pseudo-population
         validation and choice below. ``replicates``, ``fraction``, ``min_records``,
         ``max_fraction``, ``time_budget`` and ``combine`` apply to ``validated`` only.
+    scope : {"all", "observed-cells"}
+        ``"all"`` (default): every measure. ``"observed-cells"``: every measure but P(PU),
+        whose sum over the cells the sample did not see costs half of a fit (the graphical
+        candidates' ``scope``); the other figures are the same. ``recommend`` re-fits so.
     ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
 
     Notes
@@ -184,6 +188,7 @@ class AutoRisk(Estimator):
     combine: bool = True
     random_state: int | None = 0
     rule: str | None = None
+    scope: Literal["all", "observed-cells"] = "all"
 
     def uses_record_map(self) -> bool:
         """The validated rule re-samples the file's records; the calibrated one does not."""
@@ -207,6 +212,9 @@ class AutoRisk(Estimator):
                                  f"({', '.join(CALIBRATED_CANDIDATES)}); drop candidates or "
                                  "use rule='validated'")
 
+        if self.scope not in ("all", "observed-cells"):
+            raise ParameterError(f"scope={short_repr(self.scope)}; use 'all' (every measure) "
+                                 "or 'observed-cells' (all but P(PU))")
         check_options(replicates=self.replicates, fraction=self.fraction,
                       min_records=self.min_records, max_fraction=self.max_fraction,
                       time_budget=self.time_budget)
@@ -263,7 +271,8 @@ class AutoRisk(Estimator):
                     "time_budget, or a larger fraction") from None
             fits, caught = {}, []
             for label in choice.labels:
-                est = cands[label].estimator(random_state=self.random_state, **shared)
+                est = self._scoped(cands[label].estimator(random_state=self.random_state,
+                                                          **shared))
                 try:
                     with warnings.catch_warnings(record=True) as got:
                         warnings.simplefilter("always")
@@ -278,6 +287,14 @@ class AutoRisk(Estimator):
             warnings.warn(f"auto's choice {label}: {w.message}", w.category,
                           stacklevel=user_stacklevel())
         return self._result(table, vt, choice, fits, cands, failed)
+
+    def _scoped(self, est: Estimator) -> Estimator:
+        """A candidate narrowed to this fit's ``scope`` where it has the option and computes
+        more (a candidate already limited to the sample uniques stays so)."""
+        if (self.scope != "all" and "scope" in options_of(type(est))
+                and est.get_params()["scope"] == "all"):
+            return dataclasses.replace(est, scope=self.scope)
+        return est
 
     def _unvalidated(self, table: CellTable) -> RiskResult | None:
         """The answer for a file auto need not or cannot validate on, else None.
@@ -412,6 +429,7 @@ class AutoRisk(Estimator):
                 # no candidate set takes its record risks: its tau1 and tau2 alone, from the
                 # sample-unique cells (the same figures; 40% of graphical's fit at 3x10^7)
                 est = dataclasses.replace(est, scope="sample-uniques")
+            est = self._scoped(est)
             try:
                 with warnings.catch_warnings(record=True) as got:
                     warnings.simplefilter("always")

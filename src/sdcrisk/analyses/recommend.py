@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ..data.table import Microdata, tabulate
-from ..estimators import Estimator
+from ..estimators import Estimator, without_p_pu
 from ..estimators._base import check_int
 from ..exceptions import ParameterError
 from ..runtime.executors import describe_executor, executor_scope, map_units
@@ -193,8 +193,8 @@ def recommend(
     # (they re-fitted it each, one fit per plan: 9 of the ~130 auto fits at 8 keys)
     held = tuple(bool(np.bincount(c, minlength=len(lv)).all())
                  for c, lv in zip(sample.codes, sample.levels, strict=True))
-    ctx = SearchContext(est, target, base_table.record_map(), base=(base_table, base),
-                        compact=held)
+    ctx = SearchContext(without_p_pu(est), target, base_table.record_map(),
+                        base=(base_table, base), compact=held)
     before = ctx.measures(base)
     allowed = [sample.keys.index(k) for k in keys]
     # a key's combined plan follows its recoding plan: that is searched first, even when

@@ -48,6 +48,8 @@ MAX_MONTE_CARLO = 1_000_000
 #: the range of ``prior_weight``: FW use 1 (1/50 and 50 for sensitivity); beyond it the
 #: hyper-Dirichlet's per-cell weights under- or overflow
 MIN_PRIOR_WEIGHT, MAX_PRIOR_WEIGHT = 1e-100, 1e100
+#: what a fit computes (``GraphicalRisk(scope=...)``)
+SCOPES = ("all", "observed-cells", "sample-uniques")
 
 
 class _Cached(NegativeBinomialPredictive):
@@ -105,13 +107,17 @@ class GraphicalRisk(Estimator):
         otherwise by importance sampling (an unbiased estimate with its standard error).
     unobserved_draws : int
         Importance-sampling draws of cells for that sum on large key spaces (default 200,000).
-    scope : {"all", "sample-uniques"}
-        ``"all"`` (default): every measure, the per-cell and record-level risks. ``"sample-
-        uniques"``: tau1, tau2, P(PU | SU) and theta with their intervals only (the same
-        figures), computed over the sample-unique cells; P(PU), expected re-identifications,
-        the global risk, record risks and the risk threshold need every cell and are left
-        out. ``auto`` fits its default-prior graphical candidate so, whose other figures it
-        never uses (40% of that fit at 3x10^7 records). Needs ``monte_carlo=None``.
+    scope : {"all", "observed-cells", "sample-uniques"}
+        ``"all"`` (default): every measure, the per-cell and record-level risks.
+        ``"observed-cells"``: the same figures but P(PU), whose sum over the cells the sample
+        did not see (enumerated or importance-sampled) is left out; ``recommend`` and
+        ``protect --target`` re-fit so, because their objectives never use it (half of
+        ``auto``'s time there). ``"sample-uniques"``: tau1, tau2, P(PU | SU) and theta with
+        their intervals only (the same figures), computed over the sample-unique cells;
+        P(PU), expected re-identifications, the global risk, record risks and the risk
+        threshold need every cell and are left out. ``auto`` fits its default-prior
+        graphical candidate so, whose other figures it never uses (40% of that fit at 3x10^7
+        records). Both need ``monte_carlo=None``.
     ci_level, max_global_risk : see :class:`~sdcrisk.estimators.Estimator`.
 
     Notes
@@ -158,16 +164,16 @@ class GraphicalRisk(Estimator):
     max_visited: int = 500_000
     max_enumerated_cells: int = 8_000_000
     unobserved_draws: int = 200_000
-    scope: Literal["all", "sample-uniques"] = "all"
+    scope: Literal["all", "observed-cells", "sample-uniques"] = "all"
 
     def _validate(self) -> None:
-        if self.scope not in ("all", "sample-uniques"):
+        if self.scope not in SCOPES:
             raise ParameterError(f"scope={self.scope!r}; use 'all' (every measure and the "
-                                 "record risks) or 'sample-uniques' (tau1, tau2, P(PU|SU), "
-                                 "theta)")
-        if self.scope == "sample-uniques" and self.monte_carlo is not None:
-            raise ParameterError("scope='sample-uniques' computes the closed forms over the "
-                                 "sample uniques: leave monte_carlo=None, or use scope='all'")
+                                 "record risks), 'observed-cells' (all but P(PU)) or "
+                                 "'sample-uniques' (tau1, tau2, P(PU|SU), theta)")
+        if self.scope != "all" and self.monte_carlo is not None:
+            raise ParameterError(f"scope={self.scope!r} computes the closed forms: leave "
+                                 "monte_carlo=None, or use scope='all'")
         p = self.prior_weight
         # beyond 1e-100..1e100 the marginal likelihoods are NaN and the model search found no
         # model (1e308, 1e-320: "max() arg is an empty sequence")
@@ -273,7 +279,7 @@ class GraphicalRisk(Estimator):
             su = np.arange(n1)
         for g, log_ml, w, (size, prob) in zip(search.graphs, search.log_ml, search.posterior,
                                               laws, strict=True):
-            if su_only:  # P(PU) is not computed
+            if self.scope != "all":  # P(PU) is not computed
                 unobs, se = None, 0.0
             elif enumerate_k:
                 unobs, se = unobserved_enumerated(g, margins, p, u), 0.0
@@ -293,7 +299,7 @@ class GraphicalRisk(Estimator):
             tuple(components), weights,
             law_name=f"mixture over {len(components)} decomposable models of NegBin(alpha_i, "
             "p_i) (gamma approximation)"))
-        unobs_method = ("not computed (scope='sample-uniques')" if su_only else
+        unobs_method = (f"not computed (scope={self.scope!r})" if self.scope != "all" else
                         "enumerated over all K cells" if enumerate_k else
                         f"importance sampling ({self.unobserved_draws:,} draws split by model "
                         "weight, at least 2,000 per model) from E[pi | m, f]")
@@ -354,6 +360,11 @@ class GraphicalRisk(Estimator):
                                              diagnostics=diagnostics, seed=self.random_state)
             measures = dict(result.measures)
             measures["theta"] = theta
+            if self.scope == "observed-cells":
+                del measures["p_pu"]
+                result = dataclasses.replace(result, assumptions=(
+                    *result.assumptions, "scope 'observed-cells': P(PU), which needs the "
+                    "cells the sample did not see, is not computed"))
             return dataclasses.replace(result, measures=measures)
         return self._fit_monte_carlo(table, margins, search, pred, u, mc_seq, fitted,
                                      assumptions, diagnostics)

@@ -16,7 +16,7 @@ from ..analyses.methods import ESTIMATORS, get_estimator
 from ..core.result import RiskResult
 from ..data import _cells, wildcard
 from ..data.table import CellTable
-from ..estimators import Estimator
+from ..estimators import Estimator, without_p_pu
 from ..exceptions import ParameterError
 
 __all__ = ["CONTRIBUTION_REFIT_KEYS", "SLOW_METHODS", "RiskKind", "category_contributions",
@@ -153,9 +153,10 @@ def variable_contributions(result: RiskResult, *, estimator: Estimator | str | N
         base = quiet_fit(est, table, notes)
     rows = [_contribution_row(None, base)]
     if len(table.keys) >= 2:
+        refit = without_p_pu(est)  # the rows read no P(PU)
         for j, key in enumerate(table.keys):
             reduced = _reduce_table(table, j, record_map=est.uses_record_map())
-            rows.append(_contribution_row(key, quiet_fit(est, reduced, notes)))
+            rows.append(_contribution_row(key, quiet_fit(refit, reduced, notes)))
     df = pd.DataFrame(rows)
     df.insert(1, "method", est.name)
     df["su_reduction"] = df["sample_uniques"].iloc[0] - df["sample_uniques"]
