@@ -14,6 +14,7 @@ from sdcrisk import ConvergenceWarning, Microdata, PitmanYorRisk, tabulate
 from sdcrisk.estimators.pitman_yor import (
     BetaBinomialPredictive,
     eppf_loglik,
+    eppf_score,
     expected_inverse_unique,
     fit_pitman_yor,
     prob_zero_unique,
@@ -100,6 +101,74 @@ def test_mle_recovers_simulated_parameters():
         moved = eppf_loglik(fit["theta"] + d[0], fit["alpha"] + d[1], values.astype(float),
                             mult, n)
         assert moved <= here + 1e-7
+
+
+
+def _mp_eppf(theta, alpha, values, mult, n):
+    """The log-EPPF in mpmath (50 digits), term by term."""
+    k = int(sum(mult))
+    t, a = mpmath.mpf(theta), mpmath.mpf(alpha)
+    v = mpmath.fsum(mpmath.log(t + i * a) for i in range(1, k))
+    v += mpmath.loggamma(t + 1) - mpmath.loggamma(t + n)
+    v += mpmath.fsum(int(m) * (mpmath.loggamma(int(f) - a) - mpmath.loggamma(1 - a))
+                     for f, m in zip(values, mult, strict=True))
+    return v
+
+
+@pytest.mark.parametrize("theta, alpha, cells", [
+    (5.0, 0.3, 64),          # term by term
+    (450.0, 0.49, 9_000),    # S_1 by digammas (K > 5,000)
+    (2e4, 1e-4, 6_000),      # theta / alpha + K > 1e7: term by term again
+    (0.5, 0.93, 7_000),      # alpha near its bound
+])
+def test_score_is_the_eppf_gradient(theta, alpha, cells):
+    """eppf_score equals mpmath's derivative of the log-EPPF (50 digits) to 1e-9, in each
+    branch of its sums."""
+    mpmath.mp.dps = 50
+    rng = np.random.default_rng(cells)
+    values = np.arange(1, 31, dtype=float)
+    mult = np.bincount(np.minimum(rng.zipf(1.8, cells), 30), minlength=31)[1:].astype(float)
+    keep = mult > 0
+    values, mult = values[keep], mult[keep]
+    n = int(values @ mult)
+    d_theta, d_alpha = eppf_score(theta, alpha, values, mult, n)
+    want_t = mpmath.diff(lambda t: _mp_eppf(t, alpha, values, mult, n), theta)
+    want_a = mpmath.diff(lambda a: _mp_eppf(theta, a, values, mult, n), alpha)
+    assert d_theta == pytest.approx(float(want_t), rel=1e-9, abs=1e-9)
+    assert d_alpha == pytest.approx(float(want_a), rel=1e-9, abs=1e-9)
+
+
+def test_fit_stops_at_the_stationary_point_whatever_the_start():
+    """The fit ends where the analytic gradient vanishes (to rounding), so its (theta,
+    alpha) do not depend on where the optimiser stopped: Newton from points moved by 1e-3
+    in either coordinate ends at the same optimum to 1e-11 (L-BFGS-B's own stop with
+    finite-difference gradients left them 1e-8 apart between library versions)."""
+    from sdcrisk.estimators import pitman_yor as py
+
+    rng = np.random.default_rng(11)
+    counts = rng.zipf(1.6, 4_000)
+    fit = fit_pitman_yor(counts)
+    values, mult = py._frequencies(counts)
+    n = int(values @ mult)
+    d_theta, d_alpha = eppf_score(fit["theta"], fit["alpha"], values, mult, n)
+    assert abs(d_theta) < 1e-9 and abs(d_alpha) < 1e-7
+
+    def nll(x):
+        return -eppf_loglik(*py._unpack(x), values, mult, n)
+
+    def grad(x):
+        theta, alpha = py._unpack(x)
+        dt, da = eppf_score(theta, alpha, values, mult, n)
+        return -np.array([alpha * (1 - alpha) * (da - dt), (theta + alpha) * dt])
+
+    x_fit = np.array([math.log(fit["alpha"] / (1 - fit["alpha"])),
+                      math.log(fit["theta"] + fit["alpha"])])
+    for shift in ((1e-3, 0.0), (0.0, -1e-3), (-1e-3, 1e-3)):
+        x0 = x_fit + np.array(shift)
+        x = py._stationary_point(nll, grad, x0, nll(x0))
+        theta, alpha = py._unpack(x)
+        assert theta == pytest.approx(fit["theta"], rel=1e-11)
+        assert alpha == pytest.approx(fit["alpha"], rel=1e-11)
 
 
 def _table(codes, big_n):

@@ -239,6 +239,20 @@ def _pg_loglik(alpha: float, groups: CountGroups, n: int, k: int) -> float:
                  - k * alpha * np.log1p(x) - n * np.log1p(x))
 
 
+def _pg_score(alpha: float, groups: CountGroups, n: int, k: int) -> float:
+    """d/d(log alpha) of :func:`_pg_loglik`, in closed form: alpha times
+    -sum_k sum_{i<f_k} i / (alpha (alpha + i)) - K log1p(x) + K x / (1 + x)
+    + n x / (alpha (1 + x)), with x = n / (K alpha). Its root is the ML estimate to the last
+    digits (a bounded Brent search stops within sqrt(eps) |log alpha| of it, and where
+    within that depends on the library versions' rounding)."""
+    x = n / (k * alpha)
+    f_values, multiplicity = groups.sizes, groups.cells
+    i = np.arange(f_values[-1], dtype=float)
+    inner = np.concatenate([[0.0], np.cumsum(i / (alpha + i))])  # alpha times the double sum
+    return float(-np.dot(inner[f_values], multiplicity) - k * alpha * np.log1p(x)
+                 + k * alpha * x / (1 + x) + n * x / (1 + x))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PoissonGammaRisk(Estimator):
     """Poisson-gamma superpopulation model (Bethlehem, Keller & Pannekoek 1990).
@@ -344,8 +358,15 @@ class PoissonGammaRisk(Estimator):
         res = optimize.minimize_scalar(lambda g: -_pg_loglik(np.exp(g), groups, n, k),
                                        bounds=(a, b), method="bounded",
                                        options={"xatol": 1e-10})
-        alpha = float(np.exp(res.x))
         at_bound = i in (0, len(grid) - 1)
+        g = float(res.x)
+        if not at_bound:
+            # the score's root in the grid's bracket, to the last digits
+            s_a, s_b = (_pg_score(np.exp(v), groups, n, k) for v in (a, b))
+            if s_a > 0 > s_b:
+                g = optimize.brentq(lambda v: _pg_score(np.exp(v), groups, n, k), a, b,
+                                    xtol=1e-14, rtol=4 * np.finfo(float).eps)
+        alpha = float(np.exp(g))
         diag = {"alpha_source": "maximum likelihood", "optimizer_converged": bool(res.success),
                 "alpha_at_search_bound": at_bound}
         if at_bound:

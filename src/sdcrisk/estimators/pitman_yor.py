@@ -35,6 +35,7 @@ __all__ = [
     "PitmanYorRisk",
     "BetaBinomialPredictive",
     "eppf_loglik",
+    "eppf_score",
     "fit_pitman_yor",
     "prob_zero_unique",
     "expected_inverse_unique",
@@ -47,6 +48,9 @@ ALPHA_BOUND = 0.95
 THETA_BOUND = 1e5
 #: exact summation of the beta-binomial law up to this count, integration beyond it
 _EXACT_TERMS = 400
+#: Newton steps from Nelder-Mead's point to the likelihood's stationary point (quadratic
+#: convergence: 3-5 are used)
+_NEWTON_STEPS = 30
 _TAIL_POINTS = 3000
 
 
@@ -121,6 +125,38 @@ def _log_rising_tail(theta: float, alpha: float, k: int) -> float:
     return total + integral + ends + d1 + d3
 
 
+def eppf_score(theta: float, alpha: float, values: np.ndarray, mult: np.ndarray,
+               n: int) -> tuple[float, float]:
+    """Gradient of :func:`eppf_loglik` in (theta, alpha), in closed form.
+
+    d/dtheta = S_1 - [psi(theta + n) - psi(theta + 1)] and d/dalpha = S_2 - sum_k [psi(f_k -
+    alpha) - psi(1 - alpha)], with S_1 = sum_{i=1}^{K-1} 1 / (theta + i alpha) and S_2 =
+    sum_{i=1}^{K-1} i / (theta + i alpha), summed term by term for few cells and, like
+    :func:`_log_rising`, by digammas for many: S_1 = [psi(c + K) - psi(c + 1)] / alpha with
+    c = theta / alpha and S_2 = (K - 1 - theta S_1) / alpha. It lets the fit stop at the
+    likelihood's stationary point to the last digits rather than at an optimiser's
+    tolerance, so the same file gives the same (theta, alpha) whatever the library versions
+    (a finite-difference L-BFGS-B stop left 1e-8 of them to chance).
+    """
+    k = int(np.sum(mult))
+    s1, s2 = _rising_sums(theta, alpha, k)
+    d_theta = s1 - float(digamma(theta + n) - digamma(theta + 1))
+    d_alpha = s2 - float(np.dot(mult, digamma(values - alpha) - digamma(1 - alpha)))
+    return d_theta, d_alpha
+
+
+def _rising_sums(theta: float, alpha: float, k: int) -> tuple[float, float]:
+    """S_1 = sum_{i=1}^{k-1} 1 / (theta + i alpha) and S_2 = sum i / (theta + i alpha)."""
+    c = theta / alpha if alpha > 0 else math.inf
+    if k <= _CLOSED_FORM_CELLS or c + k > 1e7:
+        # term by term (a K-long sum only where alpha runs to 0 on a large file)
+        i = np.arange(1, k, dtype=float)
+        inv = 1.0 / (theta + i * alpha)
+        return float(np.sum(inv)), float(np.dot(i, inv))
+    s1 = float(digamma(c + k) - digamma(c + 1)) / alpha
+    return s1, (k - 1 - theta * s1) / alpha
+
+
 def _frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values, mult = np.unique(np.asarray(counts, np.int64), return_counts=True)
     keep = values > 0
@@ -135,11 +171,12 @@ def _unpack(x) -> tuple[float, float]:
 def fit_pitman_yor(counts: np.ndarray, cells: np.ndarray | None = None) -> dict:
     """Maximum-likelihood (theta, alpha) of the EPPF for the sample cell counts.
 
-    Optimised over logit(alpha) and log(theta + alpha) (Nelder-Mead polished by L-BFGS-B
-    from a grid start). Returns theta, alpha, the log-likelihood, the observed-information
-    covariance of (theta, alpha) (``None`` when it is not positive definite) and whether
-    alpha ran towards its bound (``alpha_at_bound``: alpha > 0.95). With ``cells``,
-    ``counts`` are the distinct counts and ``cells`` the number of cells with each.
+    Optimised over logit(alpha) and log(theta + alpha): Nelder-Mead from a grid start, then
+    Newton's method on the analytic gradient (:func:`eppf_score`) to the stationary point.
+    Returns theta, alpha, the log-likelihood, the observed-information covariance of (theta,
+    alpha) (``None`` when it is not positive definite) and whether alpha ran towards its
+    bound (``alpha_at_bound``: alpha > 0.95). With ``cells``, ``counts`` are the distinct
+    counts and ``cells`` the number of cells with each.
     """
     from scipy import optimize  # lazy: slow to import
 
@@ -161,6 +198,13 @@ def fit_pitman_yor(counts: np.ndarray, cells: np.ndarray | None = None) -> dict:
         v = eppf_loglik(theta, alpha, values, mult, n)
         return -v if math.isfinite(v) else 1e300
 
+    def grad(x):
+        theta, alpha = _unpack(x)
+        d_theta, d_alpha = eppf_score(theta, alpha, values, mult, n)
+        # x = (logit alpha, log(theta + alpha)): theta = exp(x1) - alpha
+        return -np.array([alpha * (1 - alpha) * (d_alpha - d_theta),
+                          (theta + alpha) * d_theta])
+
     best = None
     for a0 in (0.05, 0.3, 0.6, 0.9):
         for t0 in (1.0, 30.0, 1000.0):
@@ -168,19 +212,49 @@ def fit_pitman_yor(counts: np.ndarray, cells: np.ndarray | None = None) -> dict:
             v = nll(x0)
             if best is None or v < best[0]:
                 best = (v, x0)
-    # Nelder-Mead to 1e-6 in (logit alpha, log(theta + alpha)), then L-BFGS-B's polish: at
-    # 1e-10 / 1e-12 it took 200-300 steps, and up to 16,000 where the likelihood is flat (two
-    # of 20 adult key sets); the optima agree to 1e-6 in theta, the log-likelihoods to 1e-11
+    # Nelder-Mead to 1e-6 in (logit alpha, log(theta + alpha)) (at 1e-10 / 1e-12 it took
+    # 200-300 steps, and up to 16,000 where the likelihood is flat: two of 20 adult key sets),
+    # L-BFGS-B on the analytic gradient, then Newton to the stationary point's last digits
+    # (L-BFGS-B's own stop left (theta, alpha) 1e-8 apart between library versions)
     res = optimize.minimize(nll, best[1], method="Nelder-Mead",
                             options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4000})
-    res2 = optimize.minimize(nll, res.x, method="L-BFGS-B")
-    x = res2.x if res2.fun <= res.fun else res.x
+    res2 = optimize.minimize(nll, res.x, jac=grad, method="L-BFGS-B")
+    x, fx = (res2.x, float(res2.fun)) if res2.fun <= res.fun else (res.x, float(res.fun))
+    x = _stationary_point(nll, grad, x, fx)
     theta, alpha = _unpack(x)
     cov = _covariance(theta, alpha, values, mult, n)
     return {"theta": theta, "alpha": alpha, "log_likelihood": -float(nll(x)),
             "covariance": cov, "alpha_at_bound": bool(alpha > ALPHA_BOUND),
             "theta_at_bound": bool(theta > THETA_BOUND * n),
             "n": n, "n_cells": k}
+
+
+def _stationary_point(nll, grad, x0: np.ndarray, f0: float) -> np.ndarray:
+    """From Nelder-Mead's point ``x0``, where the negative log-likelihood is ``f0``: Newton's
+    method on the analytic gradient (its Jacobian by central differences) to the stationary
+    point, to the last digits. Falls back to ``x0`` when the likelihood has none there (alpha
+    running to 1 or theta to infinity: the gradient's root lies at the boundary) or a step
+    would lower the likelihood by more than rounding."""
+    x = np.asarray(x0, float)
+    for _ in range(_NEWTON_STEPS):
+        g = grad(x)
+        if not np.all(np.isfinite(g)):
+            return np.asarray(x0, float)
+        h = np.empty((2, 2))
+        for j in range(2):
+            e = np.zeros(2)
+            e[j] = 1e-5 * max(1.0, abs(x[j]))
+            h[:, j] = (grad(x + e) - grad(x - e)) / (2 * e[j])
+        h = (h + h.T) / 2
+        if not np.all(np.isfinite(h)) or h[0, 0] <= 0 or np.linalg.det(h) <= 0:
+            return np.asarray(x0, float)  # not a minimum's basin
+        step = np.linalg.solve(h, g)
+        x = x - step
+        if np.max(np.abs(step)) < 1e-13 * max(1.0, float(np.max(np.abs(x)))):
+            break
+    else:
+        return np.asarray(x0, float)
+    return x if nll(x) <= f0 + 1e-9 * max(1.0, abs(f0)) else np.asarray(x0, float)
 
 
 def _covariance(theta, alpha, values, mult, n):
