@@ -373,3 +373,14 @@ def test_protect_of_a_microdata_says_it_takes_the_records():
     """Was InputError: file not found: "Microdata(n=60, ...)"."""
     with pytest.raises(ParameterError, match="protect\\(\\) takes the records themselves"):
         sdcrisk.protect(_md(), ["a", "b"], k=2)
+
+
+def test_a_bad_scheduler_address_from_python_names_executor():
+    """fit(executor='junk') is refused in words a Python user can act on (executor=), not only
+    the command line's --scheduler."""
+    md = Microdata.from_source({"a": np.arange(60) % 5, "b": np.arange(60) % 3},
+                               keys=["a", "b"], population_size=1000)
+    table = sdcrisk.tabulate(md)
+    with pytest.raises(ParameterError, match=r"'junk' is not a Dask scheduler address .*"
+                                             r"executor= or scheduler= in Python"):
+        sdcrisk.HdpRisk(iterations=20, burn_in=10).fit(table, executor="junk")

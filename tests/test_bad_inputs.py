@@ -383,7 +383,8 @@ OPTION_CASES = [
      ("--wildcard-alpha 0.5 applies only with --missing wildcard",)),
     # a Dask scheduler address without a port
     (("--population-size", "1e4", "--method", "nb", "--all-subsets-up-to", "2", "--scheduler",
-      "bogus"), 2, ("--scheduler 'bogus' is not a scheduler address", "tcp://HOST:PORT")),
+      "bogus"), 2, ("'bogus' is not a Dask scheduler address", "--scheduler on the command line",
+                "tcp://HOST:PORT")),
 ]
 
 
@@ -594,7 +595,7 @@ EVALUATE_CASES = [
     (("--fraction", "0.1", "--methods", "loglinear:bogus=1"),
      ("--methods item 'loglinear:bogus=1'", "no option 'bogus'")),
     (("--fractions", "0.5", "--methods", "nb", "--scheduler", "bogus"),
-     ("--scheduler 'bogus' is not a scheduler address",)),
+     ("'bogus' is not a Dask scheduler address", "--scheduler")),
 ]
 
 

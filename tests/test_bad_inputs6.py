@@ -238,6 +238,9 @@ def test_microdata_by_hand_is_checked_like_from_source():
         _by_hand(codes=(np.array([0, 1, 1, 0, 1]), np.array([0, 0, 1])))
     with pytest.raises(InputError, match="non-finite weight -1 at row 2"):
         _by_hand(weights=np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
+    # a key named twice: its cells, keyed by name, would collide (summary, record risks)
+    with pytest.raises(ParameterError, match="key 'a' is given twice; name each key once"):
+        _by_hand(keys=("a", "a"))
 
 
 def test_object_column_of_ints_and_floats_counts_equal_numbers_together():

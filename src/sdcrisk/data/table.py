@@ -93,6 +93,10 @@ class Microdata:
             raise ParameterError(f"Microdata has {len(self.keys)} keys, {len(self.codes)} code "
                                  f"arrays and {len(self.levels)} level lists: give one code "
                                  f"array and one tuple of levels per key{fix}")
+        if len(set(self.keys)) != len(self.keys):  # cells keyed by name would collide
+            twice = sorted({k for k in self.keys if self.keys.count(k) > 1})
+            raise ParameterError(f"Microdata: key {twice[0]!r} is given twice; name each "
+                                 f"key once{fix}")
         n = self.n
         for key, c, lv in zip(self.keys, self.codes, self.levels, strict=True):
             if not isinstance(c, np.ndarray) or c.ndim != 1 or len(c) != n or (

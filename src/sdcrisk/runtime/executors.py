@@ -68,19 +68,24 @@ def _dask_client(address: str):
         from dask.distributed import Client
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ParameterError(
-            f"scheduler {address!r} given but dask.distributed is not installed; install "
-            "sdcrisk[cluster] (pip install 'dask[distributed]') or run without --scheduler"
+            f"scheduler {address!r} given {_WHERE} but dask.distributed is not installed; "
+            "install sdcrisk[cluster] (pip install 'dask[distributed]') or give none"
         ) from exc
     try:
         return Client(address, timeout="20s")
     except ValueError as exc:  # distributed's parse of the address: no port, bad protocol
-        raise ParameterError(f"--scheduler {address!r} is not a scheduler address ({exc}); "
-                             "write tcp://HOST:PORT, e.g. tcp://head:8786, or run without "
-                             "--scheduler") from exc
+        raise ParameterError(f"{address!r} is not a Dask scheduler address ({exc}) {_WHERE}; "
+                             "write tcp://HOST:PORT, e.g. tcp://head:8786, or give none "
+                             "(local processes)") from exc
     except OSError as exc:
-        raise ParameterError(f"could not reach the Dask scheduler at {address!r} ({exc}); "
-                             "check the address (tcp://HOST:8786) or run without --scheduler"
-                             ) from exc
+        raise ParameterError(f"could not reach the Dask scheduler at {address!r} ({exc}) "
+                             f"{_WHERE}; check the address (tcp://HOST:8786) or give none "
+                             "(local processes)") from exc
+
+
+#: where a scheduler address comes from, named in its errors (the CLI and the API spell the
+#: option differently, and the error is raised below both)
+_WHERE = "(--scheduler on the command line, executor= or scheduler= in Python)"
 
 
 @contextlib.contextmanager
