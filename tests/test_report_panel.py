@@ -141,8 +141,26 @@ def test_verdict_line_against_the_limits_checked(table):
     easy = sdcrisk.NegativeBinomialRisk(max_global_risk=0.9).fit(table)
     page = build_report(easy, contributions=False, suda=False, uniqueness=False)
     assert 'data-verdict="pass"' in page and "passes max global risk 0.9" in page
-    with pytest.raises(sdcrisk.ParameterError, match="bound 'middle'"):
+    with pytest.raises(sdcrisk.ParameterError, match="'middle' is not a bound"):
         build_report(easy, limits={"tau2.middle": 1})
+
+
+def test_limits_are_read_alike_from_python_and_the_command_line():
+    """build_report(limits=...) and --fail-above read a limit's name by one function: the same
+    (measure, bound, limit) from both, and the same refusal of a bound that is not one (the
+    API split at the first dot and the CLI at the last, in two sets of words)."""
+    from sdcrisk.cli._common import parse_limits
+    from sdcrisk.report.verdict import normalise_limits
+
+    assert (normalise_limits({"tau2.upper": 5, "global_risk": 0.01})
+            == parse_limits(["tau2.upper=5", "global_risk=0.01"])
+            == [("tau2", "upper", 5.0), ("global_risk", "estimate", 0.01)])
+    for call in (lambda: normalise_limits({"tau2.middle": 1}),
+                 lambda: parse_limits(["tau2.middle=1"])):
+        with pytest.raises(sdcrisk.ParameterError,
+                           match="'middle' is not a bound; use MEASURE, MEASURE.upper or "
+                                 "MEASURE.lower"):
+            call()
 
 
 def test_cli_report_defaults_to_auto_and_prints_the_verdict(tmp_path, capsys):

@@ -382,16 +382,10 @@ def parse_limits(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
                     "; write it with a decimal point, e.g. 0.01" if "," in value else "")
             raise ParameterError(f"--fail-above {spec!r}: the limit {value.strip()!r} is not "
                                  f"a number{hint}") from None
-        from ..report.verdict import check_limit  # lazy, as the comparison below
+        from ..report.verdict import check_limit, split_limit_name  # lazy, as below
 
         check_limit(limit, f"--fail-above {spec!r}")
-        bound = "estimate"
-        if "." in name:
-            name, bound = name.rsplit(".", 1)
-            if bound not in ("estimate", "upper", "lower"):
-                raise ParameterError(f"--fail-above {spec!r}: {bound!r} is not a bound; use "
-                                     "MEASURE, MEASURE.upper or MEASURE.lower")
-        out.append((name, bound, limit))
+        out.append((*split_limit_name(name, f"--fail-above {spec!r}"), limit))
     return out
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from ..exceptions import ParameterError
 from .formats import fmt, pct
 
-__all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes", "check_limit"]
+__all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes", "check_limit",
+           "split_limit_name", "check_bound", "BOUNDS"]
 
 
 _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records violating "
@@ -135,8 +136,7 @@ def normalise_limits(limits: Any) -> list[tuple[str, str, float]]:
     items: list = []
     if isinstance(limits, Mapping):
         for spec, limit in limits.items():
-            name, _, bound = str(spec).partition(".")
-            items.append((name, bound or "estimate", limit))
+            items.append((*split_limit_name(str(spec), f"limits: {spec!r}"), limit))
     elif isinstance(limits, Sequence) and not isinstance(limits, str):
         for item in limits:
             if not (isinstance(item, Sequence) and len(item) == 3):
@@ -146,9 +146,7 @@ def normalise_limits(limits: Any) -> list[tuple[str, str, float]]:
         raise ParameterError(f"limits={limits!r}: give a dict MEASURE[.BOUND] -> limit")
     out = []
     for name, bound, limit in items:
-        if bound not in ("estimate", "lower", "upper"):
-            raise ParameterError(f"limits: bound {bound!r} of {name!r} is not estimate, "
-                                 "lower or upper")
+        check_bound(bound, f"limits: {name!r}")
         try:
             value = float(limit)
         except (TypeError, ValueError):
@@ -156,6 +154,34 @@ def normalise_limits(limits: Any) -> list[tuple[str, str, float]]:
                                  "number") from None
         out.append((str(name), bound, check_limit(value, f"limits: {name!r}")))
     return out
+
+
+#: the figures of a measure a limit may be put on
+BOUNDS = ("estimate", "lower", "upper")
+
+
+def split_limit_name(spec: str, where: str) -> tuple[str, str]:
+    """``"tau2.upper"`` -> ``("tau2", "upper")``, ``"tau2"`` -> ``("tau2", "estimate")``: the
+    one reading of a limit's name, for ``--fail-above`` and ``build_report(limits=...)``.
+    ``where`` opens the message.
+
+    Raises
+    ------
+    ParameterError
+        A bound other than estimate, lower or upper.
+    """
+    name, dot, bound = spec.strip().rpartition(".")
+    if not dot:
+        return bound, "estimate"
+    return name, check_bound(bound, where)
+
+
+def check_bound(bound: str, where: str) -> str:
+    """``bound`` if it is one of :data:`BOUNDS`, else a ParameterError naming them."""
+    if bound not in BOUNDS:
+        raise ParameterError(f"{where}: {bound!r} is not a bound; use MEASURE, MEASURE.upper "
+                             "or MEASURE.lower")
+    return bound
 
 
 def check_limit(value: float, where: str) -> float:
