@@ -138,6 +138,23 @@ def test_score_is_the_eppf_gradient(theta, alpha, cells):
     assert d_alpha == pytest.approx(float(want_a), rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.parametrize("theta, alpha, cells", [
+    (1.6e6, 0.69, 10_000_000),  # a census-scale table: digammas would lose digits
+    (5e5, 0.01, 2_000_000),
+    (3e4, 1e-5, 20_000),        # alpha near 0: S_2's integral without cancellation
+])
+def test_rising_sums_beyond_the_digammas_equal_exact_sums(theta, alpha, cells):
+    """S_1 and S_2 by Euler-Maclaurin (theta / alpha + K > 1e7) equal the exact sums to
+    1e-13: the gradient of a fit on 10^7 cells costs no K-long sum."""
+    from sdcrisk.estimators.pitman_yor import _rising_sums
+
+    i = np.arange(1, cells, dtype=float)
+    t = theta + i * alpha
+    s1, s2 = _rising_sums(theta, alpha, cells)
+    assert s1 == pytest.approx(math.fsum(1 / t), rel=1e-13)
+    assert s2 == pytest.approx(math.fsum(i / t), rel=1e-13)
+
+
 def test_fit_stops_at_the_stationary_point_whatever_the_start():
     """The fit ends where the analytic gradient vanishes (to rounding), so its (theta,
     alpha) do not depend on where the optimiser stopped: Newton from points moved by 1e-3

@@ -146,15 +146,51 @@ def eppf_score(theta: float, alpha: float, values: np.ndarray, mult: np.ndarray,
 
 
 def _rising_sums(theta: float, alpha: float, k: int) -> tuple[float, float]:
-    """S_1 = sum_{i=1}^{k-1} 1 / (theta + i alpha) and S_2 = sum i / (theta + i alpha)."""
-    c = theta / alpha if alpha > 0 else math.inf
-    if k <= _CLOSED_FORM_CELLS or c + k > 1e7:
-        # term by term (a K-long sum only where alpha runs to 0 on a large file)
+    """S_1 = sum_{i=1}^{k-1} 1 / (theta + i alpha) and S_2 = sum i / (theta + i alpha), in
+    the branches of :func:`_log_rising`: term by term for few cells, by digammas for many,
+    and by Euler-Maclaurin beyond ``_HEAD_TERMS`` terms where theta / alpha + K > 1e7 (a
+    K-long sum per gradient made a fit of 10^7 cells take 1.3 s instead of 0.01 s)."""
+    if k <= _CLOSED_FORM_CELLS:
         i = np.arange(1, k, dtype=float)
         inv = 1.0 / (theta + i * alpha)
         return float(np.sum(inv)), float(np.dot(i, inv))
-    s1 = float(digamma(c + k) - digamma(c + 1)) / alpha
-    return s1, (k - 1 - theta * s1) / alpha
+    if alpha <= 0:
+        return (k - 1) / theta, k * (k - 1) / (2 * theta)
+    c = theta / alpha
+    if c + k <= 1e7:
+        s1 = float(digamma(c + k) - digamma(c + 1)) / alpha
+        return s1, (k - 1 - theta * s1) / alpha
+    return _rising_sums_tail(theta, alpha, k)
+
+
+def _rising_sums_tail(theta: float, alpha: float, k: int) -> tuple[float, float]:
+    """S_1 and S_2 of :func:`_rising_sums` for alpha > 0 and many terms: the first
+    ``_HEAD_TERMS`` one by one, the rest (i = a..b) by Euler-Maclaurin on g = 1 / t and
+    h = i / t, t = theta + i alpha, to the third derivative (the first term left out is
+    below 1e-17 of the sum, as t >= 1000 alpha there). With s = theta + a alpha, y = b - a
+    and u = y alpha / s, the integrals are log1p(u) / alpha and y a / s + theta / alpha^2
+    (u - log1p(u)), the latter without the cancellation of y / alpha - theta log1p(u) /
+    alpha^2 as alpha -> 0."""
+    i = np.arange(1, _HEAD_TERMS + 1, dtype=float)
+    inv = 1.0 / (theta + i * alpha)
+    s1, s2 = float(np.sum(inv)), float(np.dot(i, inv))
+    a, b = _HEAD_TERMS + 1, k - 1
+    if b < a:
+        return s1, s2
+    s = theta + a * alpha
+    y = float(b - a)
+    u = y * alpha / s
+    if u < 1e-2:  # u - log1p(u) by its series, exact to u^10
+        u_minus_log = sum((-1) ** j * u ** j / j for j in range(2, 11))
+    else:
+        u_minus_log = u - math.log1p(u)
+    t_a, t_b = s, theta + b * alpha
+    s1 += (math.log1p(u) / alpha + (1 / t_a + 1 / t_b) / 2
+           - alpha * (1 / t_b**2 - 1 / t_a**2) / 12 + alpha**3 * (1 / t_b**4 - 1 / t_a**4) / 120)
+    s2 += (y * a / s + theta / alpha**2 * u_minus_log + (a / t_a + b / t_b) / 2
+           + theta * (1 / t_b**2 - 1 / t_a**2) / 12
+           - theta * alpha**2 * (1 / t_b**4 - 1 / t_a**4) / 120)
+    return s1, s2
 
 
 def _frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
