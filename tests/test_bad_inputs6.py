@@ -260,6 +260,21 @@ def test_object_column_of_ints_and_floats_counts_equal_numbers_together():
                               keys=["a"], population_size=40)
 
 
+
+def test_true_false_key_reads_alike_from_every_in_memory_source():
+    """A key of true/false values has the levels (0, 1) whether it comes in a mapping, a
+    pandas or polars frame or an Arrow table (a mapping gave the texts 'False'/'True', so
+    the same records were keyed by other labels in the cells table and a protected copy)."""
+    import polars as pl
+    import pyarrow as pa
+
+    data = {"smoker": [True, False, True, True, False], "sex": [1, 2, 1, 2, 1]}
+    for source in (data, pd.DataFrame(data), pl.DataFrame(data), pa.table(data)):
+        md = Microdata.from_source(source, keys=["smoker", "sex"], population_size=100)
+        assert md.levels[0] == (0, 1), type(source).__module__
+        assert md.codes[0].tolist() == [1, 0, 1, 1, 0]
+
+
 def test_wildcard_alpha_is_not_a_bool():
     """wildcard_alpha=False was read as 0 (wildcard matches ignored), True as 1."""
     for flag in (True, False):

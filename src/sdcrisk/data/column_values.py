@@ -145,6 +145,9 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
                                  f"values) but {printable(repr(source[name]), 60)}")
             missing = None
+            if values.dtype.kind == "b":  # 0/1, as a frame's or Arrow's true/false column
+                out[name] = Column(name, values.astype(np.int8), None, boolean=True)
+                continue
             if values.dtype.kind == "f":
                 nan = np.isnan(values)
                 missing = nan if nan.any() else None
