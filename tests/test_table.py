@@ -466,3 +466,28 @@ def test_ground_truth_reproduced(name):
             assert m["tau1"] == row.tau1, where
             assert m["tau2"] == pytest.approx(row.tau2, abs=1e-9), where
             assert m["p_pu"] == pytest.approx(row.PU / big_n, rel=1e-15), where
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "int64", "uint16", "uint32"])
+def test_slices_of_arrow_and_polars_columns_are_read_as_their_values(dtype):
+    """A sliced polars frame and a table concatenated from slices hold integer columns whose
+    chunks start part-way into their buffers (Arrow's offset, in values). They were read at
+    that many *bytes* in: polars' df.slice(11, 20) of the codes 100..., 200... was coded as
+    other records' bytes (768, 1024 for 5, 6), without a word; every width but one byte."""
+    import polars as pl
+    import pyarrow as pa
+
+    values = (np.arange(40) % 7 + 100 * (np.arange(40) // 7)).astype(dtype)
+    table = pa.table({"a": pa.array(values), "b": pa.array(np.arange(40) % 3)})
+    frame = pl.from_arrow(table)
+    sources = {
+        "concatenated slices": pa.concat_tables([table.slice(3, 10), table.slice(17, 13)]),
+        "polars slice": frame.slice(11, 20),
+        "polars slices, not rechunked": pl.concat([frame.slice(2, 9), frame.slice(21, 9)],
+                                                  rechunk=False),
+    }
+    for name, source in sources.items():
+        want = (source.column("a").to_pylist() if isinstance(source, pa.Table)
+                else source["a"].to_list())
+        md = Microdata.from_source(source, keys=["a", "b"], population_size=1000)
+        assert [md.levels[0][c] for c in md.codes[0]] == want, name
