@@ -108,7 +108,14 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
             missing = series.isna().to_numpy()
             if str(series.dtype) == "category":
                 series = series.astype(object)
-            values = series.to_numpy()
+            exact = getattr(series.dtype, "numpy_dtype", None)
+            if exact is not None and exact.kind in "iub":
+                # a nullable (Int64, boolean) or Arrow-backed integer or true/false column:
+                # to_numpy() of one with a missing value gives float64 (-2^53 - 1 read as
+                # -2^53, a UInt64 code past 2^53 refused) or objects (True read as 'True')
+                values = series.to_numpy(dtype=exact, na_value=exact.type(0))
+            else:
+                values = series.to_numpy()
             if values.dtype == object:
                 refuse_nested(name, values)
                 present = values[~missing]  # numbers read as numbers, as a mapping's: 1
