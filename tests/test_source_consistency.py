@@ -354,3 +354,24 @@ def test_nullable_pandas_integers_and_booleans_with_gaps_are_read_as_their_value
         for j, name in enumerate(values):
             assert [md.levels[j][c] for c in md.codes[j]] == [
                 int(v) if isinstance(v, bool) else v for v in values[name]]
+
+
+def test_true_false_objects_are_levels_0_and_1_as_from_every_source():
+    """A pandas column of True/False objects (with a gap, or categorical) was read as the
+    texts 'False'/'True' and a mapping's NumPy booleans (np.True_) too, where a bool column,
+    an Arrow table and a polars frame give the levels 0/1: the same 5 records keyed by other
+    labels by source."""
+    values = [True, False, None, True, True]
+    want = [1, 0, None, 1, 1]
+    sources = {
+        "object": pd.DataFrame({"b": pd.Series(values, dtype=object)}),
+        "categorical": pd.DataFrame({"b": pd.Categorical(values)}),
+        "categorical, no gap": pd.DataFrame({"b": pd.Categorical([True, False])}),
+        "mapping of NumPy booleans": {"b": [np.True_, np.False_, None, np.True_, np.True_]},
+        "arrow": pa.table({"b": pa.array(values)}),
+    }
+    for name, source in sources.items():
+        md = Microdata.from_source(source, keys=["b"], population_size=100)
+        expect = want if len(md.codes[0]) == 5 else [1, 0]
+        assert [md.levels[0][c] for c in md.codes[0]] == expect, name
+        assert md.levels[0][:2] == (0, 1), name

@@ -120,8 +120,7 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 refuse_nested(name, values)
                 present = values[~missing]  # numbers read as numbers, as a mapping's: 1
                 if present.size and all(  # and 1.0 were the categories '1' and '1.0'
-                        isinstance(v, int | float | np.number)
-                        and not isinstance(v, bool | np.bool_) for v in present):
+                        isinstance(v, int | float | np.number | np.bool_) for v in present):
                     values = object_values(values, missing)
             if values.dtype == object or str(series.dtype).startswith("string"):
                 values = np.where(missing, "", series.astype(object).to_numpy()).astype(str)
@@ -169,6 +168,9 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 miss = np.array([v is None or (isinstance(v, float) and v != v) for v in values])
                 missing = miss if miss.any() else None
                 values = object_values(values, miss)
+                if values.dtype.kind == "b":
+                    out[name] = Column(name, values.astype(np.int8), missing, boolean=True)
+                    continue
             out[name] = Column(name, values, missing)
         return out
     return None
@@ -196,8 +198,12 @@ def refuse_nested(name: str, values: np.ndarray) -> None:
 
 
 def object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
-    """An object array with missing entries as int, float or str (numbers stay numbers)."""
+    """An object array with missing entries as bool, int, float or str (numbers stay
+    numbers; true/false values, read as 0/1 from every source, are not the texts
+    'True'/'False')."""
     present = [v for v, m in zip(values, miss, strict=True) if not m]
+    if present and all(isinstance(v, bool | np.bool_) for v in present):
+        return np.array([not m and bool(v) for v, m in zip(values, miss, strict=True)])
     if present and all(isinstance(v, int | np.integer) for v in present):
         ints = [0 if m else int(v) for v, m in zip(values, miss, strict=True)]
         for dtype in (np.int64, np.uint64):  # codes past int64 (a UInt64 column) as uint64
