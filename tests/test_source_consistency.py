@@ -375,3 +375,16 @@ def test_true_false_objects_are_levels_0_and_1_as_from_every_source():
         expect = want if len(md.codes[0]) == 5 else [1, 0]
         assert [md.levels[0][c] for c in md.codes[0]] == expect, name
         assert md.levels[0][:2] == (0, 1), name
+
+
+def test_a_mapping_of_integers_past_int64_is_read_as_its_integers():
+    """A mapping's list of integers one of which is past int64 (a UInt64 code) became
+    float64 in NumPy's hands, and was refused ("value 18446744073709551616 is too large to
+    be an exact integer code", 2^64 - 1 rounded up) while the same list with a None, an
+    Arrow table and a polars frame read it."""
+    codes = [2**64 - 1, 0, 2**63 + 1, 2**63, 0]
+    for source in ({"u": codes}, {"u": tuple(codes)}, pa.table({"u": pa.array(codes,
+                                                                            pa.uint64())})):
+        md = Microdata.from_source(source, keys=["u"], population_size=100)
+        assert md.levels[0] == (0, 2**63, 2**63 + 1, 2**64 - 1)
+        assert [md.levels[0][c] for c in md.codes[0]] == codes

@@ -153,6 +153,10 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 values = np.empty(len(source[name]), dtype=object)
                 for i, v in enumerate(source[name]):
                     values[i] = v
+            if values.dtype.kind == "f" and np.any(np.abs(values) >= 2.0**63):
+                # a list of integers one of which is past int64: NumPy made it float64,
+                # digits lost (2^63 + 1 read as 2^63); read as objects, exact
+                values = np.array(source[name], dtype=object)
             if values.ndim != 1:
                 raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
                                  f"values) but {printable(repr(source[name]), 60)}")
