@@ -388,3 +388,25 @@ def test_a_mapping_of_integers_past_int64_is_read_as_its_integers():
         md = Microdata.from_source(source, keys=["u"], population_size=100)
         assert md.levels[0] == (0, 2**63, 2**63 + 1, 2**64 - 1)
         assert [md.levels[0][c] for c in md.codes[0]] == codes
+
+
+def test_bytes_keys_of_a_frame_or_mapping_are_decoded_as_arrow_decodes_them():
+    """Text as bytes (pandas.read_sas gives them) in a pandas object column or a mapping
+    ended in a UnicodeDecodeError, no sdcrisk error, as soon as one value was not ASCII
+    (NumPy decodes bytes as ASCII), while an Arrow or polars binary column of the same 6
+    records was read value by value: UTF-8 'café', Windows-1252 'caf\\xe9' as 'café' too,
+    b'\\x80uro' as '€uro'."""
+    values = [b"a", b"caf\xc3\xa9", b"a", b"caf\xe9", None, b"\x80uro"]
+    sources = {
+        "pandas object": pd.DataFrame({"k": pd.Series(values, dtype=object)}),
+        "pandas categorical": pd.DataFrame({"k": pd.Categorical(values)}),
+        "mapping": {"k": values},
+        "mapping without a gap": {"k": values[:4]},
+        "arrow": pa.table({"k": pa.array(values, pa.binary())}),
+        "polars": pl.DataFrame({"k": pl.Series(values, dtype=pl.Binary)}),
+    }
+    want = ["a", "café", "a", "café", None, "€uro"]
+    for name, source in sources.items():
+        md = Microdata.from_source(source, keys=["k"], population_size=100)
+        got = [md.levels[0][c] for c in md.codes[0]]
+        assert got == want[:len(got)], name

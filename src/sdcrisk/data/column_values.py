@@ -13,7 +13,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from .columns import check_present
-from .text import decode_array, printable
+from .text import decode_array, decode_text, printable
 
 __all__ = ["Column", "arrow_column", "frame_columns", "object_values", "refuse_nested"]
 
@@ -123,7 +123,7 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                         isinstance(v, int | float | np.number | np.bool_) for v in present):
                     values = object_values(values, missing)
             if values.dtype == object or str(series.dtype).startswith("string"):
-                values = np.where(missing, "", series.astype(object).to_numpy()).astype(str)
+                values = text_values(series.astype(object).to_numpy(), missing)
             elif values.dtype.kind == "f":
                 values = values.astype(float)
             elif values.dtype.kind == "b":
@@ -157,6 +157,8 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 # a list of integers one of which is past int64: NumPy made it float64,
                 # digits lost (2^63 + 1 read as 2^63); read as objects, exact
                 values = np.array(source[name], dtype=object)
+            if values.dtype.kind == "S":  # bytes: decoded as text below, as Arrow's are
+                values = values.astype(object)
             if values.ndim != 1:
                 raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
                                  f"values) but {printable(repr(source[name]), 60)}")
@@ -215,7 +217,20 @@ def object_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
                 return np.array(ints, dtype=dtype)
             except OverflowError:
                 continue
-        return np.where(miss, "", values).astype(str)  # past both (2^64 and -1): exact text
+        return text_values(values, miss)  # past both (2^64 and -1): exact text
     if present and all(isinstance(v, int | float | np.number) for v in present):
         return np.array([np.nan if m else float(v) for v, m in zip(values, miss, strict=True)])
-    return np.where(miss, "", values).astype(str)
+    return text_values(values, miss)
+
+
+def text_values(values: np.ndarray, miss: np.ndarray) -> np.ndarray:
+    """Objects as text, missing entries ''. Bytes are decoded as an Arrow binary column's
+    values are (:func:`~sdcrisk.data.text.decode_text`: UTF-8, else Windows-1252, else
+    Latin-1), not as ASCII: NumPy's astype(str) raised UnicodeDecodeError on b'caf\\xc3\\xa9'
+    (a frame from pandas.read_sas holds bytes), which a polars or Arrow column reads as
+    'café'."""
+    text = np.where(miss, "", values)
+    try:
+        return text.astype(str)
+    except UnicodeDecodeError:
+        return np.array([decode_text(v) if isinstance(v, bytes) else str(v) for v in text])
