@@ -171,7 +171,9 @@ def _check_parts(folder: Path, files: Sequence[str], columns: Sequence[str]) -> 
 
 
 def _prepare(arr):
-    """Dictionary columns decoded, NaN as null (both are missing on the in-memory path)."""
+    """Dictionary columns decoded, NaN as null (both are missing on the in-memory path),
+    -0.0 as 0.0: DuckDB's pass 1 groups the two as one value, whose sign it picks, and
+    pass 2's lookup tells them apart ("a value not seen in the first pass")."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -180,7 +182,8 @@ def _prepare(arr):
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     if pa.types.is_floating(arr.type):
-        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type),
+                         pc.if_else(pc.equal(arr, 0), pa.scalar(0, arr.type), arr))
     return arr
 
 
