@@ -37,7 +37,8 @@ def code_dtype(n_levels: int):
 _code_dtype = code_dtype  # the name analyses/recommend.py uses
 
 
-#: the largest integer a float64 holds exactly with its neighbours (2**53)
+#: the first integer a float64 does not tell from its neighbour (2**53 + 1 is read as 2**53):
+#: a code read as a number is exact below it (as io.exact_whole_numbers has it)
 _EXACT_FLOAT = float(2**53)
 
 
@@ -84,15 +85,16 @@ def encode_column(
                 f"integer code; "
                 "band it into categories (or give it as text) before using it as a key"
             )
-        big = np.abs(vals) > _EXACT_FLOAT
+        big = np.abs(vals) >= _EXACT_FLOAT
         if big.any():
-            # a code past 2**53 read as a number has lost digits (pyarrow reads a CSV column
-            # with a value past int64 as double), and one past int64 wrapped on the cast
-            # below: distinct codes merged into one category, silently (fuzz sweep 4)
+            # a code from 2**53 on read as a number may have lost digits (pyarrow reads a
+            # CSV column with a value past int64, or with a decimal point, as double: 2**53
+            # + 1 is 2**53 there), and one past int64 wrapped on the cast below: distinct
+            # codes merged into one category, silently (fuzz sweep 4)
             i = int(np.flatnonzero(big)[0])
             raise InputError(
                 f"column {name!r} is not categorical: value {_format_value(vals[i])} is too "
-                "large to be an exact integer code (a number past 2^53 loses digits, so "
+                "large to be an exact integer code (a number from 2^53 on loses digits, so "
                 "distinct codes would merge); recode it to shorter codes, or give it as text "
                 "(e.g. a letter before each code), before using it as a key"
             )
