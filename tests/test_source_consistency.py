@@ -445,3 +445,20 @@ def test_a_code_read_as_a_number_from_2_53_on_is_refused(tmp_path):
     for read in reads:
         with pytest.raises(SdcRiskError, match="9007199254740992 is too large to be an exact"):
             read()
+
+
+@pytest.mark.parametrize("arrow_backed", [False, True])
+def test_nan_in_a_nullable_pandas_float_key_is_missing(arrow_backed):
+    """NaN is a missing value in a NumPy float column, an Arrow table, a polars frame and a
+    mapping. A nullable (Float64) or Arrow-backed pandas column tells NaN (0/0, or a polars
+    frame's NaN through to_pandas(use_pyarrow_extension_array=True)) from NA, and its isna()
+    is false there: [1.0, NaN, NA, 1.0] was refused as "value nan is not an integer code"."""
+    data, nan_or_na = np.array([1.0, np.nan, 0.0, 1.0]), np.array([False, False, True, False])
+    column = (pd.arrays.ArrowExtensionArray(pa.array(data, mask=nan_or_na)) if arrow_backed
+              else pd.arrays.FloatingArray(data, nan_or_na))
+    sources = {"pandas": pd.DataFrame({"f": pd.Series(column)}),
+               "arrow": pa.table({"f": pa.array(data, mask=nan_or_na)}),
+               "numpy": pd.DataFrame({"f": [1.0, np.nan, np.nan, 1.0]})}
+    for name, source in sources.items():
+        md = Microdata.from_source(source, keys=["f"], population_size=100)
+        assert [md.levels[0][c] for c in md.codes[0]] == [1, None, None, 1], name

@@ -126,6 +126,9 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 values = text_values(series.astype(object).to_numpy(), missing)
             elif values.dtype.kind == "f":
                 values = values.astype(float)
+                # NaN is missing, as in a NumPy column, an Arrow table, a mapping: a nullable
+                # (Float64) or Arrow-backed column's isna() tells it from NA and says no
+                missing = missing | np.isnan(values)
             elif values.dtype.kind == "b":
                 out[name] = Column(name, values.astype(np.int8),
                                    missing if missing.any() else None, boolean=True)
