@@ -51,8 +51,8 @@ INTS = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64
 KINDS = [*INTS, "float", "text", "bool"]
 #: texts: non-ASCII, empty, separators and quotes, numbers spelt two ways, CSV's missing
 #: spellings, true/false
-TEXTS = ["a", "B", "é", "ß", "中文", "Ä", "", "x,y", 'q"u', "07", "7", " 5", "-3", "NA",
-         "None", "null", "True", "false"]
+TEXTS = ["a", "B", "é", "ß", "中文", "Ä", "", "x,y", 'q"u', "07", "7", " 5", "-3", "1", "NA",
+         "None", "null", "True", "TRUE", "false"]
 #: docs/inputs.md: the texts a CSV reader reads as a missing value
 CSV_NULLS = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 PA_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
@@ -69,9 +69,9 @@ def _masked(kind, vals) -> pd.Series:
     if kind in INTS:
         data = np.array([0 if v is None else v for v in vals], dtype=INTS[kind])
         return pd.Series(pd.arrays.IntegerArray(data, mask))
-    if kind == "float":
-        data = np.array([0.0 if v is None else v for v in vals], dtype=float)
-        return pd.Series(pd.arrays.FloatingArray(data, mask))
+    if kind == "float":  # missing: NA, and NaN for every other one (both are missing)
+        data = np.array([np.nan if v is None else v for v in vals], dtype=float)
+        return pd.Series(pd.arrays.FloatingArray(data, mask & (np.cumsum(mask) % 2 == 1)))
     if kind == "bool":
         return pd.Series(pd.arrays.BooleanArray(np.array([bool(v) for v in vals]), mask))
     return pd.Series(pd.array(vals, dtype="string"))
@@ -212,7 +212,9 @@ def _csv_text(kind, value) -> str:
 
 _INTEGER = re.compile(r"^\s*-?\d+\s*$")
 _NUMBER = re.compile(r"^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
-_TRUE_FALSE = {"True": 1, "False": 0, "true": 1, "false": 0, "TRUE": 1, "FALSE": 0}
+#: pyarrow's CSV reader's true/false texts (a column of 1 and 0 only is integers)
+_TRUE_FALSE = {"True": 1, "False": 0, "true": 1, "false": 0, "TRUE": 1, "FALSE": 0, "1": 1,
+               "0": 0}
 
 
 def _csv_column(kind, vals, streamed: bool) -> list:
@@ -289,12 +291,14 @@ def check_routes(cols, cuts, pad, folder, *, cli: bool = True) -> None:
     for route, build in in_memory_sources(cols, cuts, pad).items():
         got = _read(route, build, keys, population)
         assert got is None or got == want, route
+    assert _read("polars, tabulate_source", lambda: _polars(cols), keys, population,
+                 lambda s: tabulate_source(s, keys, population_size=population)) == want
 
     csv, parquet = folder / "records.csv", folder / "records.parquet"
     pd.DataFrame({n: _masked(k, v) for n, (k, v) in cols.items()}).to_csv(csv, index=False)
     pq.write_table(_arrow(cols), parquet, row_group_size=7)
     # a code past int64 is no CSV integer: pyarrow's reader makes the column double, and the
-    # code is refused as too large (test_csv_codes_past_int64_are_refused)
+    # code is refused as too large (test_csv_codes_past_int64_read_as_from_parquet, a known failure)
     csv_ok = not any(k == "uint64" and any(v is not None and v >= 2**63 for v in vals)
                      for k, vals in cols.values())
     in_csv, streamed = expected_labels(cols, "csv"), expected_labels(cols, "csv streamed")
@@ -462,3 +466,19 @@ def test_nan_in_a_nullable_pandas_float_key_is_missing(arrow_backed):
     for name, source in sources.items():
         md = Microdata.from_source(source, keys=["f"], population_size=100)
         assert [md.levels[0][c] for c in md.codes[0]] == [1, None, None, 1], name
+
+
+def test_household_ids_past_int64_stream_as_in_memory(tmp_path):
+    """uint64 household ids past int64 are labelled by their text. Streamed, a batch whose
+    ids all fit int64 labelled them as numbers, which pass 2 then looked up among the text
+    labels of the whole column: the 6 records of 3 households were refused as "a household
+    id not seen in the first pass; the file changed while it was read"."""
+    path = tmp_path / "households.parquet"
+    ids = [7, 7, 2**64 - 1, 2**64 - 1, 2**63, 7]
+    pq.write_table(pa.table({"k": pa.array([1, 2, 1, 2, 1, 2]),
+                             "h": pa.array(ids, pa.uint64())}), path, row_group_size=2)
+    memory = tabulate(Microdata.from_source(path, keys=["k"], household="h",
+                                            population_size=100))
+    streamed = tabulate_file(path, ["k"], household="h", population_size=100, batch_rows=2)
+    assert np.asarray(streamed.household).tolist() == memory.household.tolist() == [
+        1, 1, 0, 0, 2, 1]  # '18446744073709551615' < '7' < '9223372036854775808', as text

@@ -167,8 +167,11 @@ def _labels(name: str, arr, uniq, whole: bool | None, offset: int) -> np.ndarray
         return uniq.cast(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_integer(typ):
         values = uniq.to_numpy(zero_copy_only=False)
-        if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
-            return values.astype(str)  # beyond int64: its text, still one label per id
+        if whole is False or (values.dtype == np.uint64 and len(values)
+                              and values.max() > np.iinfo(np.int64).max):
+            # beyond int64: its text, still one label per id; so too in a streamed batch
+            # whose ids fit int64 when another batch's did not (whole=False, text levels)
+            return values.astype(str)
         return values.astype(np.int64)
     if pa.types.is_floating(typ):
         values = uniq.to_numpy(zero_copy_only=False).astype(float)
