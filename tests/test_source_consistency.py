@@ -482,3 +482,21 @@ def test_household_ids_past_int64_stream_as_in_memory(tmp_path):
     streamed = tabulate_file(path, ["k"], household="h", population_size=100, batch_rows=2)
     assert np.asarray(streamed.household).tolist() == memory.household.tolist() == [
         1, 1, 0, 0, 2, 1]  # '18446744073709551615' < '7' < '9223372036854775808', as text
+
+
+def test_decimal_weights_stream_as_in_memory(tmp_path):
+    """Weights of a Parquet DECIMAL column (a database's export) are numbers in memory and in
+    DuckDB's pass; the Arrow pass of tabulate_file (engine="pyarrow", and any streamed run
+    with household ids) refused them as "weights column 'w' is not numeric (type
+    decimal128(6, 2))". The weight sums of the 2 cells are 40.5 and 32.25 every way."""
+    import decimal
+
+    path = tmp_path / "weights.parquet"
+    weights = [decimal.Decimal(v) for v in ("10.50", "20.25", "30.00", "12.00")]
+    pq.write_table(pa.table({"k": [1, 2, 1, 2], "h": [1, 1, 2, 3],
+                             "w": pa.array(weights, pa.decimal128(6, 2))}), path)
+    memory = tabulate(Microdata.from_source(path, keys=["k"], weights="w", household="h"))
+    for options in ({"engine": "pyarrow"}, {"household": "h"}, {}):
+        table = tabulate_file(path, ["k"], weights="w", **options)
+        assert table.weight_sums.tolist() == memory.weight_sums.tolist() == [40.5, 32.25]
+        assert table.population_size == memory.population_size == 72.75

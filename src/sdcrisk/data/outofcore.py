@@ -238,7 +238,8 @@ def _check_weights(name: str, w, offset: int) -> np.ndarray:
             values = decimal_comma_weights(name, w)
     elif pa.types.is_boolean(w.type):
         raise boolean_weights(name)
-    elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)):
+    elif not (pa.types.is_integer(w.type) or pa.types.is_floating(w.type)
+              or pa.types.is_decimal(w.type)):  # a database's DECIMAL(6, 2): numbers
         raise InputError(f"weights column {name!r} is not numeric (type {w.type})")
     else:
         values = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
