@@ -500,3 +500,23 @@ def test_decimal_weights_stream_as_in_memory(tmp_path):
         table = tabulate_file(path, ["k"], weights="w", **options)
         assert table.weight_sums.tolist() == memory.weight_sums.tolist() == [40.5, 32.25]
         assert table.population_size == memory.population_size == 72.75
+
+
+def test_declared_levels_of_a_uint64_key_are_matched_exactly(tmp_path):
+    """Declared levels were matched against the codes in int64, which NumPy compares with a
+    uint64 column as float64: the Parquet (uint64) file of the codes 2^53 + 1, 2^53 + 1,
+    2^53 with the levels [2^53, 2^53 + 1] was refused ("has value 9007199254740993 that is
+    not among its declared levels") while its CSV (int64) was read, and a declared level
+    past int64 ended in an OverflowError, no sdcrisk error, from every source."""
+    codes = [2**53 + 1, 2**53 + 1, 2**53]
+    csv, parquet = tmp_path / "codes.csv", tmp_path / "codes.parquet"
+    csv.write_text("k\n" + "".join(f"{c}\n" for c in codes))
+    pq.write_table(pa.table({"k": pa.array(codes, pa.uint64())}), parquet)
+    for levels in ([2**53, 2**53 + 1], [2**53, 2**53 + 1, -1, 2**64 - 1]):
+        for source in (csv, parquet):
+            for read in (lambda s, lv=levels: tabulate(Microdata.from_source(
+                    s, keys=["k"], levels={"k": lv})),
+                         lambda s, lv=levels: tabulate_file(s, ["k"], levels={"k": lv})):
+                table = read(source)
+                assert table.levels == (tuple(levels),), source.name
+                assert labels_of(table)[0] == [(c,) for c in codes], source.name

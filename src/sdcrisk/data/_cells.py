@@ -199,7 +199,7 @@ def _encode_declared(name, values, present, vals, levels):
     keys = [_normalise(v) for v in level_list]
     if numeric:
         try:
-            declared = np.array([int(k) for k in keys if k is not None], dtype=np.int64)
+            ints = [int(k) for k in keys if k is not None]
         except (TypeError, ValueError) as exc:
             raise InputError(
                 f"levels of {name!r} must be integers for an integer-coded column (the "
@@ -207,6 +207,13 @@ def _encode_declared(name, values, present, vals, levels):
                 f"{next(k for k in keys if k is not None and not _is_int(k))!r})"
             ) from exc
         order = [k for k in keys if k is not None]
+        # compared in the column's integer type: NumPy compares int64 with uint64 as
+        # float64 (2^53 + 1 equal to 2^53), and a level past int64 overflowed; a declared
+        # level outside that type is in no record
+        work = np.uint64 if vals.dtype == np.uint64 else np.int64
+        fits = [int(np.iinfo(work).min) <= v <= int(np.iinfo(work).max) for v in ints]
+        declared = np.array([v for v, f in zip(ints, fits, strict=True) if f], dtype=work)
+        vals = vals.astype(work, copy=False)
         sorter = np.argsort(declared)
         pos = np.searchsorted(declared[sorter], vals)
         pos = np.clip(pos, 0, len(declared) - 1) if len(declared) else pos
@@ -219,7 +226,8 @@ def _encode_declared(name, values, present, vals, levels):
                 f"of {name!r} (--levels on the command line) or correct the data"
             )
         position = {k: i for i, k in enumerate(keys)}
-        idx_in_keys = np.array([position[k] for k in order], dtype=np.int64)
+        idx_in_keys = np.array([position[k] for k, f in zip(order, fits, strict=True) if f],
+                               dtype=np.int64)
         inv = idx_in_keys[sorter][pos] if vals.size else np.zeros(0, np.int64)
     else:
         lookup = {k: i for i, k in enumerate(keys)}
