@@ -18,9 +18,8 @@ so (``expected_labels``), citing it:
   ``None`` are missing values (docs/inputs.md, the CSV row);
 * a CSV column is typed by pyarrow's reader: numbers written as text are numbers, one
   category however written (``07``, `` 5``; docs/protect.md, "One number written two ways":
-  "`assess` reads a CSV's numbers, as one category"), true/false texts are 0 and 1 as from
-  a frame, except when streamed, where they stay text (docs/scale.md, Limits: "CSV
-  `true`/`false` and date columns are read as text");
+  "`assess` reads a CSV's numbers, as one category"), true/false texts (pyarrow's
+  spellings) are 0 and 1 as from a frame, streamed too;
 * a true/false key of any source has the levels 0 and 1 (tests/test_bad_inputs6.py,
   ``test_true_false_key_reads_alike_from_every_in_memory_source``).
 
@@ -225,7 +224,7 @@ _TRUE_FALSE = {"True": 1, "False": 0, "true": 1, "false": 0, "TRUE": 1, "FALSE":
                "0": 0}
 
 
-def _csv_column(kind, vals, streamed: bool) -> list:
+def _csv_column(kind, vals) -> list:
     """A column as a CSV reader reads pandas' text of it (see the module notes)."""
     texts = [_csv_text(kind, v) for v in vals]
     present = [t for t in texts if t not in CSV_NULLS]
@@ -233,16 +232,16 @@ def _csv_column(kind, vals, streamed: bool) -> list:
         return [None if t in CSV_NULLS else int(t) for t in texts]
     if present and all(_NUMBER.match(t) for t in present):
         return [None if t in CSV_NULLS else _label(float(t)) for t in texts]
-    if present and not streamed and all(t in _TRUE_FALSE for t in present):
+    if present and all(t in _TRUE_FALSE for t in present):
         return [None if t in CSV_NULLS else _TRUE_FALSE[t] for t in texts]
     return [None if t in CSV_NULLS else t for t in texts]
 
 
 def expected_labels(cols, route: str = "memory"):
-    """(each record's labels, the number of levels of each key) that ``route`` (memory,
-    csv, csv streamed) should give."""
+    """(each record's labels, the number of levels of each key) that ``route`` (memory, or
+    csv: a CSV file in memory or streamed) should give."""
     columns = [[_label(v) for v in vals] if route == "memory"
-               else _csv_column(kind, vals, streamed=route == "csv streamed")
+               else _csv_column(kind, vals)
                for kind, vals in cols.values()]
     return list(zip(*columns, strict=True)), tuple(len(set(c)) for c in columns)
 
@@ -309,7 +308,7 @@ def check_routes(cols, cuts, pad, folder, *, cli: bool = True) -> None:
     # the code is refused as too large (test_csv_codes_past_int64_read_as_from_parquet)
     csv_ok = not any(k == "uint64" and any(v is not None and v >= 2**63 for v in vals)
                      for k, vals in cols.values())
-    in_csv, streamed = expected_labels(cols, "csv"), expected_labels(cols, "csv streamed")
+    in_csv = expected_labels(cols, "csv")
     reads = {
         "parquet": (parquet, None, want),
         "parquet, tabulate_source": (parquet, lambda s: tabulate_source(
@@ -325,7 +324,7 @@ def check_routes(cols, cuts, pad, folder, *, cli: bool = True) -> None:
             "csv, tabulate_source": (csv, lambda s: tabulate_source(
                 s, keys, population_size=population), in_csv),
             "csv, tabulate_file": (csv, lambda s: tabulate_file(
-                s, keys, population_size=population, batch_rows=5), streamed),
+                s, keys, population_size=population, batch_rows=5), in_csv),
         }
     for route, (path, tab, expect) in reads.items():
         assert _read(route, lambda p=path: p, keys, population, tab) == expect, route
@@ -333,7 +332,7 @@ def check_routes(cols, cuts, pad, folder, *, cli: bool = True) -> None:
         return
     runs = [(parquet, False, want), (parquet, True, want)]
     if csv_ok:
-        runs += [(csv, False, in_csv), (csv, True, streamed)]
+        runs += [(csv, False, in_csv), (csv, True, in_csv)]
     for path, out_of_core, expect in runs:
         assert assess_figures(path, keys, population, out_of_core) == figures(*expect), (
             path.name, out_of_core)
@@ -441,8 +440,8 @@ CASES = {
                              "i": ("int16", [1, 2, 1, 2, None])},
     "whole decimals": {"f": ("float", [3.0, -7.0, None, 3.0, 2.0**52, -0.0, 0.0, None]),
                        "u": ("uint32", [4294967295, 0, 7, 7, 0, 1, 1, 2])},
-    # in memory 'True', 'TRUE', '1' are one category, true; streamed, three texts
-    # (docs/scale.md: CSV true/false columns are read as text there)
+    # 'True', 'TRUE', '1' are one category, true, in memory and streamed (streamed, they
+    # were three texts)
     "true/false spelt several ways in a CSV": {
         "t": ("text", ["True", "TRUE", "1", "false", "0", None, "True"])},
 }

@@ -144,12 +144,38 @@ def infer_type(arr):
         trimmed = pc.utf8_trim(arr, characters=" \t")
     else:
         trimmed = arr
-    for typ in (pa.int64(), pa.float64()):
-        try:
-            return pc.cast(trimmed, typ)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return arr
+    try:
+        return pc.cast(trimmed, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    flags = _true_false(arr)
+    if flags is not None:
+        return flags
+    try:
+        return pc.cast(trimmed, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return arr
+
+
+def _true_false(arr):
+    """``arr`` as booleans when every value is one of pyarrow's true/false spellings (its
+    reader's order: after integers, before numbers), else None. The in-memory reader types
+    such a column so (0 and 1, however spelt): as text, the streamed path counted 'True',
+    'TRUE' and '1' as three categories where the same file in memory had one, and which
+    path ran follows the file's size."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    spelt = pacsv.ConvertOptions()
+    true, false = pa.array(spelt.true_values), pa.array(spelt.false_values)
+    is_true = pc.is_in(arr, value_set=true)
+    if not pc.all(pc.or_(pc.or_(is_true, pc.is_in(arr, value_set=false)),
+                         pc.is_null(arr))).as_py():
+        return None
+    return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), is_true)
 
 
 class NotUtf8(InputError):

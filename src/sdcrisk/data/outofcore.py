@@ -336,9 +336,9 @@ def tabulate_file(
     Notes
     -----
     Memory is O(observed cells + batch), time two streaming passes. CSV key columns are read
-    as text and then typed as integers, else decimals, else text, like pyarrow's reader;
-    unlike it, ``true``/``false`` and date-like columns stay text (for household ids only
-    their order matters, and it is the same). With ``household``, memory also holds the
+    as text and then typed as integers, else true/false, else decimals, else text, like
+    pyarrow's reader; unlike it, date-like columns stay text (for household ids only their
+    order matters, and it is the same). With ``household``, memory also holds the
     distinct household ids, O(households); each record's household code (the rank of its id
     among the sorted distinct ids, an int64 as in :class:`~sdcrisk.data.table.Microdata`) goes to
     a memory-mapped file like the record map.
