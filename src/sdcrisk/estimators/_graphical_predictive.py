@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._decomposable import DecomposableGraph, Margins, parent_index
+from ._decomposable import _COMPILED_FROM, DecomposableGraph, Margins, parent_index
 
 __all__ = [
     "CellMoments",
@@ -110,10 +110,15 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     n_cells = len(margins.counts) if cells is None else len(cells)
     log_mean = np.zeros(n_cells)
     log_ratio = np.zeros(n_cells)
+    compiled = n_cells >= _COMPILED_FROM
     for a_mask, b_mask, a_a, a_b in factor_params(graph, margins, prior_weight):
         for mask, shift, sign in ((a_mask, a_a, 1.0), (b_mask, a_b, -1.0)):
             x = shift + margins(mask).counts.astype(float)
             index = margins.cell_index(mask)
+            if compiled:  # the same sums in one parallel pass (no gathered temporaries)
+                _gather_kernel()(log_mean, log_ratio, np.log(x), np.log1p(1.0 / x), index,
+                                 np.arange(0) if cells is None else cells, sign)
+                continue
             if cells is not None:
                 index = index[cells]
             log_mean += sign * np.log(x)[index]
@@ -121,6 +126,31 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     np.maximum(log_ratio, 1e-6, out=log_ratio)  # the floor of moments_from_counts
     return CellMoments(log_mean, _log_expm1(log_ratio, overwrite=True))
 
+
+
+_GATHER_KERNEL = None
+
+
+def _gather_kernel():
+    """``log_mean[i] += sign * log_x[index[c]]`` and ``log_ratio[i] += sign * log1p_x[index[c]]``
+    with c = ``cells[i]`` (or i when ``cells`` is empty), over the cells in parallel: the
+    NumPy form gathered two cell-long temporaries per margin and added them in four more
+    passes (1.2 s of the two graphical fits at 5.9 million cells, issue 20). Each cell's
+    terms are added in the same order, so the sums are the same bits."""
+    global _GATHER_KERNEL
+    if _GATHER_KERNEL is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True)
+        def gather(log_mean, log_ratio, log_x, log1p_x, index, cells, sign):
+            every = cells.shape[0] == 0
+            for i in prange(log_mean.shape[0]):
+                j = index[i] if every else index[cells[i]]
+                log_mean[i] += sign * log_x[j]
+                log_ratio[i] += sign * log1p_x[j]
+
+        _GATHER_KERNEL = gather
+    return _GATHER_KERNEL
 
 def nb_parameters(moments: CellMoments, u: float) -> tuple[np.ndarray, np.ndarray]:
     """Negative-binomial (size alpha, prob p) of U = F - f from the gamma approximation.
