@@ -31,6 +31,7 @@ from ..core.base import ResultBase
 from ..data.sizes import check_memory_limit, short_repr
 from ..data.table import Microdata, check_keys, tabulate
 from ..data.text import utf8_text
+from ..data.wildcard import unique_records
 from ..estimators import Estimator
 from ..estimators._base import check_seed
 from ..exceptions import InputError, ParameterError
@@ -192,7 +193,7 @@ def _fit_unit(unit: _Unit) -> dict:
     }
     for k, v in table.k_anonymity_violations().items():
         row[f"k{k}_violations"] = v
-    row["sample_uniques"] = row["k2_violations"]  # records no other record matches (wildcards)
+    row["sample_uniques"] = unique_records(table)  # records no other record matches
     try:
         result = unit.estimator.fit(table, memory_limit=unit.memory_limit)
     except Exception as exc:  # noqa: BLE001 - one scenario failing must not stop the rest

@@ -12,6 +12,7 @@ import numpy as np
 from .._version import __version__
 from ..data.frequencies import FrequencyTable
 from ..data.table import CellTable
+from ..data.wildcard import unique_records
 from ..exceptions import ParameterError
 from .base import ResultBase, jsonable
 from .measures import Measure, household_risk
@@ -110,10 +111,11 @@ class RiskResult(ResultBase):
     @property
     def sample_uniques(self) -> int:
         """Records that no other record matches (f = 1); with ``missing="wildcard"`` a missing
-        key value matches every category, as in the k-anonymity counts, so this is always
-        ``k_anonymity_violations()[2]``. (``table.sample_uniques`` is the models' n1: cells
-        with exact count 1.)"""
-        return self.table.k_anonymity_violations((2,))[2]
+        key value matches every category, as in the k-anonymity counts, so with alpha = 1
+        this is ``k_anonymity_violations()[2]`` (with alpha < 1 it leaves out the records
+        with 1 < fk < 2, as tau1 and tau2 do: :func:`~sdcrisk.data.wildcard.unique_records`).
+        (``table.sample_uniques`` is the models' n1: cells with exact count 1.)"""
+        return unique_records(self.table)
 
     def estimate(self, name: str) -> float | None:
         """The point estimate of a measure by name.

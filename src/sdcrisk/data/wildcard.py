@@ -33,7 +33,7 @@ from ..exceptions import ParameterError
 from . import _cells
 
 __all__ = ["WildcardCounts", "wildcard_cell_counts", "wildcard_record_counts",
-           "missing_codes", "check_alpha", "key_categories", "RecordMatcher"]
+           "missing_codes", "check_alpha", "key_categories", "RecordMatcher", "unique_records"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -174,6 +174,19 @@ def wildcard_cell_counts(cell_codes: np.ndarray, n_levels, counts: np.ndarray,
         big = big + np.where(has_missing, (1.0 - alpha) * weight_sums / counts, 0.0)
     return WildcardCounts(alpha=alpha, counts=fk, weight_sums=big,
                           n_missing_cells=int(has_missing.sum()))
+
+
+def unique_records(table) -> int:
+    """Sample uniques: records that no other record matches (f = 1), of a CellTable or a
+    FrequencyTable. With wildcard counts (``table.wildcard``) f is the wildcard fk and these
+    are the records whose cells the models count as sample unique (fk = 1; tau1, tau2 and
+    P(PU|SU) = tau1 / sample uniques sum over them). With alpha = 1 they are the records
+    violating 2-anonymity (fk < 2); with alpha < 1 a record matched only by records with
+    missing values (fk = 1 + alpha) violates 2-anonymity, but another record matches it."""
+    wc = getattr(table, "wildcard", None)
+    if wc is None:
+        return table.k_anonymity_violations((2,))[2]
+    return int(table.counts[wc.counts == 1].sum())
 
 
 def wildcard_record_counts(codes, levels, weights: np.ndarray | None = None,
