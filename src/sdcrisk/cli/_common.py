@@ -560,6 +560,17 @@ def to_households(args, md: Microdata, keys: list[str],
                                population_households=population_households)
 
 
+def reading_options(args) -> dict:
+    """How the key columns are read, from --levels, --missing, --wildcard-alpha and
+    --max-levels: the :meth:`Microdata.from_source` options of every file a command reads
+    (the sample, a population, a protected file, each key set's). One place: commands that
+    spelt them out dropped --wildcard-alpha (key sets, evaluate, report --population and
+    --protected) and --levels (report --protected)."""
+    return {"levels": read_levels(args.levels), "missing": args.missing,
+            "max_levels": args.max_levels,
+            "wildcard_alpha": getattr(args, "wildcard_alpha", 1.0)}
+
+
 def sample_microdata(args) -> Microdata:
     """The validated sample of an assess-like subcommand (DATA, --keys, --weights, ...)."""
     data_defaults(args)
@@ -567,15 +578,15 @@ def sample_microdata(args) -> Microdata:
     md = Microdata.from_source(
         args.data, person_keys(args, keys), weights=args.weights, household=args.household,
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
-        levels=read_levels(args.levels), missing=args.missing, max_levels=args.max_levels,
-        wildcard_alpha=getattr(args, "wildcard_alpha", 1.0))
+        **reading_options(args))
     return to_households(args, md, keys)
 
 
 def sample_of_population(source: str, keys: Sequence[str], population: Microdata, *,
                          what: str, population_path: str, **options) -> Microdata:
-    """The sample file ``source`` read with the population's levels (``options`` as for
-    :meth:`Microdata.from_source`); ``what`` names it in messages (``--sample 'x.csv'``).
+    """The sample file ``source`` read with the population's levels, missing values and
+    wildcard alpha (``options`` as for :meth:`Microdata.from_source`); ``what`` names it in
+    messages (``--sample 'x.csv'``).
 
     Raises
     ------
@@ -586,6 +597,8 @@ def sample_of_population(source: str, keys: Sequence[str], population: Microdata
     from ..exceptions import InputError
 
     size = options.pop("population_size", None)
+    options.setdefault("missing", population.missing)
+    options.setdefault("wildcard_alpha", population.wildcard_alpha)
     try:
         sample = Microdata.from_source(
             source, keys, levels=dict(zip(population.keys, population.levels, strict=True)),

@@ -211,7 +211,7 @@ def _evaluate_one(args) -> str:
         parse_keys,
         parse_methods,
         person_keys,
-        read_levels,
+        reading_options,
         sample_of_population,
         to_households,
     )
@@ -227,12 +227,11 @@ def _evaluate_one(args) -> str:
     estimators = [(c.label, get_estimator(c.method, **{**options[c.method], **dict(c.options)}))
                   for c in specs]
     pop = Microdata.from_source(args.population, read, household=args.household,
-                                levels=read_levels(args.levels), missing=args.missing,
-                                max_levels=args.max_levels)
+                                **reading_options(args))
     if args.sample is not None:
         sample = sample_of_population(args.sample, read, pop, what=f"--sample {args.sample!r}",
                                       population_path=args.population,
-                                      household=args.household, missing=args.missing)
+                                      household=args.household)
     elif args.household_size is not None:
         # household-level keys: sample whole households, then one record per household
         if args.fraction is None:
@@ -298,7 +297,7 @@ def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
     from ..analyses.grid import evaluate_grid
     from ..analyses.methods import get_estimator
     from ..runtime.executors import describe_executor
-    from ._common import method_options, parse_keys, parse_methods, person_keys, read_levels
+    from ._common import method_options, parse_keys, parse_methods, person_keys, reading_options
 
     keys = parse_keys(args.keys)
     if keys is None:
@@ -311,9 +310,7 @@ def _evaluate_grid(args, fractions: list[float], seeds: list[int]) -> str:
     methods = list(variants)
     for m, opts in variants.values():  # bad estimator options fail here, before any unit
         get_estimator(m, **opts)
-    levels = read_levels(args.levels)
-    options = {"levels": levels,
-               "missing": args.missing, "max_levels": args.max_levels}
+    options = reading_options(args)
     name = Path(args.population).name
     in_process = args.scheduler is None and args.workers == 1
     if in_process:

@@ -127,7 +127,7 @@ def _report(args) -> Outcome:
         parse_keys,
         parse_limits,
         parse_methods,
-        read_levels,
+        reading_options,
         sample_microdata,
         sample_of_population,
     )
@@ -156,12 +156,11 @@ def _report(args) -> Outcome:
         data_defaults(args)
         keys = parse_keys(args.keys)
         population = Microdata.from_source(
-            args.population, keys, household=args.household, levels=read_levels(args.levels),
-            missing=args.missing, max_levels=args.max_levels)
+            args.population, keys, household=args.household, **reading_options(args))
         sample = sample_of_population(
             args.data, keys, population, what=f"the sample {args.data!r}",
             population_path=args.population, weights=args.weights, household=args.household,
-            population_size=population.n, missing=args.missing)
+            population_size=population.n)
         table = tabulate(sample, population=population)
     else:
         table = tabulate(sample_microdata(args))
@@ -169,8 +168,7 @@ def _report(args) -> Outcome:
     if args.protected:  # read before any fit: a bad file is refused at once, not after them
         prot = Microdata.from_source(
             args.protected, list(table.keys), weights=args.weights, household=args.household,
-            population_size=float(table.population_size), missing=args.missing,
-            max_levels=args.max_levels)
+            population_size=float(table.population_size), **reading_options(args))
     suda_max_size = _suda_max_size(args.suda_max_size, len(table.keys))
     if args.no_suda and args.suda_max_size != "auto":  # it would be ignored without a word
         raise ParameterError(f"--suda-max-size {args.suda_max_size!r} bounds the SUDA section, "

@@ -82,19 +82,15 @@ def run_scenarios(args: argparse.Namespace, options: dict) -> str | None:
         sets = all_subsets(keys, depth)
     else:
         sets = read_key_sets(key_sets_file)
-    levels = None
-    if getattr(args, "levels", None):
-        from ._common import read_levels
+    from ._common import reading_options
 
-        levels = read_levels(args.levels)
     report = assess_scenarios(
         args.data, sets, method=args.method, options=options,
         rank_by=args.rank_by or "tau2", seed=args.seed, workers=args.workers,
         scheduler=args.scheduler, weights=args.weights,
         household=getattr(args, "household", None),
         population_size=args.population_size, sampling_fraction=args.sampling_fraction,
-        levels=levels, missing=getattr(args, "missing", "category"),
-        max_levels=getattr(args, "max_levels", None))
+        **reading_options(args))
     if args.format == "json":
         return json.dumps(report.to_dict(), indent=2)
     return report.to_text()
