@@ -10,6 +10,7 @@ defects found, each named with its symptom."""
 
 from __future__ import annotations
 
+import html as html_text
 import json
 import re
 
@@ -85,11 +86,12 @@ def test_sample_uniques_below_alpha_one_are_the_records_tau_sums_over(tmp_path, 
 
 
 # --- the reading options every command takes: --wildcard-alpha, --levels --------------------
-def _before_after(html: str) -> dict[str, tuple[str, str]]:
+def _before_after(page: str) -> dict[str, tuple[str, str]]:
     """The report's before/after table: figure -> (original, protected) as shown."""
-    part = html[html.index("Before and after protection"):]
+    part = page[page.index("Before and after protection"):]
     cell = r"<td[^>]*>([^<]*)</td>"
-    return {m[0]: (m[1], m[2]) for m in re.findall(r"<tr>" + cell * 4 + "</tr>", part)}
+    return {html_text.unescape(m[0]): (m[1], m[2])
+            for m in re.findall(r"<tr>" + cell * 4 + "</tr>", part)}
 
 
 def test_key_sets_read_missing_values_with_the_wildcard_alpha_given(tmp_path, capsys):
@@ -156,3 +158,20 @@ def test_report_reads_the_protected_file_as_assess_does(tmp_path, capsys):
         er = shown["Expected re-identifications (sdcMicro global_risk_ER)"]
         assert er == tuple(fmt(w["measures"]["expected_reidentifications"]["estimate"])
                            for w in want)
+
+
+def test_report_before_after_sample_uniques_are_the_cards(tmp_path, capsys):
+    # the before/after table counted sample uniques as the 2-anonymity violations: with
+    # --wildcard-alpha 0.5 it said 2 where the card above it (and assess) said 1
+    orig, prot = tmp_path / "o.csv", tmp_path / "p.csv"
+    ALPHA.to_csv(orig, index=False)
+    ALPHA.assign(b=[1, 1, 1, None, None, 2]).to_csv(prot, index=False)
+    html = _report(capsys, tmp_path, orig, *ALPHA_OPTS, "--methods", "nb", "--mode",
+                   "sdcmicro", "--protected", prot)
+    want = [_json(capsys, "assess", f, *ALPHA_OPTS, "--method", "nb", "--mode", "sdcmicro")
+            for f in (orig, prot)]
+    shown = _before_after(html)
+    assert shown["sample uniques (f = 1)"] == tuple(str(w["sample_uniques"]) for w in want)
+    assert shown["records violating 2-anonymity (f < 2)"] == tuple(
+        str(w["k_anonymity_violations"]["2"]) for w in want)
+    assert _cards(html)["sample_uniques"] == str(want[0]["sample_uniques"])

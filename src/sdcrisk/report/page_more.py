@@ -474,7 +474,7 @@ def protected_section(data: dict, scrub) -> dict | None:
     if any(patterns):
         add("patterns with missing values (each matches several combinations)", *patterns)
     ka, kb = kanon_counts(ta, (2, 3, 5)), kanon_counts(tb, (2, 3, 5))
-    add("sample uniques (f = 1)", ka[2], kb[2])
+    add("sample uniques (f = 1)", before.sample_uniques, after.sample_uniques)
     for k in (2, 3, 5):
         add(f"records violating {k}-anonymity (f < {k})", ka[k], kb[k])
     for name in ("expected_reidentifications", "global_risk", "tau1", "tau2", "theta"):
