@@ -175,3 +175,17 @@ def test_report_before_after_sample_uniques_are_the_cards(tmp_path, capsys):
     assert shown["records violating 2-anonymity (f < 2)"] == tuple(
         str(w["k_anonymity_violations"]["2"]) for w in want)
     assert _cards(html)["sample_uniques"] == str(want[0]["sample_uniques"])
+
+
+def test_fail_above_is_not_ignored_by_key_sets(tmp_path, capsys):
+    # assess --all-subsets-up-to 2 --fail-above tau2=1 printed a ranking with tau2 4.08 and
+    # exited 0: the limit was never checked
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": range(40), "b": [i % 3 for i in range(40)]}).to_csv(path, index=False)
+    for how in (("--all-subsets-up-to", "2"), ("--key-sets", tmp_path / "sets.txt")):
+        (tmp_path / "sets.txt").write_text("a,b\n")
+        code, out, err = run_cli(capsys, "assess", path, "--keys", "a,b", "--population-size",
+                                 "400", "--method", "nb", *how, "--workers", "1",
+                                 "--fail-above", "tau2=1")
+        assert code == 2 and out == ""
+        assert f"--fail-above checks the figures of one key set; {how[0]} ranks many" in err

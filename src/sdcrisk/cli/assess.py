@@ -226,6 +226,12 @@ def _assess(args) -> str | Outcome:
         raise ParameterError("--out-of-core tabulates one key set; --key-sets and "
                              "--all-subsets-up-to read the file in memory: drop one of them")
     if args.key_sets is not None or args.all_subsets_up_to is not None:
+        if args.fail_above:  # the scenarios' ranking checks no limit: it was exit 0 unchecked
+            flag = "--key-sets" if args.key_sets is not None else "--all-subsets-up-to"
+            raise ParameterError(f"--fail-above checks the figures of one key set; {flag} "
+                                 "ranks many and checks no limit: drop --fail-above, or gate "
+                                 "a key set with assess --keys A,B,C --fail-above "
+                                 f"{args.fail_above[0]}")
         require_population_size(args)
     text = run_scenarios(args, options_for(args))
     if text is not None:  # --key-sets / --all-subsets-up-to
