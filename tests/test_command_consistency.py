@@ -14,6 +14,7 @@ import html as html_text
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -36,11 +37,11 @@ def _cards(html: str) -> dict[str, str]:
     return dict(re.findall(r'data-figure="([^"]+)">([^<]*)<', html))
 
 
-def _report(capsys, tmp_path, *argv) -> str:
+def _report(capsys, tmp_path, *argv, code: int = 0) -> str:
     page = tmp_path / "r.html"
-    code, _, err = run_cli(capsys, "report", *argv, "--no-suda", "--no-uniqueness",
-                           "--contributions", "none", "--out", page)
-    assert code == 0, err
+    got, _, err = run_cli(capsys, "report", *argv, "--no-suda", "--no-uniqueness",
+                          "--contributions", "none", "--out", page)
+    assert got == code, err
     return page.read_text(encoding="utf-8")
 
 
@@ -189,3 +190,38 @@ def test_fail_above_is_not_ignored_by_key_sets(tmp_path, capsys):
                                  "--fail-above", "tau2=1")
         assert code == 2 and out == ""
         assert f"--fail-above checks the figures of one key set; {how[0]} ranks many" in err
+
+
+# --- --fail-above: the figure printed and the limit read as the exit code judged --------------
+def test_a_breach_prints_the_figure_above_its_limit(tmp_path, capsys):
+    # with the limit typed as assess prints the figure (6 digits), the gate failed with
+    # "tau2 = 80.6218 exceeds the limit 80.6218" and the page said "fails tau2 ≤ 80.62: 80.62"
+    # (uci_adult's 3% sample, nb)
+    path = tmp_path / "s.csv"
+    rng = np.random.default_rng(1)
+    pd.DataFrame({"a": rng.integers(0, 30, 300), "b": rng.integers(0, 4, 300)}).to_csv(
+        path, index=False)
+    opts = ("--keys", "a,b", "--population-size", "7000", "--method", "nb")
+    d = _json(capsys, "assess", path, *opts)
+    checked = 0
+    for name in ("tau1", "tau2", "expected_reidentifications", "p_pu_given_su", "theta"):
+        value = d["measures"][name]["estimate"]
+        limit = float(f"{value:.6g}")  # the figure as assess prints it
+        if not value > limit:
+            continue
+        checked += 1
+        code, _, err = run_cli(capsys, "assess", path, *opts, "--fail-above", f"{name}={limit}")
+        assert code == 3
+        shown, given = re.search(rf"{name} = (\S+) exceeds the limit (\S+) ", err).groups()
+        assert float(shown) > float(given) == limit
+        page = _report(capsys, tmp_path, path, *[o if o != "--method" else "--methods"
+                                                for o in opts], "--fail-above",
+                       f"{name}={limit}", code=3)
+        shown_limit, shown_value = re.search(
+            rf"fails {name.replace('_', ' ')} ≤ ([\d.,e-]+): ([\d.,e-]+)", page).groups()
+        assert float(shown_value.replace(",", "")) > float(shown_limit.replace(",", "")) == limit
+        # a limit above the figure passes
+        above = float(f"{value:.5g}") if float(f"{value:.5g}") > value else limit * 1.001
+        code, _, err = run_cli(capsys, "assess", path, *opts, "--fail-above", f"{name}={above}")
+        assert code == 0, err
+    assert checked >= 2

@@ -409,7 +409,7 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
     ParameterError
         A measure that none of the results gives (naming those that exist).
     """
-    from ..report.verdict import figure, passes
+    from ..report.verdict import compared_digits, figure, passes
 
     out = []
     for name, bound, limit in limits:
@@ -421,7 +421,9 @@ def limit_breaches(results, limits: Sequence[tuple[str, str, float]], *,
             compared += 1
             if not passes(value, limit):  # the report's verdict makes the same check
                 what = name if bound == "estimate" else f"{name} ({bound} bound)"
-                out.append(f"{what} = {value:.6g} exceeds the limit {limit:g} (method {label}"
+                d = compared_digits(value, limit, 6)  # digits that tell them apart
+                out.append(f"{what} = {value:.{d}g} exceeds the limit {limit:.{d}g} (method "
+                           f"{label}"
                            + ("" if where is None else f", {where}") + ")")
         if compared:
             continue

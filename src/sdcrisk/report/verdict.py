@@ -16,7 +16,7 @@ from ..exceptions import ParameterError
 from .formats import fmt, pct
 
 __all__ = ["verdict", "normalise_limits", "figure", "checked_limits", "passes", "check_limit",
-           "split_limit_name", "check_bound", "BOUNDS"]
+           "split_limit_name", "check_bound", "BOUNDS", "compared_digits"]
 
 
 _TABLE_FIGURES = {"sample_uniques": "sample uniques", "k2_violations": "records violating "
@@ -42,6 +42,18 @@ def passes(value: float, limit: float) -> bool:
     return bool(value <= limit)
 
 
+def compared_digits(value: float, limit: float, digits: int) -> int:
+    """Significant digits, ``digits`` or more, at which a figure above its limit prints above
+    it (at or below it, ``digits``). At a fixed number of digits the report's verdict said
+    "fails tau2 ≤ 80.62: 80.62" (tau2 80.6218157, limit 80.6218) and ``--fail-above``
+    "tau2 = 80.6218 exceeds the limit 80.6218". The one rule of both (the CLI prints 6
+    digits, the report 4)."""
+    for d in range(digits, 17):
+        if float(f"{value:.{d}g}") > float(f"{limit:.{d}g}") or not value > limit:
+            return d
+    return 17
+
+
 def checked_limits(res, limits: Sequence[tuple[str, str, float]]
                    ) -> tuple[list[tuple[str, str, float]], bool]:
     """The limits a run checks on ``res``, and whether they were given.
@@ -57,18 +69,26 @@ def checked_limits(res, limits: Sequence[tuple[str, str, float]]
     return ([] if target is None else [("global_risk", "estimate", float(target))]), False
 
 
-def _limit_text(name: str, bound: str, limit: float) -> str:
+def _shown(name: str, x: float, value: float, limit: float) -> str:
+    """``x`` (the figure or its limit) as the page shows it, with the digits that tell the
+    figure from the limit (:func:`compared_digits`)."""
+    if name == "global_risk":
+        return pct(x, compared_digits(value, limit, 3))
+    return fmt(x, compared_digits(value, limit, 4))
+
+
+def _limit_text(name: str, bound: str, limit: float, value: float) -> str:
     what = _TABLE_FIGURES.get(name, name.replace("_", " "))
     if bound != "estimate":
         what += f" ({bound} bound)"
-    shown = pct(limit) if name == "global_risk" else fmt(limit)
-    return f"{what} ≤ {shown}"
+    return f"{what} ≤ {_shown(name, limit, value, limit)}"
 
 
 def _default_text(res, ok: bool, limit: float) -> str:
     gr = res.measures["global_risk"]
-    text = (f"{'passes' if ok else 'fails'} max global risk {fmt(limit)}: global "
-            f"risk {fmt(gr.estimate)} ({pct(gr.estimate)} of the records expected to be "
+    d = compared_digits(gr.estimate, limit, 4)
+    text = (f"{'passes' if ok else 'fails'} max global risk {fmt(limit, d)}: global "
+            f"risk {fmt(gr.estimate, d)} ({pct(gr.estimate)} of the records expected to be "
             "re-identified)")
     if gr.upper is not None:
         text += f", upper {gr.level:.0%} bound {pct(gr.upper)}"
@@ -93,15 +113,15 @@ def verdict(res, limits) -> dict | None:
             if given:
                 what = name if bound == "estimate" else f"{bound} bound of {name}"
                 checks.append({"passes": None, "text": f"not checked: "
-                               f"{_limit_text(name, bound, limit)} (method {res.method} gives "
-                               f"no {what})"})
+                               f"{_limit_text(name, bound, limit, limit)} (method "
+                               f"{res.method} gives no {what})"})
             continue
         ok = passes(value, limit)
         if not given:
             text = _default_text(res, ok, limit)
         else:
-            shown = pct(value) if name == "global_risk" else fmt(value)
-            text = f"{'passes' if ok else 'fails'} {_limit_text(name, bound, limit)}: {shown}"
+            text = (f"{'passes' if ok else 'fails'} {_limit_text(name, bound, limit, value)}: "
+                    f"{_shown(name, value, value, limit)}")
         checks.append({"passes": ok, "text": text})
     if not checks:
         return None
