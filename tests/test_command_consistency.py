@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, shared_data
 from sdcrisk.report.formats import fmt  # the page's 4 significant digits
 
 KS6 = "age,sex,race,marital_status,education,native_country"
@@ -43,6 +43,212 @@ def _report(capsys, tmp_path, *argv, code: int = 0) -> str:
                           "--contributions", "none", "--out", page)
     assert got == code, err
     return page.read_text(encoding="utf-8")
+
+
+# --- real samples: every output of one fit -----------------------------------------------------
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory):
+    """uci_adult's 3% Bernoulli sample (default_rng(0), 1,448 records) with a weight column
+    ``w`` (N / n times U(0.5, 1.5), default_rng(1)): ``codes.csv`` as released (-1 a
+    category), ``missing.csv`` with -1 read as missing; and ``pop.csv``, the population with
+    -1 as missing, ``levels.json`` its categories of KS8."""
+    pop = pd.read_csv(shared_data("uci_adult", "uci_adult.csv.gz"))
+    folder = tmp_path_factory.mktemp("adult")
+    sample = pop[np.random.default_rng(0).random(len(pop)) < 0.03].copy()
+    sample["w"] = len(pop) / len(sample) * np.random.default_rng(1).uniform(0.5, 1.5,
+                                                                            len(sample))
+    sample.to_csv(folder / "codes.csv", index=False)
+    sample.replace(-1, np.nan).to_csv(folder / "missing.csv", index=False)
+    pop.replace(-1, np.nan).to_csv(folder / "pop.csv", index=False)
+    (folder / "levels.json").write_text(json.dumps(
+        {k: sorted(pop[k].unique().tolist()) for k in KS6.split(",")}))
+    return folder
+
+
+def _fit_api(path, keys, size, method, options, **read):
+    from sdcrisk import Microdata, get_estimator, tabulate
+
+    md = Microdata.from_source(str(path), keys.split(","), **size, **read)
+    return get_estimator(method, **options).fit(tabulate(md)).to_dict()
+
+
+def _six(x) -> str:
+    """A figure as assess's table prints it (6 significant digits)."""
+    return "-" if x is None else f"{x:.6g}"
+
+
+METHODS = [("nb", ()), ("nb", ("--mode", "sdcmicro")), ("poisson-gamma", ()),
+           ("pitman-yor", ()), ("graphical", ()), ("auto", ())]
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["N", "weights"])
+@pytest.mark.parametrize(("method", "extra"), METHODS, ids=[" ".join((m, *e)) for m, e in METHODS])
+def test_one_sample_gives_one_set_of_figures(adult, tmp_path, capsys, method, extra, weighted):
+    data = adult / "codes.csv"
+    size = ("--weights", "w") if weighted else ("--population-size", str(ADULT_N))
+    opts = ("--keys", KS6, *size, *extra)
+    d = _json(capsys, "assess", data, *opts, "--method", method)
+    est = {k: m["estimate"] for k, m in d["measures"].items()}
+    su, kav = d["sample_uniques"], d["k_anonymity_violations"]
+    assert su == kav["2"]  # no missing values: f < 2 is f = 1
+    # the Python API: the same result, to the last bit
+    options = dict(zip(extra[::2], extra[1::2], strict=True))
+    options = {k.lstrip("-"): v for k, v in options.items()}
+    if method in ("pitman-yor", "graphical", "auto"):
+        options["random_state"] = 0  # --seed's default
+    api = _fit_api(data, KS6, {"weights": "w"} if weighted else {"population_size": ADULT_N},
+                   method, options)
+    assert api["measures"] == d["measures"]
+    assert (api["sample_uniques"], api["k_anonymity_violations"]) == (su, kav)
+    # assess's table: 6 significant digits of the same figures
+    code, text, err = run_cli(capsys, "assess", data, *opts, "--method", method)
+    assert code == 0, err
+    for name, m in d["measures"].items():
+        assert re.search(rf"^{name} +{re.escape(_six(m['estimate']))} +"
+                         rf"{re.escape(_six(m['lower']))} +{re.escape(_six(m['upper']))}$",
+                         text, re.M), name
+    assert f"sample uniques {su:,}\n" in text
+    assert f"k=2: {kav['2']:,}, k=3: {kav['3']:,}, k=5: {kav['5']:,}" in text
+    # the report's cards: 4 significant digits of the same figures
+    cards = _cards(_report(capsys, tmp_path, data, *opts, "--methods", method))
+    for name in ("tau1", "tau2", "theta", "expected_reidentifications"):
+        assert cards[name] == fmt(est[name]), name
+    assert (cards["sample_uniques"], cards["k3_violations"]) == (fmt(su), fmt(kav["3"]))
+    # recommend's figures before any change
+    before = _json(capsys, "recommend", data, *opts, "--method", method, "--target", "1e9",
+                   "--actions", "suppression")["measures_before"]
+    assert before == {"objective": est["tau2"], "tau1": est["tau1"], "tau2": est["tau2"],
+                      "expected_reidentifications": est["expected_reidentifications"],
+                      "sample_uniques": su}
+    # protect's "before" when nothing needs changing: the figures and intervals of assess
+    # (protect counts missing values as wildcards, so nb --mode sdcmicro sums its cells one
+    # by one, not grouped by count as assess does here: equal to the last few bits)
+    prot = _json(capsys, "protect", data, *opts, "--method", method, "--target", "tau2=1e9",
+                 "--out", tmp_path / "p.csv")["risk_before"]
+    for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
+        assert prot[name] == pytest.approx(est[name], rel=1e-13), name
+        if d["measures"][name]["lower"] is not None:
+            assert prot["intervals"][name] == pytest.approx(
+                {k: d["measures"][name][k] for k in ("lower", "upper")}, rel=1e-13)
+    assert prot["record_risk_threshold"] == pytest.approx(
+        d["thresholds"]["record_risk_threshold"], rel=1e-13)
+    # the gate: exit 3 exactly when the figure shown exceeds the limit
+    for limit, want in ((su, 0), (su - 1, 3)):
+        code, _, err = run_cli(capsys, "assess", data, *opts, "--method", method,
+                               "--fail-above", f"sample_uniques={limit}")
+        assert code == want, err
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["N", "weights"])
+def test_missing_values_as_wildcards_in_every_output(adult, tmp_path, capsys, weighted):
+    # KS8 with -1 read as missing (2,799 workclass, 2,809 occupation, 857 native_country in
+    # the population): nb --mode sdcmicro on wildcard counts in assess, its table, the report,
+    # recommend and protect; protect --k-anonymity 3 counts its violations as assess does
+    data, out = adult / "missing.csv", tmp_path / "p.csv"
+    size = ("--weights", "w") if weighted else ("--population-size", str(ADULT_N))
+    opts = ("--keys", KS8, *size, "--mode", "sdcmicro", "--missing", "wildcard")
+    d = _json(capsys, "assess", data, *opts, "--method", "nb")
+    est = {k: m["estimate"] for k, m in d["measures"].items()}
+    su, kav = d["sample_uniques"], d["k_anonymity_violations"]
+    assert su == kav["2"] and d["patterns_with_missing_values"] > 0
+    code, text, err = run_cli(capsys, "assess", data, *opts, "--method", "nb")
+    assert code == 0, err
+    assert (f"(and {d['patterns_with_missing_values']:,} patterns with missing values); "
+            f"sample uniques {su:,}\n") in text
+    assert f"k=2: {kav['2']:,}, k=3: {kav['3']:,}, k=5: {kav['5']:,}" in text
+    cards = _cards(_report(capsys, tmp_path, data, *opts, "--methods", "nb"))
+    assert [cards[k] for k in ("tau2", "expected_reidentifications", "sample_uniques",
+                               "k3_violations")] == [fmt(est["tau2"]),
+                                                     fmt(est["expected_reidentifications"]),
+                                                     fmt(su), fmt(kav["3"])]
+    before = _json(capsys, "recommend", data, *opts, "--method", "nb", "--target", "1e9",
+                   "--actions", "suppression")["measures_before"]
+    assert (before["tau2"], before["sample_uniques"]) == (est["tau2"], su)
+    p = _json(capsys, "protect", data, *opts[:-2], "--method", "nb", "--k-anonymity", "3",
+              "--out", out)
+    assert p["k_violations_before"] == kav["3"] and p["k_violations_after"] == 0
+    assert p["risk_before"]["tau2"] == pytest.approx(est["tau2"], rel=1e-13)
+    after = _json(capsys, "assess", out, *opts, "--method", "nb")
+    assert after["k_anonymity_violations"]["3"] == 0
+    for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
+        assert p["risk_after"][name] == pytest.approx(
+            after["measures"][name]["estimate"], rel=1e-13, abs=1e-300), name
+
+
+def test_protect_gives_each_methods_own_figures_as_assess_does(adult, tmp_path, capsys):
+    # a method that cannot count suppressed values as wildcards: protect's own figures of it
+    # (missing values as a category) are assess's, on the input and on the file written
+    data, out = adult / "missing.csv", tmp_path / "p.csv"
+    opts = ("--keys", KS8, "--population-size", str(ADULT_N), "--method", "pitman-yor")
+    p = _json(capsys, "protect", data, *opts, "--k-anonymity", "2", "--out", out)
+    own = p["risk_missing_as_category"]
+    for side, path in (("before", data), ("after", out)):
+        d = _json(capsys, "assess", path, *opts)
+        for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
+            assert own[side][name] == d["measures"][name]["estimate"], (side, name)
+        assert own[side]["record_risk_threshold"] == d["thresholds"]["record_risk_threshold"]
+
+
+def test_a_given_sample_against_its_population(adult, tmp_path, capsys):
+    # evaluate --sample S --population P and report S --population P read S with P's levels
+    # (documented): their estimates are assess's with those levels (--levels), and N = |P|
+    data, pop = adult / "codes.csv", shared_data("uci_adult", "uci_adult.csv.gz")
+    for method in ("nb", "poisson-gamma", "graphical", "auto"):
+        d = _json(capsys, "assess", data, "--keys", KS6, "--population-size", str(ADULT_N),
+                  "--levels", adult / "levels.json", "--method", method)
+        ev = _json(capsys, "evaluate", pop, "--keys", KS6, "--sample", data, "--methods",
+                   method)
+        assert ev["truth"]["n"] == d["n"] and ev["cell_space"] == d["cell_space"]
+        for name in ("tau1", "tau2", "p_pu", "p_pu_given_su", "theta"):
+            assert ev["estimates"][method][name] == d["measures"][name]["estimate"], name
+        cards = _cards(_report(capsys, tmp_path, data, "--keys", KS6, "--population", pop,
+                               "--methods", method))
+        assert [cards[k] for k in ("tau1", "tau2", "sample_uniques")] == [
+            fmt(d["measures"]["tau1"]["estimate"]), fmt(d["measures"]["tau2"]["estimate"]),
+            fmt(d["sample_uniques"])]
+    # the truth of the ground-truth table (../shared/data/uci_adult/ground_truth.md)
+    assert (ev["truth"]["sample_uniques"], ev["truth"]["tau1"]) == (750, 212)
+    assert ev["truth"]["tau2"] == pytest.approx(308.5, abs=0.05)
+
+
+@pytest.mark.parametrize("extra", [("--population-size", str(ADULT_N), "--method", "auto"),
+                                   ("--weights", "w", "--method", "pitman-yor"),
+                                   ("--population-size", str(ADULT_N), "--method", "nb",
+                                    "--mode", "sdcmicro", "--missing", "wildcard",
+                                    "--wildcard-alpha", "0.5")],
+                         ids=["auto", "pitman-yor weights", "nb wildcard alpha"])
+def test_each_key_set_of_a_ranking_is_its_own_assessment(adult, capsys, extra):
+    data = adult / "missing.csv"
+    keys = "age,sex,workclass,occupation"
+    ranked = _json(capsys, "assess", data, "--keys", keys, *extra, "--all-subsets-up-to", "2",
+                   "--workers", "1")["scenarios"]
+    assert len(ranked) == 10
+    for row in ranked[:4]:
+        d = _json(capsys, "assess", data, "--keys", ",".join(row["keys"]), *extra,
+                  "--seed", str(row["seed"]) if row["seed"] is not None else "0")
+        for name in ("tau1", "tau2", "expected_reidentifications"):
+            assert row["measures"][name]["estimate"] == pytest.approx(
+                d["measures"][name]["estimate"], rel=1e-12), (row["keys"], name)
+        assert row["sample_uniques"] == d["sample_uniques"]
+        assert [row[f"k{k}_violations"] for k in (2, 3, 5)] == [
+            d["k_anonymity_violations"][k] for k in "235"]
+
+
+def test_streamed_and_html_assessments_are_the_in_memory_ones(adult, capsys):
+    data = adult / "codes.csv"
+    for method in ("nb", "auto"):
+        opts = ("--keys", KS6, "--population-size", str(ADULT_N), "--method", method)
+        d = _json(capsys, "assess", data, *opts)
+        streamed = _json(capsys, "assess", data, *opts, "--out-of-core")
+        assert streamed["measures"] == d["measures"]
+        assert (streamed["sample_uniques"], streamed["k_anonymity_violations"]) == (
+            d["sample_uniques"], d["k_anonymity_violations"])
+        code, page, err = run_cli(capsys, "assess", data, *opts, "--format", "html")
+        assert code == 0, err
+        cards = _cards(page)
+        assert [cards[k] for k in ("tau2", "tau1", "sample_uniques")] == [
+            fmt(d["measures"]["tau2"]["estimate"]), fmt(d["measures"]["tau1"]["estimate"]),
+            fmt(d["sample_uniques"])]
 
 
 # --- sample uniques with --wildcard-alpha below 1 ---------------------------------------------
