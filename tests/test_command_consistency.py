@@ -431,3 +431,22 @@ def test_a_breach_prints_the_figure_above_its_limit(tmp_path, capsys):
         code, _, err = run_cli(capsys, "assess", path, *opts, "--fail-above", f"{name}={above}")
         assert code == 0, err
     assert checked >= 2
+
+
+def test_provenance_names_the_seed_the_method_used(tmp_path, capsys):
+    # assess --format json wrote provenance seed 0 for nb, which draws no random numbers,
+    # where the Python result and the report's provenance say none (None, "–")
+    from sdcrisk import Microdata, get_estimator, tabulate
+
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"a": [i % 7 for i in range(60)], "b": [i % 5 for i in range(60)]}).to_csv(
+        path, index=False)
+    md = Microdata.from_source(str(path), ["a", "b"], population_size=600)
+    for method, seed in (("nb", None), ("graphical", 3)):
+        opts = ("--keys", "a,b", "--population-size", "600", "--seed", "3")
+        d = _json(capsys, "assess", path, *opts, "--method", method)
+        options = {} if seed is None else {"random_state": seed}
+        api = get_estimator(method, **options).fit(tabulate(md)).to_dict()
+        assert d["provenance"]["seed"] == api["provenance"]["seed"] == seed
+        page = _report(capsys, tmp_path, path, *opts, "--methods", method)
+        assert f"<dt>seed</dt><dd>{'–' if seed is None else seed}</dd>" in page

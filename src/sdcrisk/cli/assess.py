@@ -259,8 +259,7 @@ def _render(args, result, where: str | None, limits=()) -> str:
 
         return build_report(result, limits=list(limits))
     if args.format == "json":
-        d = result.to_dict()
-        d["provenance"]["seed"] = args.seed
+        d = result.to_dict()  # provenance: the seed the method used (None: it draws none)
         if where is not None:
             d["provenance"]["executor"] = where
             if args.workers is not None:
