@@ -33,7 +33,8 @@ from ..exceptions import ParameterError
 from . import _cells
 
 __all__ = ["WildcardCounts", "wildcard_cell_counts", "wildcard_record_counts",
-           "missing_codes", "check_alpha", "key_categories", "RecordMatcher", "unique_records"]
+           "missing_codes", "check_alpha", "key_categories", "RecordMatcher", "unique_cells",
+           "unique_records"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -183,10 +184,15 @@ def unique_records(table) -> int:
     P(PU|SU) = tau1 / sample uniques sum over them). With alpha = 1 they are the records
     violating 2-anonymity (fk < 2); with alpha < 1 a record matched only by records with
     missing values (fk = 1 + alpha) violates 2-anonymity, but another record matches it."""
-    wc = getattr(table, "wildcard", None)
-    if wc is None:
+    if getattr(table, "wildcard", None) is None:
         return table.k_anonymity_violations((2,))[2]
-    return int(table.counts[wc.counts == 1].sum())
+    return int(table.counts[unique_cells(table)].sum())
+
+
+def unique_cells(table) -> np.ndarray:
+    """Which cells of a CellTable hold sample uniques (:func:`unique_records`): f = 1, or
+    with wildcard counts fk = 1."""
+    return (table.counts if table.wildcard is None else table.wildcard.counts) == 1
 
 
 def wildcard_record_counts(codes, levels, weights: np.ndarray | None = None,

@@ -211,8 +211,8 @@ def category_contributions(result: RiskResult, *, min_count: int = 1,
     table = result.table
     f = table.counts
     n = table.n
-    su = f == 1
-    n1 = int(su.sum())
+    su = wildcard.unique_cells(table)  # as the cards count them: fk = 1 with wildcard counts
+    n1 = int(f[su].sum())
     risk = (result.cell_risk(kind) * f if kind in result.cell_risk_values else None)
     total_risk = float(risk.sum()) if risk is not None else None
     above = None
@@ -226,7 +226,7 @@ def category_contributions(result: RiskResult, *, min_count: int = 1,
         codes = table.cell_codes[:, j]
         d = len(table.levels[j])
         records = np.bincount(codes, weights=f, minlength=d)
-        su_rec = np.bincount(codes[su], minlength=d)
+        su_rec = np.bincount(codes[su], weights=f[su], minlength=d).astype(np.int64)
         rk = np.bincount(codes, weights=risk, minlength=d) if risk is not None else None
         present = records > 0
         small = present & (records < min_count)
