@@ -115,6 +115,25 @@ def _suda_max_size(text: str, n_keys: int) -> int | str:
                          f"{n_keys} (the number of keys)")
 
 
+def _on_levels(md, levels):
+    """``md`` coded on ``levels`` (one tuple per key), its own categories that they lack (a
+    recode's new label, a missing value) after them. With --population the sample is coded
+    on the population's categories, and so is the protected file: read on its own it had a
+    cell space of its categories only (a copy of the sample showed poisson-gamma's tau1
+    40.75 before and 40.72 after, on uci_adult)."""
+    import dataclasses
+
+    import numpy as np
+
+    codes, out = [], []
+    for c, own, given in zip(md.codes, md.levels, levels, strict=True):
+        lv = tuple(given) + tuple(v for v in own if v not in set(given))
+        at = {v: i for i, v in enumerate(lv)}
+        codes.append(np.array([at[v] for v in own], np.int64)[c])
+        out.append(lv)
+    return dataclasses.replace(md, codes=tuple(codes), levels=tuple(out))
+
+
 def _report(args) -> Outcome:
     from ..analyses.evaluate import every_method_failed
     from ..analyses.methods import ESTIMATORS, get_estimator
@@ -149,6 +168,7 @@ def _report(args) -> Outcome:
             if value:  # these files are read person by person: the keys would not match
                 raise ParameterError(f"{flag} does not take household-level keys "
                                      f"(--household-size) yet; drop {flag} or --household-size")
+    population = None
     if args.population:
         if args.population_size is not None or args.sampling_fraction is not None:
             raise ParameterError("--population fixes N (its number of records); drop "
@@ -169,6 +189,8 @@ def _report(args) -> Outcome:
         prot = Microdata.from_source(
             args.protected, list(table.keys), weights=args.weights, household=args.household,
             population_size=float(table.population_size), **reading_options(args))
+        if population is not None:  # as the sample: the population's categories
+            prot = _on_levels(prot, population.levels)
     suda_max_size = _suda_max_size(args.suda_max_size, len(table.keys))
     if args.no_suda and args.suda_max_size != "auto":  # it would be ignored without a word
         raise ParameterError(f"--suda-max-size {args.suda_max_size!r} bounds the SUDA section, "
