@@ -630,9 +630,9 @@ def test_compiled_moments_are_the_numpy_sums_bit_for_bit(monkeypatch):
     margins = _random_margins((4, 5, 3, 6), 0.7, seed=21)
     g = DecomposableGraph(4, frozenset({(0, 1), (1, 2), (0, 2), (2, 3)}))
     cells = np.flatnonzero(margins.counts == 1)
-    monkeypatch.setattr(gp, "_COMPILED_FROM", 10**12)
+    monkeypatch.setattr(gp, "COMPILED_FROM", 10**12)
     plain = [observed_moments(g, margins, 2.0), observed_moments(g, margins, 2.0, cells=cells)]
-    monkeypatch.setattr(gp, "_COMPILED_FROM", 0)
+    monkeypatch.setattr(gp, "COMPILED_FROM", 0)
     fused = [observed_moments(g, margins, 2.0), observed_moments(g, margins, 2.0, cells=cells)]
     assert len(cells) > 10
     for a, b in zip(plain, fused, strict=True):

@@ -331,18 +331,18 @@ def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
 
 
 def test_compiled_margin_ids_equal_the_numpy_pass(monkeypatch):
-    """Margins of >= _COMPILED_FROM observed cells get their ids and dense counts from the
+    """Margins of >= COMPILED_FROM observed cells get their ids and dense counts from the
     numba kernels: the same ids, counts, count spectra and margin cells as the NumPy pass."""
     import sdcrisk.estimators._decomposable as dec
 
     rng = np.random.default_rng(3)
-    codes = rng.integers(0, [2, 9, 5, 7], (dec._COMPILED_FROM + 17, 4)).astype(np.int16)
+    codes = rng.integers(0, [2, 9, 5, 7], (dec.COMPILED_FROM + 17, 4)).astype(np.int16)
     counts = rng.integers(1, 4, len(codes))
     compiled = dec.Margins(codes, counts, [2, 9, 5, 7])
     ids = compiled._ids((1, 3), (9, 7))
     spectrum = [compiled.margin_counts(mask) for mask in (0b0001, 0b0110, 0b1111)]
     m1 = compiled(0b1010)
-    monkeypatch.setattr(dec, "_COMPILED_FROM", 10**12)
+    monkeypatch.setattr(dec, "COMPILED_FROM", 10**12)
     plain = dec.Margins(codes, counts, [2, 9, 5, 7])
     np.testing.assert_array_equal(ids, codes[:, 1].astype(np.int64) * 7 + codes[:, 3])
     m2 = plain(0b1010)

@@ -277,7 +277,7 @@ class Margin:
 #: observed cells from which margin ids are computed in one compiled pass over the rows
 #: (numba costs about 1 s to import; a NumPy pass per variable cost 2 s over 101 margins
 #: of 5.9 M cells, issue 20)
-_COMPILED_FROM = 100_000
+COMPILED_FROM = 100_000
 _IDS_KERNEL = None
 
 
@@ -431,7 +431,7 @@ class Margins:
     def _dense_counts(self, variables: tuple[int, ...], radices: tuple[int, ...],
                       size: int) -> np.ndarray:
         """f_A of every cell of the margin over ``variables`` (int64, dense, length ``size``)."""
-        if len(self.counts) >= _COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+        if len(self.counts) >= COMPILED_FROM and self.cell_codes.flags.c_contiguous:
             return _counts_kernel()(self.cell_codes, np.asarray(variables, np.int64),
                                     np.asarray(radices, np.int64), self.counts, size,
                                     2 if size <= (1 << 22) else 1)
@@ -446,7 +446,7 @@ class Margins:
 
     def _ids(self, variables: tuple[int, ...], radices: tuple[int, ...]) -> np.ndarray:
         """Mixed-radix id of each observed cell's margin cell over ``variables``."""
-        if len(self.counts) >= _COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+        if len(self.counts) >= COMPILED_FROM and self.cell_codes.flags.c_contiguous:
             return _ids_kernel()(self.cell_codes, np.asarray(variables, np.int64),
                                  np.asarray(radices, np.int64))
         ids = np.zeros(len(self.counts), np.int64)

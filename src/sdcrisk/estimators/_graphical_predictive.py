@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._decomposable import _COMPILED_FROM, DecomposableGraph, Margins, parent_index
+from ._decomposable import COMPILED_FROM, DecomposableGraph, Margins, parent_index
 
 __all__ = [
     "CellMoments",
@@ -110,7 +110,7 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     n_cells = len(margins.counts) if cells is None else len(cells)
     log_mean = np.zeros(n_cells)
     log_ratio = np.zeros(n_cells)
-    compiled = n_cells >= _COMPILED_FROM
+    compiled = n_cells >= COMPILED_FROM
     for a_mask, b_mask, a_a, a_b in factor_params(graph, margins, prior_weight):
         for mask, shift, sign in ((a_mask, a_a, 1.0), (b_mask, a_b, -1.0)):
             x = shift + margins(mask).counts.astype(float)
