@@ -498,3 +498,24 @@ def test_report_codes_the_protected_file_on_the_populations_categories(tmp_path,
     # suppressed values is still read: its own categories come after the population's
     rows.assign(a=["1-2", "1-2", "1-2", "1-2", 3, 4, None, 5]).to_csv(copy, index=False)
     _report(capsys, tmp_path, sample, *opts, "--protected", copy)
+
+
+def test_a_sample_with_suppressions_against_its_population_says_why(tmp_path, capsys):
+    """evaluate, report and decide against a population refuse a sample holding missing
+    values the population lacks (a protected file's suppressions) in the command line's
+    words: they said "build the sample with levels=population.levels", an API remedy."""
+    pop = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3, 1, 2], "b": [1, 2, 1, 2, 1, 2, 2, 1]})
+    pop.to_csv(tmp_path / "pop.csv", index=False)
+    sample = pop.iloc[:4].astype(float)
+    sample.loc[1, "a"] = np.nan  # suppressed
+    sample.to_csv(tmp_path / "prot.csv", index=False)
+    for argv in (("evaluate", tmp_path / "pop.csv", "--sample", tmp_path / "prot.csv",
+                  "--keys", "a,b", "--methods", "nb"),
+                 ("report", tmp_path / "prot.csv", "--population", tmp_path / "pop.csv",
+                  "--keys", "a,b", "--method", "nb", "--out", tmp_path / "r.html"),
+                 ("decide", tmp_path / "prot.csv", "--population", tmp_path / "pop.csv",
+                  "--domain", "a", "--class", "b=1", "--l1", "exp:1")):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2, argv[0]
+        assert "key 'a' has missing values" in err and "pop.csv' has none" in err, err
+        assert "levels=population.levels" not in err

@@ -609,6 +609,15 @@ def sample_of_population(source: str, keys: Sequence[str], population: Microdata
             raise InputError(f"{what} has {sample.n:,} records, more than the {population.n:,} "
                              f"of the population {population_path!r}; the sample must be "
                              "drawn from this population: give the whole population's file")
+        for key, got, want in zip(sample.keys, sample.levels, population.levels, strict=True):
+            if len(got) > len(want):  # only the missing level is added to declared levels
+                # (a protected file's suppressions): "build the sample with
+                # levels=population.levels" named the API, and nothing the user could do
+                raise InputError(f"{what}: key {key!r} has missing values (blank, or a "
+                                 f"missing code) where the population {population_path!r} "
+                                 "has none, e.g. values suppressed by sdcrisk protect; a "
+                                 "missing value has no count in the population: give the "
+                                 "file as drawn, before protection")
         return sample if size is None else sample.with_population_size(size)
     except InputError as exc:
         if "declared levels" not in str(exc):
