@@ -20,7 +20,7 @@ from ..core.measures import (
 from ..core.result import RiskResult
 from ..data.sizes import short_repr
 from ..data.table import CellTable
-from ..estimators import options_of
+from ..estimators import options_of, without_p_pu
 from ..estimators._base import Estimator, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_bounds import ordered, whole_count_lower, widen_interval, within_bounds
@@ -291,10 +291,7 @@ class AutoRisk(Estimator):
     def _scoped(self, est: Estimator) -> Estimator:
         """A candidate narrowed to this fit's ``scope`` where it has the option and computes
         more (a candidate already limited to the sample uniques stays so)."""
-        if (self.scope != "all" and "scope" in options_of(type(est))
-                and est.get_params()["scope"] == "all"):
-            return dataclasses.replace(est, scope=self.scope)
-        return est
+        return est if self.scope == "all" else without_p_pu(est)
 
     def _unvalidated(self, table: CellTable) -> RiskResult | None:
         """The answer for a file auto need not or cannot validate on, else None.
