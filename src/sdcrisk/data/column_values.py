@@ -39,6 +39,14 @@ def _value_buffer(arr, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr),
                          offset=arr.offset * dtype.itemsize)
 
+def _column(name: str, values: np.ndarray, missing: np.ndarray | None) -> Column:
+    """A Column of ``values``; true/false values as 0 and 1 (``boolean``, which the weights
+    check refuses), alike from an Arrow table, a frame or a mapping."""
+    if values.dtype.kind == "b":
+        return Column(name, values.astype(np.int8), missing, boolean=True)
+    return Column(name, values, missing)
+
+
 def arrow_column(name: str, chunked) -> Column:
     import pyarrow as pa
 
@@ -70,7 +78,7 @@ def arrow_column(name: str, chunked) -> Column:
         values = (arr.fill_null(fill) if missing is not None else arr).to_numpy(
             zero_copy_only=False)
         if values.dtype == bool:
-            return Column(name, values.astype(np.int8), missing, boolean=True)
+            return _column(name, values, missing)
     elif pa.types.is_floating(arr.type):
         values = arr.to_numpy(zero_copy_only=False).astype(float)
         nan = np.isnan(values)
@@ -129,13 +137,9 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 # NaN is missing, as in a NumPy column, an Arrow table, a mapping: a nullable
                 # (Float64) or Arrow-backed column's isna() tells it from NA and says no
                 missing = missing | np.isnan(values)
-            elif values.dtype.kind == "b":
-                out[name] = Column(name, values.astype(np.int8),
-                                   missing if missing.any() else None, boolean=True)
-                continue
-            elif values.dtype.kind not in "iu":
+            elif values.dtype.kind not in "iub":
                 values = series.astype(str).to_numpy().astype(str)
-            out[name] = Column(name, values, missing if missing.any() else None)
+            out[name] = _column(name, values, missing if missing.any() else None)
         return out
     if module == "polars":
         if not hasattr(source, "get_column"):  # a LazyFrame: nothing is computed yet
@@ -166,9 +170,6 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 raise InputError(f"mapping: {name!r} is not a column (a 1-d sequence of "
                                  f"values) but {printable(repr(source[name]), 60)}")
             missing = None
-            if values.dtype.kind == "b":  # 0/1, as a frame's or Arrow's true/false column
-                out[name] = Column(name, values.astype(np.int8), None, boolean=True)
-                continue
             if values.dtype.kind == "f":
                 nan = np.isnan(values)
                 missing = nan if nan.any() else None
@@ -177,10 +178,7 @@ def frame_columns(source: Any, columns: Sequence[str]) -> dict[str, Column] | No
                 miss = np.array([v is None or (isinstance(v, float) and v != v) for v in values])
                 missing = miss if miss.any() else None
                 values = object_values(values, miss)
-                if values.dtype.kind == "b":
-                    out[name] = Column(name, values.astype(np.int8), missing, boolean=True)
-                    continue
-            out[name] = Column(name, values, missing)
+            out[name] = _column(name, values, missing)
         return out
     return None
 
