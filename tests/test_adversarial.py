@@ -382,8 +382,8 @@ def _malformed_csv(draw):
                                 ["--population-size", "1000", "--missing", "wildcard"]]))
 def test_malformed_csv_through_assess_exits_cleanly(capsys, tmp_path, raw, options):
     """Every malformed small CSV ends in a result (exit 0) or one line naming the problem
-    (exit 2; after any one-line warnings met on the way), in memory and streamed; where both give a result they agree on n and on the
-    sample uniques."""
+    (exit 2; after any one-line warnings met on the way), in memory and streamed; where
+    both give a result they agree on n and on the sample uniques."""
     path = tmp_path / "m.csv"
     path.write_bytes(raw)
     outs = []

@@ -127,7 +127,8 @@ def _on_levels(md, levels):
 
     codes, out = [], []
     for c, own, given in zip(md.codes, md.levels, levels, strict=True):
-        lv = tuple(given) + tuple(v for v in own if v not in set(given))
+        known = set(given)
+        lv = tuple(given) + tuple(v for v in own if v not in known)
         at = {v: i for i, v in enumerate(lv)}
         codes.append(np.array([at[v] for v in own], np.int64)[c])
         out.append(lv)

@@ -111,13 +111,14 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     log_mean = np.zeros(n_cells)
     log_ratio = np.zeros(n_cells)
     compiled = n_cells >= COMPILED_FROM
+    rows = np.arange(0) if cells is None else cells  # the compiled pass: empty for every cell
     for a_mask, b_mask, a_a, a_b in factor_params(graph, margins, prior_weight):
         for mask, shift, sign in ((a_mask, a_a, 1.0), (b_mask, a_b, -1.0)):
             x = shift + margins(mask).counts.astype(float)
             index = margins.cell_index(mask)
             if compiled:  # the same sums in one parallel pass (no gathered temporaries)
                 _gather_kernel()(log_mean, log_ratio, np.log(x), np.log1p(1.0 / x), index,
-                                 np.arange(0) if cells is None else cells, sign)
+                                 rows, sign)
                 continue
             if cells is not None:
                 index = index[cells]
@@ -125,7 +126,6 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
             log_ratio += sign * np.log1p(1.0 / x)[index]
     np.maximum(log_ratio, 1e-6, out=log_ratio)  # the floor of moments_from_counts
     return CellMoments(log_mean, _log_expm1(log_ratio, overwrite=True))
-
 
 
 _GATHER_KERNEL = None
@@ -151,6 +151,7 @@ def _gather_kernel():
 
         _GATHER_KERNEL = gather
     return _GATHER_KERNEL
+
 
 def nb_parameters(moments: CellMoments, u: float) -> tuple[np.ndarray, np.ndarray]:
     """Negative-binomial (size alpha, prob p) of U = F - f from the gamma approximation.
