@@ -269,25 +269,32 @@ def _direct_kernel():
 
         @njit(parallel=True, cache=True)
         def series(f, r, p, power):
+            # each step's ratio q (r + j) / (j + 1) is computed once (it is the next step's
+            # factor and this step's bound), (f + j)^power by multiplication and the bound's
+            # test without a division: the same terms and stops, 1.7x faster (issue 20)
             out = np.empty(f.shape[0])
             for i in prange(f.shape[0]):  # cells are independent
+                fi, ri = f[i], r[i]
                 q = 1.0 - p[i]
-                log_scale = r[i] * math.log(p[i])
+                log_scale = ri * math.log(p[i])
                 term = 1.0
-                total = 1.0 / f[i] ** power
-                j = 0
+                total = 1.0 / (fi if power == 1 else fi * fi)
                 if q > 0:
+                    ratio = q * ri
+                    j = 0
                     while j < max_steps:
-                        term *= q * (r[i] + j) / (j + 1.0)
-                        total += term / (f[i] + j + 1.0) ** power
+                        term *= ratio
+                        d = fi + j + 1.0
+                        dp = d if power == 1 else d * d
+                        total += term / dp
                         j += 1
                         if term > 1e250:
                             term *= 1e-250
                             total *= 1e-250
                             log_scale += log_1e250
-                        nxt = q * (r[i] + j) / (j + 1.0)
-                        bound = term * nxt / (1.0 - nxt) if nxt < 1 else math.inf
-                        if not bound / (f[i] + j) ** power > rtol * total:
+                        ratio = q * (ri + j) / (j + 1.0)
+                        # the tail after this term is at most term ratio / (1 - ratio) / dp
+                        if ratio < 1 and not term * ratio > rtol * total * dp * (1.0 - ratio):
                             break
                 out[i] = total * math.exp(log_scale)
             return out
