@@ -7,6 +7,8 @@ cell order, codes, counts, record map, weights, households, N) and the same numb
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -368,3 +370,42 @@ def test_compiled_nb_series_equals_the_numpy_loop(monkeypatch, power):
     monkeypatch.setattr(_nb, "_COMPILED_FROM", 10**12)
     plain = _nb._direct_series(f, r, p, power)
     np.testing.assert_allclose(compiled, plain, rtol=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_margin_over_every_key_is_the_cells_themselves(monkeypatch, compiled):
+    """The margin over every key of distinct cells in id order (as a CellTable keeps them) is
+    taken from the cells without counting them again: the same counts, codes, ids, lookups
+    and cell index as the counted margin of the same cells in another order; cells out of
+    order, repeated or with a zero count are counted as before."""
+    import sdcrisk.estimators._decomposable as dec
+
+    draws = 2 * dec.COMPILED_FROM
+    if not compiled:
+        monkeypatch.setattr(dec, "COMPILED_FROM", 10**12)
+    rng = np.random.default_rng(8)
+    levels = [3, 400, 70, 5]
+    flat = np.unique(rng.integers(0, math.prod(levels), draws))
+    codes = np.stack(np.unravel_index(flat, levels), axis=1).astype(np.int16)
+    counts = rng.integers(1, 9, len(flat))
+    full = 0b1111
+    fast = dec.Margins(codes, counts, levels)
+    assert fast._compiled is compiled
+    perm = rng.permutation(len(flat))
+    slow = dec.Margins(codes[perm], counts[perm], levels)
+    m1, m2 = fast(full), slow(full)
+    assert m1.codes is fast.cell_codes  # taken, not recounted
+    assert m2.codes is not slow.cell_codes
+    np.testing.assert_array_equal(m1.counts, m2.counts)
+    np.testing.assert_array_equal(m1.codes, m2.codes)
+    np.testing.assert_array_equal(m1.ids, m2.ids)
+    query = np.concatenate([codes[:50], rng.integers(0, levels, (200, 4))]).astype(np.int64)
+    np.testing.assert_array_equal(m1.lookup(query), m2.lookup(query))
+    assert (m1.lookup(query)[:50] == np.arange(50)).all()
+    np.testing.assert_array_equal(fast.cell_index(full), np.arange(len(flat)))
+    np.testing.assert_array_equal(m2.counts[slow.cell_index(full)], counts[perm])
+    twice = np.concatenate([codes[:3], codes[2:3], codes[3:]])
+    again = dec.Margins(twice, np.ones(len(twice), np.int64), levels)(full)
+    assert again.codes is not twice and again.counts[2] == 2
+    zero = dec.Margins(codes, np.where(np.arange(len(flat)) == 4, 0, counts), levels)(full)
+    assert zero.codes is not codes and len(zero.counts) == len(flat) - 1

@@ -300,6 +300,30 @@ def _ids_kernel():
     return _IDS_KERNEL
 
 
+_POSITIONS_KERNEL = None
+
+
+def _positions_kernel():
+    """``position[id]`` of every observed cell's margin cell, the id computed on the fly (one
+    pass: the ids and their gather cost two, with a cell-long int64 array between them)."""
+    global _POSITIONS_KERNEL
+    if _POSITIONS_KERNEL is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True)
+        def positions_of(codes, variables, radices, position):
+            out = np.empty(codes.shape[0], position.dtype)
+            for i in prange(codes.shape[0]):
+                v = np.int64(0)
+                for j in range(variables.shape[0]):
+                    v = v * radices[j] + codes[i, variables[j]]
+                out[i] = position[v]
+            return out
+
+        _POSITIONS_KERNEL = positions_of
+    return _POSITIONS_KERNEL
+
+
 _COUNTS_KERNEL = None
 
 
@@ -374,6 +398,11 @@ class Margins:
         self._log_ml: dict[tuple[int, float], float] = {}
 
     @property
+    def _compiled(self) -> bool:
+        """Whether margins are counted and indexed by the compiled passes over the cells."""
+        return len(self.counts) >= COMPILED_FROM and self.cell_codes.flags.c_contiguous
+
+    @property
     def n_vertices(self) -> int:
         return len(self.n_levels)
 
@@ -431,7 +460,7 @@ class Margins:
     def _dense_counts(self, variables: tuple[int, ...], radices: tuple[int, ...],
                       size: int) -> np.ndarray:
         """f_A of every cell of the margin over ``variables`` (int64, dense, length ``size``)."""
-        if len(self.counts) >= COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+        if self._compiled:
             return _counts_kernel()(self.cell_codes, np.asarray(variables, np.int64),
                                     np.asarray(radices, np.int64), self.counts, size,
                                     2 if size <= (1 << 22) else 1)
@@ -446,7 +475,7 @@ class Margins:
 
     def _ids(self, variables: tuple[int, ...], radices: tuple[int, ...]) -> np.ndarray:
         """Mixed-radix id of each observed cell's margin cell over ``variables``."""
-        if len(self.counts) >= COMPILED_FROM and self.cell_codes.flags.c_contiguous:
+        if self._compiled:
             return _ids_kernel()(self.cell_codes, np.asarray(variables, np.int64),
                                  np.asarray(radices, np.int64))
         ids = np.zeros(len(self.counts), np.int64)
@@ -463,17 +492,25 @@ class Margins:
         if not variables:
             return Margin((), np.array([self.n], np.int64), np.zeros((1, 0), np.int64),
                           np.zeros(n_cells, np.int64), 0.0, None, ())
+        if mask == (1 << self.n_vertices) - 1:
+            got = self._identity(variables, radices, log_size)
+            if got is not None:
+                return got
         dense = self._dense_size(radices)
         if dense is not None:  # one bincount instead of a sort: same cells, same order
             total = self._dense_counts(variables, radices, dense)
             uniq = np.flatnonzero(total)
             counts = total[uniq]
             del total
-            ids = self._ids(variables, radices)
             position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
             position[uniq] = np.arange(len(uniq), dtype=position.dtype)
-            self._index[mask] = position[ids]
-            del position, ids
+            if self._compiled:
+                self._index[mask] = _positions_kernel()(
+                    self.cell_codes, np.asarray(variables, np.int64),
+                    np.asarray(radices, np.int64), position)
+            else:
+                self._index[mask] = position[self._ids(variables, radices)]
+            del position
             # in the cells' own (small) integer type: an int64 copy of a large margin's codes
             # weighed 8 bytes x keys per margin cell (0.38 GB for the full 8-key margin)
             codes = np.empty((len(uniq), len(variables)), self.cell_codes.dtype
@@ -492,6 +529,21 @@ class Margins:
         inv = inv.ravel()
         counts = np.bincount(inv, weights=self.counts, minlength=len(first)).astype(np.int64)
         return Margin(variables, counts, sub[first], inv, log_size, uniq, radices)
+
+    def _identity(self, variables: tuple[int, ...], radices: tuple[int, ...],
+                  log_size: float) -> Margin | None:
+        """The margin over every key when the observed cells are distinct, non-empty and in id
+        order, as a CellTable keeps them: the cells themselves, in one pass for their ids.
+        The importance sampling of the f = 0 cells asks whether drawn cells are observed;
+        counting, sorting and decoding the full margin for it took 0.9 s at 5.9 million cells
+        (issue 20). None otherwise (the margin is then counted as any other)."""
+        if (math.prod(radices) >= _MAX_RADIX
+                or not np.issubdtype(self.cell_codes.dtype, np.integer)):
+            return None
+        ids = self._ids(variables, radices)
+        if np.any(ids[1:] <= ids[:-1]) or np.any(self.counts <= 0):
+            return None
+        return Margin(variables, self.counts, self.cell_codes, None, log_size, ids, radices)
 
     def log_ml(self, mask: int, prior_weight: float) -> float:
         """log ML(A) of spec D.3 for the variable set A (0 for the empty set)."""
