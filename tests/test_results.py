@@ -249,3 +249,27 @@ def test_microdata_and_cell_table_notebook_views_are_escaped():
         assert "<td>2</td>" in page  # each key's number of levels
     # the cell table's view shows no key value of any cell
     assert "script" not in table._repr_html_()
+
+
+def test_risk_result_copies_the_callers_arrays_and_shares_its_own():
+    """A RiskResult copies the risk arrays it is given (the caller's array changing later
+    changes nothing in it), and a result built from another's (``dataclasses.replace``)
+    shares those copies, which nobody can write, instead of copying them again."""
+    table = sdcrisk.tabulate(sdcrisk.Microdata.from_source(
+        {"a": [1, 2, 2, 3]}, ["a"], population_size=40))
+    res = sdcrisk.NegativeBinomialRisk().fit(table)
+    mine = np.array([0.5, 0.25, 0.125])
+    built = dataclasses.replace(res, cell_risk_values={"reidentification": mine})
+    kept = built.cell_risk_values["reidentification"]
+    mine[0] = 9.0
+    assert kept[0] == 0.5 and not np.shares_memory(kept, mine)
+    assert not kept.flags.writeable
+    with pytest.raises(ValueError):
+        kept[0] = 1.0
+    again = dataclasses.replace(built, measures=dict(built.measures))
+    assert again.cell_risk_values["reidentification"] is kept
+    # a read-only view of the caller's array is the caller's still: copied
+    view = mine.view()
+    view.setflags(write=False)
+    other = dataclasses.replace(res, cell_risk_values={"reidentification": view})
+    assert not np.shares_memory(other.cell_risk_values["reidentification"], mine)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +24,23 @@ if TYPE_CHECKING:
 __all__ = ["RiskResult", "ResultBase", "jsonable", "provenance"]
 
 RiskKind = Literal["reidentification", "population_unique"]
+
+
+#: the read-only risk arrays that results made as their own copies, by id: a result built
+#: from another's arrays (``dataclasses.replace``, auto's chosen candidate) shares them
+#: instead of copying again (24 copies of 5.9 million cells were 0.4 s of auto at 3x10^7
+#: records, issue 20); any other array, the caller's, is copied
+_OWN_COPIES: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def _owned_copy(values) -> np.ndarray:
+    """``values`` as a read-only float array that no caller can write through."""
+    if _OWN_COPIES.get(id(values)) is values:
+        return values
+    out = np.array(values, dtype=float, copy=True)
+    out.setflags(write=False)
+    _OWN_COPIES[id(out)] = out
+    return out
 
 
 #: what a result fitted on a FrequencyTable says in place of the cells' fingerprint
@@ -93,9 +111,9 @@ class RiskResult(ResultBase):
     cell_risk_values: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # the result owns copies of its risk arrays; the base makes them read-only
+        # the result owns read-only copies of its risk arrays
         object.__setattr__(self, "cell_risk_values", {
-            k: np.array(v, dtype=float, copy=True) for k, v in self.cell_risk_values.items()})
+            k: _owned_copy(v) for k, v in self.cell_risk_values.items()})
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
         super().__post_init__()
 
