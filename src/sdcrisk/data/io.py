@@ -609,9 +609,10 @@ def iter_columns(source: Any, columns: Sequence[str], ids: Sequence[str] = ()
     ``ids`` as household id labels (:func:`read_columns`).
 
     A Parquet file is read column by column (the next one decoded on a second thread while
-    the caller works on this one: two columns' values in memory at most); any other source is read as by :func:`read_columns` and its Arrow columns are
-    converted and dropped one after the other. Errors (missing file or column, unreadable
-    file) are raised here, before the first column is yielded.
+    the caller works on this one: two columns' values in memory at most); any other source
+    is read as by :func:`read_columns` and its Arrow columns are converted and dropped one
+    after the other. Errors (missing file or column, unreadable file) are raised here,
+    before the first column is yielded.
 
     Returns
     -------
