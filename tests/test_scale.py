@@ -409,3 +409,53 @@ def test_margin_over_every_key_is_the_cells_themselves(monkeypatch, compiled):
     assert again.codes is not twice and again.counts[2] == 2
     zero = dec.Margins(codes, np.where(np.arange(len(flat)) == 4, 0, counts), levels)(full)
     assert zero.codes is not codes and len(zero.counts) == len(flat) - 1
+
+
+def test_compiled_observed_cells_equal_the_numpy_pass(monkeypatch):
+    """From COMPILED_FROM records, observed_cells counts int32 ids and maps them to cells in
+    compiled passes: the same cells, counts and record -> cell map (in place) as the blocked
+    bincount, whose blocks this test makes small enough to be exercised."""
+    from sdcrisk.data import _cells
+
+    rng = np.random.default_rng(4)
+    bound = 50_000
+    ids = rng.integers(0, bound, _cells.COMPILED_FROM + 1_234).astype(np.int32)
+    ids[:7] = bound - 1  # the last cell, several times
+    work = ids.copy()
+    cells, counts, record_cell = _cells.observed_cells(work, bound)
+    assert record_cell is work  # in place
+    monkeypatch.setattr(_cells, "COMPILED_FROM", 10**12)
+    monkeypatch.setattr(_cells, "_COUNT_BLOCK", 100_000)
+    want = _cells.observed_cells(ids.copy(), bound)
+    np.testing.assert_array_equal(cells, want[0])
+    np.testing.assert_array_equal(counts, want[1])
+    np.testing.assert_array_equal(record_cell, want[2])
+    np.testing.assert_array_equal(cells[record_cell], ids)
+    np.testing.assert_array_equal(counts, np.bincount(ids)[cells])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32"])
+def test_compiled_integer_coding_equals_the_blocked_pass(monkeypatch, dtype):
+    """From COMPILED_FROM records a small-range integer key is coded by compiled passes: the
+    same levels, codes and code type as the blocked NumPy pass, with and without missing
+    entries (which take code 0 there, overwritten by the caller)."""
+    from sdcrisk.data import _cells
+
+    rng = np.random.default_rng(6)
+    low = 0 if dtype.startswith("u") else -7
+    values = rng.integers(low, 90, _cells.COMPILED_FROM + 333).astype(dtype)
+    values[-1] = 120  # a gap: level 120 after 89
+    present = rng.random(len(values)) > 0.2
+    got = {}
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(_cells, "COMPILED_FROM", 10**12)
+        got[compiled] = [_cells._encode_integers(values, values, None),
+                         _cells._encode_integers(values, values[present], present)]
+    for (c1, l1), (c2, l2) in zip(got[True], got[False], strict=True):
+        assert l1 == l2 and l1[-1] == 120 and l1[0] == low
+        assert c1.dtype == c2.dtype
+        np.testing.assert_array_equal(c1, c2)
+    codes, levels = got[True][0]
+    np.testing.assert_array_equal(np.asarray(levels)[codes], values.astype(np.int64))
