@@ -35,8 +35,9 @@ _OWN_COPIES: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDic
 
 def _owned_copy(values) -> np.ndarray:
     """``values`` as a read-only float array that no caller can write through."""
-    if _OWN_COPIES.get(id(values)) is values:
-        return values
+    own = _OWN_COPIES.get(id(values))
+    if own is not None and own is values:
+        return own
     out = np.array(values, dtype=float, copy=True)
     out.setflags(write=False)
     _OWN_COPIES[id(out)] = out
