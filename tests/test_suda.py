@@ -303,6 +303,60 @@ def test_list_and_bitset_minimality_tests_agree():
     assert len(c1) == sum(len(v) for v in expect.values())
 
 
+def _deepest_by_definition(rows, counts):
+    """For each cell, the largest j with its values on columns j..M-1 held by one record."""
+    m = len(rows[0])
+    out = []
+    for i, r in enumerate(rows):
+        best = -1
+        for j in range(m - 1, -1, -1):
+            held = sum(c for row, c in zip(rows, counts, strict=True) if row[j:] == r[j:])
+            if held == 1:
+                best = j
+                break
+        out.append(best if counts[i] == 1 else -1)
+    return out
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_deepest_unique_by_definition(wide):
+    """_deepest_unique (the largest j on whose variables j..M-1 a cell is unique), by the
+    definition; ``wide`` levels take its sorting branch instead of the dense count."""
+    rng = np.random.default_rng(12)
+    # wide: levels declared far beyond the codes seen (as from a codebook), so that the
+    # first variable's ids (groups x 3,000,000) pass the dense count's bound of 2^20
+    levels = np.array([3_000_000, 2000, 4, 3]) if wide else np.array([9, 4, 3, 3])
+    x = np.column_stack([rng.integers(0, min(lv, 9), 150) for lv in levels])
+    rows, counts = np.unique(x, axis=0, return_counts=True)
+    counts[::7] = 1  # some duplicates become single records, and cells of 2+ stay
+    got = _suda._deepest_unique(np.ascontiguousarray(rows.T), counts, levels)
+    assert got.tolist() == _deepest_by_definition([tuple(r) for r in rows.tolist()],
+                                                  counts.tolist())
+    assert (got >= 0).sum() > 10 and (got > 0).sum() > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_subtrees_without_a_candidate_are_skipped_with_the_same_msus(monkeypatch, seed):
+    """The walk drops a group below the root's child {j} when none of its cells is unique on
+    variables j..M-1 (no set there can single one out): the same MSUs in the same order as
+    the walk that keeps every group with a sample-unique cell, in fewer nodes when one
+    variable is needed for every MSU (here the first: no record is unique without it)."""
+    rng = np.random.default_rng(seed)
+    n = 800
+    x = np.column_stack([rng.integers(0, 40, n)] + [rng.integers(0, k, n) for k in (2, 3, 2)])
+    missing = [-1, -1, 1, -1] if seed % 2 else [-1] * 4
+    t = sdcrisk.tabulate(_md({f"v{j}": x[:, j] for j in range(4)}))
+    args = (t.cell_codes, t.counts, [len(lv) for lv in t.levels], missing, 4)
+    pruned = _suda._search(*args, _suda.BITSET_BYTES, 0)
+    monkeypatch.setattr(_suda, "_deepest_unique",
+                        lambda codes_t, counts, lv: np.where(counts == 1, 99, -1).astype(np.int8))
+    every = _suda._search(*args, _suda.BITSET_BYTES, 0)
+    np.testing.assert_array_equal(pruned.cells, every.cells)
+    np.testing.assert_array_equal(pruned.masks, every.masks)
+    assert pruned.status == every.status and len(pruned.cells) > 100
+    assert pruned.nodes < every.nodes and pruned.work < every.work
+
+
 @pytest.mark.slow
 def test_twelve_keys_fifty_thousand_records_in_seconds(shared_data):
     # 50,000 CPS records, 12 keys (age, industry, occupation, education, ...): 88% of the

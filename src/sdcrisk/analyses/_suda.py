@@ -21,8 +21,10 @@ stamped per group, so nothing is cleared between groups): O(cells of the group).
 * with total count 1 holds one sample-unique cell r: r is unique on S + {j}; it is an MSU
   unless one of r's MSUs found so far is a proper subset; either way r leaves the subtree
   (every superset is unique and not minimal);
-* with count >= 2 and a cell with f = 1 becomes a group of the child node;
-* without a cell with f = 1, or whose code of j is the "missing" level, is dropped: its
+* with count >= 2 and a cell that can still become unique below becomes a group of the
+  child node. Every set below the root's child {j} lies inside {j, ..., M-1}, so such a
+  cell has f = 1 and is unique on {j, ..., M-1} (:func:`_deepest_unique`, computed once);
+* without such a cell, or whose code of j is the "missing" level, is dropped: its
   refinements can never isolate a sample unique, and it never changes another group's count.
 
 A group whose cells all share one code of j is dropped as well: j then adds nothing to the
@@ -71,7 +73,7 @@ def _kernel():
 
         @njit(cache=True)
         def search(codes_t, counts, n_levels, missing, max_size, use_bits,
-                   max_work):  # pragma: no cover
+                   max_work, deepest):  # pragma: no cover
             n_vars, n_cells = codes_t.shape
             cap_lv = 1
             for j in range(n_vars):
@@ -148,6 +150,13 @@ def _kernel():
                 child = d + 1
                 carry = child < max_size
                 new_mask = mask[d] | (np.int64(1) << j)
+                # the smallest variable of every set below: a cell can become unique there
+                # only if it is unique on that variable and all larger ones (deepest)
+                root = j
+                if d > 0:
+                    root = 0
+                    while not (mask[d] >> root) & 1:
+                        root += 1
                 miss = missing[j]
                 col = codes_t[j]
                 out = 0
@@ -168,7 +177,7 @@ def _kernel():
                             touched[n_touched] = c
                             n_touched += 1
                         c_total[c] += counts[k]
-                        if counts[k] == 1:
+                        if deepest[k] >= root:
                             c_unique[c] = True
                     kept = 0
                     if n_touched == 1:
@@ -267,6 +276,44 @@ def _kernel():
 
         _KERNEL = search
     return _KERNEL
+
+
+def _deepest_unique(codes_t: np.ndarray, counts: np.ndarray, n_levels: np.ndarray
+                    ) -> np.ndarray:
+    """For each cell, the largest j for which it is unique on variables j, j+1, ..., M-1
+    (rows of ``codes_t``, in search order); -1 for a cell in no such set (f >= 2).
+
+    Every set of the walk below the root's child {j} lies inside {j, ..., M-1}, and a cell
+    unique on a set is unique on every larger one: so a cell can become unique in that
+    subtree only if ``deepest >= j``, and a group without such a cell can be dropped there
+    (its other cells still count towards their groups until then). On the 3x10^7-record
+    file of ``bench_scale.py`` no cell is unique without age, and half of the search's work
+    went to the subtrees without it."""
+    n_vars, n_cells = codes_t.shape
+    deepest = np.full(n_cells, -1, np.int8)
+    left = int(np.count_nonzero(counts == 1))
+    weights = np.asarray(counts, float)
+    group = np.zeros(n_cells, np.int64)  # the cell's group on variables j+1, ..., M-1
+    n_groups = 1
+    for j in range(n_vars - 1, -1, -1):
+        if not left:
+            break
+        ids = group * int(n_levels[j]) + codes_t[j]
+        bound = n_groups * int(n_levels[j])
+        if bound <= max(4 * n_cells, 1 << 20):
+            total = np.bincount(ids, weights=weights, minlength=bound)
+            rank = np.cumsum(total > 0) - 1
+            group, total = rank[ids], total[ids]
+            n_groups = int(rank[-1]) + 1
+        else:
+            _, group = np.unique(ids, return_inverse=True)
+            group = group.ravel()
+            n_groups = int(group.max()) + 1
+            total = np.bincount(group, weights=weights, minlength=n_groups)[group]
+        new = (total == 1) & (deepest < 0)
+        deepest[new] = j
+        left -= int(np.count_nonzero(new))
+    return deepest
 
 
 def variable_order(n_levels: np.ndarray) -> np.ndarray:
@@ -410,7 +457,8 @@ def _search(cell_codes, counts, n_levels, missing, max_size: int, bitset_bytes: 
                  what=f"the MSU search over {cell_codes.shape[0]:,} cells and {n_vars} keys",
                  remedies="lower max_size or use fewer keys")
     cells, masks_p, nodes, work, status = _kernel()(
-        codes_t, counts, lv, miss, int(min(max_size, n_vars)), bool(use_bits), int(max_work))
+        codes_t, counts, lv, miss, int(min(max_size, n_vars)), bool(use_bits), int(max_work),
+        _deepest_unique(codes_t, counts, lv))
     # map bits of the permuted order back to the original variable order
     masks = np.zeros_like(masks_p)
     for new, old in enumerate(perm.tolist()):
