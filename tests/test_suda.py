@@ -324,8 +324,8 @@ def test_deepest_unique_by_definition(wide):
     definition; ``wide`` levels take its sorting branch instead of the dense count."""
     rng = np.random.default_rng(12)
     # wide: levels declared far beyond the codes seen (as from a codebook), so that the
-    # first variable's ids (groups x 3,000,000) pass the dense count's bound of 2^20
-    levels = np.array([3_000_000, 2000, 4, 3]) if wide else np.array([9, 4, 3, 3])
+    # second variable's ids (groups x 3,000,000) pass the dense count's bound of 2^20
+    levels = np.array([4, 3_000_000, 2000, 3]) if wide else np.array([9, 4, 3, 3])
     x = np.column_stack([rng.integers(0, min(lv, 9), 150) for lv in levels])
     rows, counts = np.unique(x, axis=0, return_counts=True)
     counts[::7] = 1  # some duplicates become single records, and cells of 2+ stay

@@ -288,29 +288,36 @@ def _deepest_unique(codes_t: np.ndarray, counts: np.ndarray, n_levels: np.ndarra
     subtree only if ``deepest >= j``, and a group without such a cell can be dropped there
     (its other cells still count towards their groups until then). On the 3x10^7-record
     file of ``bench_scale.py`` no cell is unique without age, and half of the search's work
-    went to the subtrees without it."""
+    went to the subtrees without it. A value too large only prunes less: the cells with
+    f = 1 left at j = 0 get 0 without a count (they are unique on every variable)."""
     n_vars, n_cells = codes_t.shape
-    deepest = np.full(n_cells, -1, np.int8)
-    left = int(np.count_nonzero(counts == 1))
+    single = np.asarray(counts) == 1
+    deepest = np.where(single, 0, -1).astype(np.int8)
+    left = int(np.count_nonzero(single))
     weights = np.asarray(counts, float)
-    group = np.zeros(n_cells, np.int64)  # the cell's group on variables j+1, ..., M-1
+    group = np.zeros(n_cells, np.int32)  # the cell's group on variables j+1, ..., M-1
     n_groups = 1
-    for j in range(n_vars - 1, -1, -1):
+    for j in range(n_vars - 1, 0, -1):
         if not left:
             break
-        ids = group * int(n_levels[j]) + codes_t[j]
+        ids = group.astype(np.int64)
+        ids *= int(n_levels[j])
+        ids += codes_t[j]
         bound = n_groups * int(n_levels[j])
-        if bound <= max(4 * n_cells, 1 << 20):
+        if bound <= max(2 * n_cells, 1 << 20):  # a dense count (8 bytes a slot)
             total = np.bincount(ids, weights=weights, minlength=bound)
-            rank = np.cumsum(total > 0) - 1
+            rank = np.cumsum(total > 0, dtype=np.int32)
+            n_groups = int(rank[-1])
+            rank -= 1
             group, total = rank[ids], total[ids]
-            n_groups = int(rank[-1]) + 1
+            del rank
         else:
             _, group = np.unique(ids, return_inverse=True)
-            group = group.ravel()
+            group = group.ravel().astype(np.int32)
             n_groups = int(group.max()) + 1
             total = np.bincount(group, weights=weights, minlength=n_groups)[group]
-        new = (total == 1) & (deepest < 0)
+        del ids
+        new = (total == 1) & (deepest == 0)
         deepest[new] = j
         left -= int(np.count_nonzero(new))
     return deepest
