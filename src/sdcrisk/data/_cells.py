@@ -159,10 +159,10 @@ def _encode_integers(values: np.ndarray, vals: np.ndarray, present: np.ndarray |
             # the same two passes compiled: 0.11 s a key at 3x10^7 records in blocks
             none = np.zeros(0, bool)
             seen = np.zeros(hi - lo + 1, bool)
-            _seen_kernel()(values, lo, none if present is None else present, seen)
+            _kernels().mark(values, lo, none if present is None else present, seen)
             level_values = np.flatnonzero(seen) + lo
             lookup = (np.cumsum(seen) - 1).astype(code_dtype(len(level_values) + 1))
-            codes = _lookup_kernel()(values, lo, none if present is None else present, lookup)
+            codes = _kernels().apply(values, lo, none if present is None else present, lookup)
             return codes, tuple(int(v) for v in level_values)
         seen = np.zeros(hi - lo + 1, bool)
         for s in range(0, n, CODE_BLOCK):
@@ -381,11 +381,11 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
     n = len(ids)
     if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
         if n >= COMPILED_FROM and ids.dtype == np.int32:  # counted and mapped in place
-            counts = _count_kernel()(ids, bound, 2)
+            counts = _kernels().count_ids(ids, bound, 2)
             cells = np.flatnonzero(counts)
             lookup = np.empty(bound, np.int32)
             lookup[cells] = np.arange(len(cells), dtype=np.int32)
-            _remap_kernel()(ids, lookup)
+            _kernels().remap(ids, lookup)
             return cells, counts[cells], ids
         if n <= _COUNT_BLOCK:
             counts = np.bincount(ids, minlength=bound)
@@ -406,18 +406,33 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
     return cells, counts, inverse.ravel().astype(dtype)
 
 
-#: records from which observed_cells counts and maps int32 ids in compiled passes (numba
-#: costs about 0.4 s to import; the blocked bincount and lookup took 0.8-1.3 s at 3x10^7
-#: records, the compiled passes 0.4 s, issue 20)
+#: records from which observed_cells counts and maps int32 ids, and integer keys are coded,
+#: in compiled passes (numba costs about 0.4 s to import; at 3x10^7 records the blocked
+#: bincount and lookup took 0.8-1.3 s, the compiled passes 0.4 s, and coding a key 0.11 s
+#: against 0.04 s; issue 20)
 COMPILED_FROM = 1 << 20
-_COUNT_KERNEL = _REMAP_KERNEL = None
+#: integer column types the compiled coding takes (each widens to int64 exactly)
+_COMPILED_CODES = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                              np.uint16, np.uint32))
+_KERNELS = None
 
 
-def _count_kernel():
-    """Dense counts of int32 ids below ``bound``: ``blocks`` private int32 tables (counts of
-    at most n < 2^31 records) filled in parallel and summed into int64."""
-    global _COUNT_KERNEL
-    if _COUNT_KERNEL is None:
+def _kernels():
+    """This module's compiled passes, built on first use (each compiled on its first call):
+
+    * ``count_ids(ids, bound, blocks)``: dense counts of int32 ids below ``bound``,
+      ``blocks`` private int32 tables (at most n < 2^31 records) filled in parallel and
+      summed into int64;
+    * ``remap(ids, lookup)``: ``ids[i] = lookup[ids[i]]`` in place;
+    * ``mark(values, lo, present, seen)``: ``seen[v - lo] = True`` for every value v (where
+      ``present``, unless it is empty);
+    * ``apply(values, lo, present, lookup)``: ``lookup[v - lo]`` of every value v
+      (``lookup[0]`` where not ``present``).
+    """
+    global _KERNELS
+    if _KERNELS is None:
+        from types import SimpleNamespace
+
         from numba import njit, prange
 
         @njit(parallel=True, cache=True)
@@ -433,21 +448,10 @@ def _count_kernel():
                 out += acc[b]
             return out
 
-        _COUNT_KERNEL = count_ids
-    return _COUNT_KERNEL
-
-
-#: integer column types the compiled coding takes (each widens to int64 exactly)
-_COMPILED_CODES = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
-                                              np.uint16, np.uint32))
-_SEEN_KERNEL = _LOOKUP_KERNEL = None
-
-
-def _seen_kernel():
-    """``seen[v - lo] = True`` for every value v (where ``present``, unless it is empty)."""
-    global _SEEN_KERNEL
-    if _SEEN_KERNEL is None:
-        from numba import njit, prange
+        @njit(parallel=True, cache=True)
+        def remap(ids, lookup):
+            for i in prange(ids.shape[0]):
+                ids[i] = lookup[ids[i]]
 
         @njit(parallel=True, cache=True)
         def mark(values, lo, present, seen):
@@ -455,16 +459,6 @@ def _seen_kernel():
             for i in prange(values.shape[0]):
                 if every or present[i]:
                     seen[np.int64(values[i]) - lo] = True  # the same True from any thread
-
-        _SEEN_KERNEL = mark
-    return _SEEN_KERNEL
-
-
-def _lookup_kernel():
-    """``lookup[v - lo]`` of every value v (``lookup[0]`` where not ``present``)."""
-    global _LOOKUP_KERNEL
-    if _LOOKUP_KERNEL is None:
-        from numba import njit, prange
 
         @njit(parallel=True, cache=True)
         def apply(values, lo, present, lookup):
@@ -474,23 +468,8 @@ def _lookup_kernel():
                 out[i] = lookup[np.int64(values[i]) - lo if every or present[i] else 0]
             return out
 
-        _LOOKUP_KERNEL = apply
-    return _LOOKUP_KERNEL
-
-
-def _remap_kernel():
-    """``ids[i] = lookup[ids[i]]`` in place, in parallel."""
-    global _REMAP_KERNEL
-    if _REMAP_KERNEL is None:
-        from numba import njit, prange
-
-        @njit(parallel=True, cache=True)
-        def remap(ids, lookup):
-            for i in prange(ids.shape[0]):
-                ids[i] = lookup[ids[i]]
-
-        _REMAP_KERNEL = remap
-    return _REMAP_KERNEL
+        _KERNELS = SimpleNamespace(count_ids=count_ids, remap=remap, mark=mark, apply=apply)
+    return _KERNELS
 
 
 def cell_counts(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
