@@ -411,14 +411,20 @@ def test_margin_over_every_key_is_the_cells_themselves(monkeypatch, compiled):
     assert zero.codes is not codes and len(zero.counts) == len(flat) - 1
 
 
-def test_compiled_observed_cells_equal_the_numpy_pass(monkeypatch):
+@pytest.mark.parametrize(("bound", "dense_max"), [(50_000, None), ((1 << 24) + 10, None),
+                                                  (50_000, 10_000)])
+def test_compiled_observed_cells_equal_the_numpy_pass(monkeypatch, bound, dense_max):
     """From COMPILED_FROM records, observed_cells counts int32 ids and maps them to cells in
-    compiled passes: the same cells, counts and record -> cell map (in place) as the blocked
-    bincount, whose blocks this test makes small enough to be exercised."""
+    compiled passes (per-thread tables up to 2^24 cells, one table past it): the same cells,
+    counts and record -> cell map (in place) as the blocked bincount, whose blocks this test
+    makes small enough to be exercised, or as the sort past DENSE_MAX_CELLS (``dense_max``:
+    the compiled table goes on to twice the records)."""
     from sdcrisk.data import _cells
 
+    if dense_max is not None:
+        monkeypatch.setattr(_cells, "DENSE_MAX_CELLS", dense_max)
+
     rng = np.random.default_rng(4)
-    bound = 50_000
     ids = rng.integers(0, bound, _cells.COMPILED_FROM + 1_234).astype(np.int32)
     ids[:7] = bound - 1  # the last cell, several times
     work = ids.copy()
@@ -459,3 +465,37 @@ def test_compiled_integer_coding_equals_the_blocked_pass(monkeypatch, dtype):
         np.testing.assert_array_equal(c1, c2)
     codes, levels = got[True][0]
     np.testing.assert_array_equal(np.asarray(levels)[codes], values.astype(np.int64))
+
+
+@pytest.mark.parametrize("ranks_from", [1, 40, 1000])
+def test_folded_ids_replaced_by_ranks_give_the_same_table(monkeypatch, tmp_path, ranks_from):
+    """Past _Fold.RANKS_FROM the ids folded so far become the ranks of the observed
+    combinations (so 10^8 records of a 1.3x10^10-cell key space are counted densely, not
+    sorted as int64): the same cells in the same order, counts, codes, record map, weights
+    and levels as the plain mixed-radix fold. ``ranks_from`` 1 ranks before every key."""
+    from sdcrisk.data import table as table_mod
+
+    rng = np.random.default_rng(21)
+    n = 5_000
+    frame = pa.table({
+        "a": rng.integers(0, 3, n), "b": rng.integers(0, 60, n).astype(np.int16),
+        "c": rng.choice(["x", "y", "z", "w"], n), "d": rng.integers(0, 9, n),
+        "e": rng.integers(-3, 4, n), "w": rng.uniform(1, 5, n)})
+    path = tmp_path / "s.parquet"
+    pq.write_table(frame, path)
+    keys = ["a", "b", "c", "d", "e"]
+    plain = tabulate_source(path, keys, weights="w")
+    monkeypatch.setattr(table_mod._Fold, "RANKS_FROM", ranks_from)
+    monkeypatch.setattr(table_mod._Fold, "RANKS_FROM_RECORDS", 0)
+    seen = []
+    real = table_mod._Fold._to_ranks
+    monkeypatch.setattr(table_mod._Fold, "_to_ranks",
+                        lambda self: (seen.append(self.bound), real(self))[1])
+    ranked = tabulate_source(path, keys, weights="w")
+    assert seen  # the ranks were taken
+    assert ranked.levels == plain.levels
+    np.testing.assert_array_equal(ranked.cell_codes, plain.cell_codes)
+    assert ranked.cell_codes.dtype == plain.cell_codes.dtype
+    np.testing.assert_array_equal(ranked.counts, plain.counts)
+    np.testing.assert_array_equal(ranked.record_cell, plain.record_cell)
+    np.testing.assert_array_equal(ranked.weight_sums, plain.weight_sums)

@@ -379,14 +379,19 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
     (and returned as it), so tabulating holds one n-long array, not three.
     """
     n = len(ids)
+    if (n >= COMPILED_FROM and ids.dtype == np.int32 and n < (1 << 31)
+            and bound <= min(max(DENSE_MAX_CELLS, 2 * n), max(16 * n, 1 << 20))):
+        # counted and mapped in place, in one int32 table of the cells (per-thread tables
+        # up to 2^24 cells), whose slots then hold the cells' ranks: 4 bytes a cell, so up
+        # to twice the records' ids (10^8 records of 1.35x10^8 cells, from _Fold's ranks,
+        # were sorted: 3 GB of int64 temporaries)
+        counts = _kernels().count_ids(ids, bound, 2 if bound <= (1 << 24) else 1)
+        cells = np.flatnonzero(counts)
+        found = counts[cells].astype(np.int64)
+        counts[cells] = np.arange(len(cells), dtype=np.int32)
+        _kernels().remap(ids, counts)
+        return cells, found, ids
     if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
-        if n >= COMPILED_FROM and ids.dtype == np.int32:  # counted and mapped in place
-            counts = _kernels().count_ids(ids, bound, 2)
-            cells = np.flatnonzero(counts)
-            lookup = np.empty(bound, np.int32)
-            lookup[cells] = np.arange(len(cells), dtype=np.int32)
-            _kernels().remap(ids, lookup)
-            return cells, counts[cells], ids
         if n <= _COUNT_BLOCK:
             counts = np.bincount(ids, minlength=bound)
         else:  # bincount converts its input to intp: count in blocks to bound that copy
@@ -420,9 +425,8 @@ _KERNELS = None
 def _kernels():
     """This module's compiled passes, built on first use (each compiled on its first call):
 
-    * ``count_ids(ids, bound, blocks)``: dense counts of int32 ids below ``bound``,
-      ``blocks`` private int32 tables (at most n < 2^31 records) filled in parallel and
-      summed into int64;
+    * ``count_ids(ids, bound, blocks)``: dense int32 counts of int32 ids below ``bound``
+      (n < 2^31 records), ``blocks`` private tables filled in parallel and summed;
     * ``remap(ids, lookup)``: ``ids[i] = lookup[ids[i]]`` in place;
     * ``mark(values, lo, present, seen)``: ``seen[v - lo] = True`` for every value v (where
       ``present``, unless it is empty);
@@ -443,7 +447,9 @@ def _kernels():
             for b in prange(blocks):
                 for i in range(b * per, min(n, (b + 1) * per)):
                     acc[b, ids[i]] += 1
-            out = acc[0].astype(np.int64)
+            if blocks == 1:
+                return acc[0]
+            out = acc[0].copy()
             for b in range(1, blocks):
                 out += acc[b]
             return out
