@@ -332,6 +332,22 @@ def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
     assert route.in_memory_bytes(path, ["small"], ["k0"]) == 1000 * (2 * 8 + 8)
 
 
+def test_in_memory_estimate_counts_ranks_for_huge_key_spaces_of_many_records(monkeypatch,
+                                                                              tmp_path):
+    """From _RANKED_FROM records (the fold's RANKS_FROM_RECORDS) a key space past 2^31 is
+    folded into ranks and counted in an int32 table of up to two slots a record: 8 bytes a
+    record where sorting the int64 ids took 28."""
+    from sdcrisk.data import table as table_mod
+
+    assert route._RANKED_FROM == table_mod._Fold.RANKS_FROM_RECORDS
+    monkeypatch.setattr(route, "_RANKED_FROM", 1000)
+    rng = np.random.default_rng(0)
+    data = {f"k{j}": rng.integers(0, 100_000, 1000) for j in range(3)}
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table(data), path)
+    assert route.in_memory_bytes(path, ["k0", "k1", "k2"]) == 1000 * (2 * 8 + 8 + 8)
+
+
 def test_compiled_margin_ids_equal_the_numpy_pass(monkeypatch):
     """Margins of >= COMPILED_FROM observed cells get their ids and dense counts from the
     numba kernels: the same ids, counts, count spectra and margin cells as the NumPy pass."""
