@@ -273,3 +273,23 @@ def test_risk_result_copies_the_callers_arrays_and_shares_its_own():
     view.setflags(write=False)
     other = dataclasses.replace(res, cell_risk_values={"reidentification": view})
     assert not np.shares_memory(other.cell_risk_values["reidentification"], mine)
+
+
+def test_arrays_handed_over_are_kept_without_a_copy():
+    """A float64 array a fit made and hands over (core.result.handed_over) is kept by the
+    RiskResult as it is, read-only, where any other array is copied; an integer array is
+    not handed over (the result keeps float64 risks) and is copied as before."""
+    from sdcrisk.core.result import handed_over
+
+    table = sdcrisk.tabulate(sdcrisk.Microdata.from_source(
+        {"a": [1, 2, 2, 3]}, ["a"], population_size=40))
+    res = sdcrisk.NegativeBinomialRisk().fit(table)
+    fresh = handed_over(np.array([0.5, 0.25, 0.125]))
+    assert not fresh.flags.writeable
+    built = dataclasses.replace(res, cell_risk_values={"reidentification": fresh})
+    assert built.cell_risk_values["reidentification"] is fresh
+    ints = handed_over(np.array([1, 0, 1]))
+    assert ints.flags.writeable
+    other = dataclasses.replace(res, cell_risk_values={"reidentification": ints})
+    kept = other.cell_risk_values["reidentification"]
+    assert kept is not ints and kept.dtype == np.float64 and not np.shares_memory(kept, ints)

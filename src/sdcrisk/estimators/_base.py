@@ -19,7 +19,7 @@ from ..core.measures import (
     predictive_measures,
 )
 from ..core.predictive import CellPredictive, NegativeBinomialPredictive
-from ..core.result import RiskResult, provenance
+from ..core.result import RiskResult, handed_over, provenance
 from ..data.frequencies import FrequencyTable, count_frequencies
 from ..data.sizes import (
     check_memory,
@@ -441,9 +441,9 @@ class Estimator(ABC):
         p_unique = np.where(su, pred.prob_zero(), 0.0)
         risks = {"reidentification": risk, "population_unique": p_unique,
                  **({} if reid_risk is None else {"expected_inverse": exact})}
-        if groups is not None:
+        if groups is not None:  # fresh arrays, handed to the result uncopied
             risks = ({} if groups.inverse is None
-                     else {k: v[groups.inverse] for k, v in risks.items()})
+                     else {k: handed_over(v[groups.inverse]) for k, v in risks.items()})
         thresholds = {
             "max_global_risk": self.max_global_risk,
             "record_risk_threshold": threshold,
