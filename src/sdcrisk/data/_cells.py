@@ -386,9 +386,7 @@ def observed_cells(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray,
         # to twice the records' ids (10^8 records of 1.35x10^8 cells, from _Fold's ranks,
         # were sorted: 3 GB of int64 temporaries)
         counts = _kernels().count_ids(ids, bound, 2 if bound <= (1 << 24) else 1)
-        cells = np.flatnonzero(counts)
-        found = counts[cells].astype(np.int64)
-        counts[cells] = np.arange(len(cells), dtype=np.int32)
+        cells, found = _kernels().rank_slots(counts, np.count_nonzero(counts))
         _kernels().remap(ids, counts)
         return cells, found, ids
     if bound <= DENSE_MAX_CELLS and bound <= max(16 * n, 1 << 20):
@@ -427,6 +425,9 @@ def _kernels():
 
     * ``count_ids(ids, bound, blocks)``: dense int32 counts of int32 ids below ``bound``
       (n < 2^31 records), ``blocks`` private tables filled in parallel and summed;
+    * ``rank_slots(counts, m)``: the ``m`` non-zero slots of ``counts`` (cells) and their
+      counts (int64), each slot then overwritten with its rank, in one pass (flatnonzero,
+      a gather and an arange held three cell-long temporaries at once);
     * ``remap(ids, lookup)``: ``ids[i] = lookup[ids[i]]`` in place;
     * ``mark(values, lo, present, seen)``: ``seen[v - lo] = True`` for every value v (where
       ``present``, unless it is empty);
@@ -454,6 +455,19 @@ def _kernels():
                 out += acc[b]
             return out
 
+        @njit(cache=True)
+        def rank_slots(counts, m):
+            cells = np.empty(m, np.int64)
+            found = np.empty(m, np.int64)
+            r = 0
+            for i in range(counts.shape[0]):
+                if counts[i] != 0:
+                    cells[r] = i
+                    found[r] = counts[i]
+                    counts[i] = r
+                    r += 1
+            return cells, found
+
         @njit(parallel=True, cache=True)
         def remap(ids, lookup):
             for i in prange(ids.shape[0]):
@@ -474,7 +488,8 @@ def _kernels():
                 out[i] = lookup[np.int64(values[i]) - lo if every or present[i] else 0]
             return out
 
-        _KERNELS = SimpleNamespace(count_ids=count_ids, remap=remap, mark=mark, apply=apply)
+        _KERNELS = SimpleNamespace(count_ids=count_ids, rank_slots=rank_slots, remap=remap,
+                                   mark=mark, apply=apply)
     return _KERNELS
 
 

@@ -415,10 +415,13 @@ class _Fold:
         """Level codes (cells, keys folded so far) of the ids ``cells``."""
         if self.prefix is None:
             return _cells.decode_cells(cells, self.since, dtype)
-        width = math.prod(self.since)
-        out = np.empty((len(cells), self.prefix.shape[1] + len(self.since)), dtype)
-        out[:, :self.prefix.shape[1]] = self.prefix[cells // width]
-        out[:, self.prefix.shape[1]:] = _cells.decode_cells(cells % width, self.since, dtype)
+        width, k = math.prod(self.since), self.prefix.shape[1]
+        out = np.empty((len(cells), k + len(self.since)), dtype)
+        block = _cells.CODE_BLOCK  # block by block: no cell-long temporaries
+        for s in range(0, len(cells), block):
+            lead, rest = np.divmod(cells[s:s + block], width)
+            out[s:s + block, :k] = self.prefix[lead]
+            out[s:s + block, k:] = _cells.decode_cells(rest, self.since, dtype)
         return out
 
 
