@@ -334,12 +334,12 @@ def test_in_memory_estimate_counts_sorted_ids_for_huge_key_spaces(tmp_path):
 
 def test_in_memory_estimate_counts_ranks_for_huge_key_spaces_of_many_records(monkeypatch,
                                                                               tmp_path):
-    """From _RANKED_FROM records (the fold's RANKS_FROM_RECORDS) a key space past 2^31 is
+    """From _RANKED_FROM records (Fold.RANKS_FROM_RECORDS) a key space past 2^31 is
     folded into ranks and counted in an int32 table of up to two slots a record: 8 bytes a
     record where sorting the int64 ids took 28."""
-    from sdcrisk.data import table as table_mod
+    from sdcrisk.data._fold import Fold
 
-    assert route._RANKED_FROM == table_mod._Fold.RANKS_FROM_RECORDS
+    assert route._RANKED_FROM == Fold.RANKS_FROM_RECORDS
     monkeypatch.setattr(route, "_RANKED_FROM", 1000)
     rng = np.random.default_rng(0)
     data = {f"k{j}": rng.integers(0, 100_000, 1000) for j in range(3)}
@@ -485,11 +485,12 @@ def test_compiled_integer_coding_equals_the_blocked_pass(monkeypatch, dtype):
 
 @pytest.mark.parametrize("ranks_from", [1, 40, 1000])
 def test_folded_ids_replaced_by_ranks_give_the_same_table(monkeypatch, tmp_path, ranks_from):
-    """Past _Fold.RANKS_FROM the ids folded so far become the ranks of the observed
+    """Past Fold.RANKS_FROM the ids folded so far become the ranks of the observed
     combinations (so 10^8 records of a 1.3x10^10-cell key space are counted densely, not
     sorted as int64): the same cells in the same order, counts, codes, record map, weights
     and levels as the plain mixed-radix fold. ``ranks_from`` 1 ranks before every key."""
-    from sdcrisk.data import table as table_mod
+    from sdcrisk.data import _cells
+    from sdcrisk.data._fold import Fold
 
     rng = np.random.default_rng(21)
     n = 5_000
@@ -501,12 +502,12 @@ def test_folded_ids_replaced_by_ranks_give_the_same_table(monkeypatch, tmp_path,
     pq.write_table(frame, path)
     keys = ["a", "b", "c", "d", "e"]
     plain = tabulate_source(path, keys, weights="w")
-    monkeypatch.setattr(table_mod._Fold, "RANKS_FROM", ranks_from)
-    monkeypatch.setattr(table_mod._Fold, "RANKS_FROM_RECORDS", 0)
-    monkeypatch.setattr(table_mod._cells, "CODE_BLOCK", 999)  # decoded in several blocks
+    monkeypatch.setattr(Fold, "RANKS_FROM", ranks_from)
+    monkeypatch.setattr(Fold, "RANKS_FROM_RECORDS", 0)
+    monkeypatch.setattr(_cells, "CODE_BLOCK", 999)  # decoded in several blocks
     seen = []
-    real = table_mod._Fold._to_ranks
-    monkeypatch.setattr(table_mod._Fold, "_to_ranks",
+    real = Fold._to_ranks
+    monkeypatch.setattr(Fold, "_to_ranks",
                         lambda self: (seen.append(self.bound), real(self))[1])
     ranked = tabulate_source(path, keys, weights="w")
     assert seen  # the ranks were taken

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..exceptions import InputError
 from . import outofcore
+from ._fold import Fold
 from .io import named_file
 from .table import DEFAULT_MAX_LEVELS, CellTable
 
@@ -28,9 +29,9 @@ _CSV_ROW_SAMPLE = 1 << 20
 #: extra bytes a record when the key space needs int64 ids found by sorting (K >= 2^31)
 _SORTED_RECORD_BYTES = 28
 #: ... and from _RANKED_FROM records, where the ids are folded into ranks and counted in
-#: one int32 table of at most two slots a record (sdcrisk.data.table._Fold)
+#: one int32 table of at most two slots a record (sdcrisk.data._fold.Fold)
 _RANKED_RECORD_BYTES = 8
-_RANKED_FROM = 1 << 20
+_RANKED_FROM = Fold.RANKS_FROM_RECORDS
 
 
 def in_memory_bytes(path: str | os.PathLike, keys: Sequence[str],
