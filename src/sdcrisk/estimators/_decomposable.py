@@ -279,49 +279,30 @@ class Margin:
 #: of 5.9 M cells, issue 20)
 COMPILED_FROM = 100_000
 _IDS_KERNEL = None
+_NO_LOOKUP = np.zeros(0, np.int64)
 
 
 def _ids_kernel():
+    """Mixed-radix id of every observed cell's margin cell (int64), or with a ``position``
+    table ``position[id]`` in its type, the id computed on the fly (one pass: the ids and
+    their gather cost two, with a cell-long int64 array between them)."""
     global _IDS_KERNEL
     if _IDS_KERNEL is None:
         from numba import njit, prange
 
         @njit(parallel=True, cache=True)
-        def ids_of(codes, variables, radices):
-            out = np.empty(codes.shape[0], np.int64)
+        def ids_of(codes, variables, radices, position):
+            out = np.empty(codes.shape[0], position.dtype)
+            lookup = position.shape[0] > 0
             for i in prange(codes.shape[0]):
                 v = np.int64(0)
                 for j in range(variables.shape[0]):
                     v = v * radices[j] + codes[i, variables[j]]
-                out[i] = v
+                out[i] = position[v] if lookup else v
             return out
 
         _IDS_KERNEL = ids_of
     return _IDS_KERNEL
-
-
-_POSITIONS_KERNEL = None
-
-
-def _positions_kernel():
-    """``position[id]`` of every observed cell's margin cell, the id computed on the fly (one
-    pass: the ids and their gather cost two, with a cell-long int64 array between them)."""
-    global _POSITIONS_KERNEL
-    if _POSITIONS_KERNEL is None:
-        from numba import njit, prange
-
-        @njit(parallel=True, cache=True)
-        def positions_of(codes, variables, radices, position):
-            out = np.empty(codes.shape[0], position.dtype)
-            for i in prange(codes.shape[0]):
-                v = np.int64(0)
-                for j in range(variables.shape[0]):
-                    v = v * radices[j] + codes[i, variables[j]]
-                out[i] = position[v]
-            return out
-
-        _POSITIONS_KERNEL = positions_of
-    return _POSITIONS_KERNEL
 
 
 _COUNTS_KERNEL = None
@@ -477,7 +458,7 @@ class Margins:
         """Mixed-radix id of each observed cell's margin cell over ``variables``."""
         if self._compiled:
             return _ids_kernel()(self.cell_codes, np.asarray(variables, np.int64),
-                                 np.asarray(radices, np.int64))
+                                 np.asarray(radices, np.int64), _NO_LOOKUP)
         ids = np.zeros(len(self.counts), np.int64)
         for v, d in zip(variables, radices, strict=True):
             ids *= d
@@ -505,7 +486,7 @@ class Margins:
             position = np.zeros(dense, np.int32 if len(uniq) < 2**31 else np.int64)
             position[uniq] = np.arange(len(uniq), dtype=position.dtype)
             if self._compiled:
-                self._index[mask] = _positions_kernel()(
+                self._index[mask] = _ids_kernel()(
                     self.cell_codes, np.asarray(variables, np.int64),
                     np.asarray(radices, np.int64), position)
             else:
