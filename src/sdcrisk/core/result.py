@@ -49,10 +49,7 @@ def _owned_copy(values) -> np.ndarray:
     own = _OWN_COPIES.get(id(values))
     if own is not None and own is values:
         return own
-    out = np.array(values, dtype=float, copy=True)
-    out.setflags(write=False)
-    _OWN_COPIES[id(out)] = out
-    return out
+    return handed_over(np.array(values, dtype=float, copy=True))
 
 
 #: what a result fitted on a FrequencyTable says in place of the cells' fingerprint
