@@ -640,6 +640,45 @@ def test_compiled_moments_are_the_numpy_sums_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(a.log_cv2, b.log_cv2)
 
 
+def test_large_tables_let_each_margin_index_go_after_its_last_factor(monkeypatch):
+    """From FORGET_INDEX_FROM observed cells observed_moments lets each margin's per-cell
+    index go after the last factor that uses it: the same moments, bit for bit, with at most
+    a clique's and a separator's index alive at once (a chain of 5 keys held all 8)."""
+    import sdcrisk.estimators._graphical_predictive as gp
+
+    g = DecomposableGraph(5, frozenset({(0, 1), (1, 2), (2, 3), (3, 4)}))
+    kept_margins = _random_margins((3, 4, 3, 5, 2), 0.8, seed=5)
+    kept = observed_moments(g, kept_margins, 2.0)
+    assert len(kept_margins._index) == 8  # below the threshold: kept for the next model
+    monkeypatch.setattr(gp, "FORGET_INDEX_FROM", 0)
+    margins = _random_margins((3, 4, 3, 5, 2), 0.8, seed=5)
+    alive = []
+    original = margins.cell_index
+
+    def counting(mask):
+        got = original(mask)
+        alive.append(len(margins._index))
+        return got
+
+    monkeypatch.setattr(margins, "cell_index", counting)
+    dropped = observed_moments(g, margins, 2.0)
+    assert not margins._index and max(alive) <= 2
+    np.testing.assert_array_equal(kept.log_mean, dropped.log_mean)
+    np.testing.assert_array_equal(kept.log_cv2, dropped.log_cv2)
+
+
+def test_nb_parameters_in_the_moments_own_arrays_are_the_same_bits():
+    margins = _random_margins((4, 5, 3), 0.7, seed=8)
+    g = DecomposableGraph(3, frozenset({(0, 1), (1, 2)}))
+    fresh = observed_moments(g, margins, 1.0)
+    size, prob = nb_parameters(fresh, 5_000.0)
+    mom = observed_moments(g, margins, 1.0)
+    size2, prob2 = nb_parameters(mom, 5_000.0, overwrite=True)
+    assert size2 is mom.log_cv2 and prob2 is mom.log_mean
+    np.testing.assert_array_equal(size, size2)
+    np.testing.assert_array_equal(prob, prob2)
+
+
 # ------------------------------------------------------------------------------------------
 # 5. Monte Carlo
 

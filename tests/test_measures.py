@@ -265,6 +265,38 @@ def test_predictive_measures_intervals_contain_estimates_and_tau1_le_tau2():
     assert wide["tau2"].upper - wide["tau2"].lower > narrow["tau2"].upper - narrow["tau2"].lower
 
 
+def test_predictive_measures_block_by_block_beyond_sum_block(monkeypatch):
+    """Past SUM_BLOCK cells the sums are taken block by block (bounded temporaries at census
+    scale): the same figures to rounding, with and without multiplicities, and up to one
+    block the same bits as the whole-array sums."""
+    import sdcrisk.core.measures as measures
+
+    rng = np.random.default_rng(3)
+    f = rng.choice([1, 1, 1, 2, 3, 7], size=1_000).astype(float)
+    pred = NegativeBinomialPredictive(f, size=rng.uniform(0.2, 5, 1_000),
+                                      prob=rng.uniform(0.01, 0.9, 1_000))
+    mult = rng.integers(1, 50, 1_000)
+    whole = [predictive_measures(pred, population_size=1e6),
+             predictive_measures(pred, population_size=1e6, multiplicity=mult)]
+    su = f == 1
+    p0 = pred.prob_zero()[su]
+    assert whole[0]["tau1"].estimate == float(np.sum(p0))  # one block: the same bits
+    assert whole[1]["tau1"].estimate == float(np.dot(mult[su].astype(float), p0))
+    monkeypatch.setattr(measures, "SUM_BLOCK", 37)
+    assert len(list(measures.cell_blocks(np.flatnonzero(su), len(f)))) > 10
+    blocked = [predictive_measures(pred, population_size=1e6),
+               predictive_measures(pred, population_size=1e6, multiplicity=mult)]
+    for a, b in zip(whole, blocked, strict=True):
+        for name in ("tau1", "tau2", "p_pu_given_su", "theta"):
+            assert b[name].estimate == pytest.approx(a[name].estimate, rel=1e-12), name
+        for name in ("tau1", "tau2"):
+            assert b[name].lower == pytest.approx(a[name].lower, rel=1e-12)
+            assert b[name].upper == pytest.approx(a[name].upper, rel=1e-12)
+    every = NegativeBinomialPredictive(np.ones(100), size=2.0, prob=0.3)  # all unique
+    assert predictive_measures(every, population_size=1e4)["tau1"].estimate == pytest.approx(
+        100 * 0.3**2, rel=1e-14)
+
+
 def test_predictive_measures_unobserved_cells_enter_p_pu():
     m = predictive_measures(_bf_pred(unobserved=2.5), population_size=1000.0)
     assert m["p_pu"].estimate == pytest.approx((0.3 + 2.5) / 1000)

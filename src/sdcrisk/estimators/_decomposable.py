@@ -409,9 +409,13 @@ class Margins:
             self._index[mask] = got
         return got
 
-    def release_cell_index(self) -> None:
-        """Forget the per-cell indexes (recomputed by :meth:`cell_index` if asked again)."""
-        self._index.clear()
+    def release_cell_index(self, mask: int | None = None) -> None:
+        """Forget the per-cell indexes, or the one over ``mask`` (recomputed by
+        :meth:`cell_index` if asked again)."""
+        if mask is None:
+            self._index.clear()
+        else:
+            self._index.pop(mask, None)
 
     def margin_counts(self, mask: int) -> tuple[np.ndarray, np.ndarray, float]:
         """The distinct counts f_A of the non-empty cells of the margin over A, how many cells

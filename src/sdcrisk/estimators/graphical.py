@@ -19,7 +19,13 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from ..core.measures import DESCRIPTIONS, Measure, predictive_measures, theta_expectation
+from ..core.measures import (
+    DESCRIPTIONS,
+    Measure,
+    cell_blocks,
+    predictive_measures,
+    theta_expectation,
+)
 from ..core.predictive import MixturePredictive, NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
 from ..data.table import CellTable
@@ -272,11 +278,11 @@ class GraphicalRisk(Estimator):
         t0 = time.perf_counter()
         components, rows, unobs_se = [], [], []
         laws = [nb_parameters(observed_moments(g, margins, p, cells=su if su_only else None),
-                              u) for g in search.graphs]
+                              u, overwrite=True) for g in search.graphs]
         if self.monte_carlo is None:  # the Monte Carlo draws need them again
             margins.release_cell_index()
-        if su_only:
-            su = np.arange(n1)
+        if su_only:  # the laws are the sample uniques' own: every cell of them
+            su = None
         for g, log_ml, w, (size, prob) in zip(search.graphs, search.log_ml, search.posterior,
                                               laws, strict=True):
             if self.scope != "all":  # P(PU) is not computed
@@ -440,10 +446,14 @@ class GraphicalRisk(Estimator):
 
 
 def _model_row(g: DecomposableGraph, names, log_ml, weight, comp, su, n1, big_n, se) -> dict:
-    tau1 = float(comp.prob_zero(su).sum())
-    tau2 = float(comp.expected_inverse(su).sum())
-    theta = (theta_expectation(n1, float(comp.mean(su).sum()), float(comp.variance(su).sum()))
-             if n1 else None)
+    tau1 = tau2 = mean = var = 0.0
+    for cells, _ in cell_blocks(su, len(comp.f)):
+        tau1 += float(comp.prob_zero(cells).sum())
+        tau2 += float(comp.expected_inverse(cells).sum())
+        if n1:
+            mean += float(comp.mean(cells).sum())
+            var += float(comp.variance(cells).sum())
+    theta = theta_expectation(n1, mean, var) if n1 else None
     return {
         "cliques": [[names[v] for v in members(c)] for c in g.cliques],
         "edges": [[names[a], names[b]] for a, b in sorted(g.edges)],
