@@ -116,5 +116,8 @@ def cli_message(message: str, argv: Sequence[str], flags: dict[str, str]) -> str
     for name, flag in flags.items():
         if flag not in typed:
             continue
-        message = re.sub(rf"(?<![\w.\-(]){re.escape(name)}=", f"{flag} ", message)
+        # "name=VALUE" only: a bare "name=" names the Python option itself ("executor= or
+        # scheduler= in Python")
+        message = re.sub(rf"(?<![\w.\-(]){re.escape(name)}=(?![\s),;]|$)", f"{flag} ",
+                         message)
     return message

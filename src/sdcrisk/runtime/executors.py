@@ -116,6 +116,13 @@ def executor_scope(executor: Any = None, *, workers: int | None = None,
     if workers is not None and (isinstance(workers, bool) or int(workers) != workers
                                 or workers < 1):
         raise ParameterError(f"workers={workers!r} must be an integer >= 1")
+    most = max_local_workers()
+    if executor is None and workers is not None and workers > most:
+        raise ParameterError(
+            f"workers={workers} local processes is more than this machine can use: at most "
+            f"{most:,} ({LOCAL_WORKERS_PER_CPU} per CPU; each process loads its own Python "
+            "and copy of the work); give fewer, or a Dask cluster for more (scheduler= in "
+            "Python, --scheduler on the command line)")
     if executor is None:
         n = workers or os.cpu_count() or 1
         if n == 1:
@@ -147,6 +154,15 @@ def executor_scope(executor: Any = None, *, workers: int | None = None,
         return
     raise ParameterError(f"executor={executor!r} is not a concurrent.futures.Executor, a Dask "
                          "Client, a scheduler address or 'serial'")
+
+
+#: local worker processes allowed per CPU (``workers=``): more only queue for the CPUs
+LOCAL_WORKERS_PER_CPU = 4
+
+
+def max_local_workers() -> int:
+    """The most local worker processes ``workers=`` may start on this machine."""
+    return LOCAL_WORKERS_PER_CPU * (os.cpu_count() or 1)
 
 
 @contextlib.contextmanager
