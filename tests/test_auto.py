@@ -420,6 +420,30 @@ def uk_table():
     return tabulate(md)
 
 
+def test_a_memory_limit_that_leaves_out_the_graphical_fits_still_gets_an_answer(uk_table):
+    """Under a limit between auto's own arrays and the graphical fits' need, the graphical
+    candidates are refused, the exchangeable set answers and the reason says why; under a
+    limit below auto's own arrays, auto itself is refused before fitting anything."""
+    from sdcrisk.analyses.auto import AUTO_CELL_ARRAYS
+    from sdcrisk.exceptions import MemoryLimitError
+
+    auto = AutoRisk()
+    graphical = sdcrisk.GraphicalRisk(prior_weight=50.0).memory_estimate(uk_table)
+    own = auto.memory_estimate(uk_table)
+    assert own == 8 * AUTO_CELL_ARRAYS * uk_table.n_cells < graphical
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = auto.fit(uk_table, memory_limit=graphical - 1)
+    choice = res.fitted["choice"]
+    assert not any(c.startswith("graphical") for c in choice["candidates"])
+    assert set(res.diagnostics["failed"]) == {"graphical", "graphical(prior_weight=50)"}
+    assert "Could not fit: graphical (needs " in res.fitted["reason"]
+    assert "over the memory limit of" in res.fitted["reason"]
+    assert 0 < res.measures["tau1"].estimate <= uk_table.sample_uniques
+    with pytest.raises(MemoryLimitError, match="method 'auto'"):
+        auto.fit(uk_table, memory_limit=own - 1)
+
+
 def test_calibrated_is_the_default_and_combines_the_shipped_model(uk_table):
     from sdcrisk.analyses._auto_calibrated import (
         base_features,

@@ -640,17 +640,15 @@ def test_compiled_moments_are_the_numpy_sums_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(a.log_cv2, b.log_cv2)
 
 
-def test_large_tables_let_each_margin_index_go_after_its_last_factor(monkeypatch):
-    """From FORGET_INDEX_FROM observed cells observed_moments lets each margin's per-cell
-    index go after the last factor that uses it: the same moments, bit for bit, with at most
-    a clique's and a separator's index alive at once (a chain of 5 keys held all 8)."""
-    import sdcrisk.estimators._graphical_predictive as gp
-
+def test_each_margin_index_goes_after_its_last_factor(monkeypatch):
+    """observed_moments lets each margin's per-cell index go after the last factor that uses
+    it: the same moments, bit for bit, as with every index kept, with at most a clique's and
+    a separator's index alive at once (a chain of 5 keys held all 8)."""
     g = DecomposableGraph(5, frozenset({(0, 1), (1, 2), (2, 3), (3, 4)}))
     kept_margins = _random_margins((3, 4, 3, 5, 2), 0.8, seed=5)
+    monkeypatch.setattr(kept_margins, "release_cell_index", lambda mask=None: None)
     kept = observed_moments(g, kept_margins, 2.0)
-    assert len(kept_margins._index) == 8  # below the threshold: kept for the next model
-    monkeypatch.setattr(gp, "FORGET_INDEX_FROM", 0)
+    assert len(kept_margins._index) == 8
     margins = _random_margins((3, 4, 3, 5, 2), 0.8, seed=5)
     alive = []
     original = margins.cell_index
@@ -665,6 +663,8 @@ def test_large_tables_let_each_margin_index_go_after_its_last_factor(monkeypatch
     assert not margins._index and max(alive) <= 2
     np.testing.assert_array_equal(kept.log_mean, dropped.log_mean)
     np.testing.assert_array_equal(kept.log_cv2, dropped.log_cv2)
+    again = observed_moments(g, margins, 2.0)  # a second model recomputes them
+    np.testing.assert_array_equal(kept.log_mean, again.log_mean)
 
 
 def test_nb_parameters_in_the_moments_own_arrays_are_the_same_bits():
@@ -848,6 +848,51 @@ def test_memory_grows_with_observed_cells_not_the_key_space():
     assert res.diagnostics["unobserved_cells"]["method"].startswith("importance")
     assert res.estimate("tau1") > 0 and res.estimate("p_pu") > 0
     assert res.diagnostics["seconds"] < 60
+
+
+@pytest.mark.parametrize("dims", [(40, 30, 20, 10, 6), (12, 10, 8, 6, 5, 4, 3, 2)])
+def test_memory_estimate_bounds_the_fit_without_refusing_what_fits(dims):
+    """The fit's traced allocations stay within memory_estimate, and the estimate is not
+    many times what the fit uses: 12 J^2 doubles a cell had made it 5x the peak at 8 keys
+    and 15-20x the resident memory at 2.5x10^7 cells, so a fit of 1.7 GiB was refused as
+    needing 35 GiB."""
+    rng = np.random.default_rng(0)
+    n = 400_000 if len(dims) == 5 else 200_000
+    z = rng.integers(0, 8, n)
+    codes = {f"k{j}": (z * (j + 1) + rng.integers(0, d, n)) % d for j, d in enumerate(dims)}
+    tab = tabulate(Microdata.from_source(codes, list(codes), population_size=20 * n))
+    assert tab.n_cells > 100_000
+    for options in ({}, {"scope": "sample-uniques"}, {"prior_weight": 50.0},
+                    {"monte_carlo": 20}):
+        est = GraphicalRisk(**options)
+        tracemalloc.start()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = est.fit(tab)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        need = est.memory_estimate(tab)
+        assert len(res.fitted["models"]) == 1
+        assert peak <= need, (options, peak / tab.n_cells)
+        assert need <= 4 * peak, (options, need / peak)
+
+
+def test_a_window_of_many_models_is_checked_once_they_are_found():
+    # each further model's law adds MODEL_CELL_ARRAYS doubles a cell: a limit between the
+    # first model's need and the window's refuses after the search, naming the models
+    from sdcrisk.estimators.graphical import MODEL_CELL_ARRAYS
+
+    data = _random_margins((3, 2, 3, 2), 1.2, seed=4)
+    rows = np.repeat(data.cell_codes, data.counts, axis=0)
+    tab = tabulate(Microdata.from_source({k: rows[:, i] for i, k in enumerate("wxyz")},
+                                         list("wxyz"), population_size=20 * len(rows)))
+    est = GraphicalRisk(window=200.0)
+    models = len(est.fit(tab).fitted["models"])
+    assert models > 3
+    need = est.memory_estimate(tab)
+    with pytest.raises(sdcrisk.MemoryLimitError, match=f"averaging {models} models"):
+        est.fit(tab, memory_limit=need + 8 * MODEL_CELL_ARRAYS * tab.n_cells)
+    est.fit(tab, memory_limit=need + 8 * MODEL_CELL_ARRAYS * tab.n_cells * (models - 1))
 
 
 # ------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ breaks.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -21,7 +22,7 @@ from ..core.result import RiskResult
 from ..data.sizes import short_repr
 from ..data.table import CellTable
 from ..estimators import options_of, without_p_pu
-from ..estimators._base import Estimator, reidentification_measures
+from ..estimators._base import RECORD_ARRAYS, Estimator, reidentification_measures
 from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
 from ._auto_bounds import ordered, whole_count_lower, widen_interval, within_bounds
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
@@ -70,6 +71,10 @@ def default_candidates(table: CellTable) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: float64 arrays of length n_cells auto holds itself: the record-risk source's two cell
+#: risks kept while the other candidates fit, the mapped sample-unique risks and the two
+#: calibrated copies of the result (the validated rule's blend: the blended risks)
+AUTO_CELL_ARRAYS = 6
 #: most validation replicates of auto (``replicates=``): each refits every candidate
 MAX_REPLICATES = 1_000
 
@@ -189,6 +194,16 @@ class AutoRisk(Estimator):
     random_state: int | None = 0
     rule: str | None = None
     scope: Literal["all", "observed-cells"] = "all"
+
+    def memory_estimate(self, table: CellTable) -> int:
+        """Bytes auto holds besides its candidates' working arrays: AUTO_CELL_ARRAYS doubles
+        per observed cell (record-level arrays only with households). Each candidate's fit
+        checks its own need against the same limit and is reported as not fitted when
+        refused, so a limit that leaves out the graphical fits still gets the answer of the
+        candidates that fit (the generic 24 doubles a cell and 3 a record had refused the
+        whole of auto at 10^8 records under a 2 GiB limit, issue 20)."""
+        records = RECORD_ARRAYS * int(table.n) if table.household is not None else 0
+        return 8 * (AUTO_CELL_ARRAYS * int(table.n_cells) + records)
 
     def uses_record_map(self) -> bool:
         """The validated rule re-samples the file's records; the calibrated one does not."""
@@ -557,7 +572,8 @@ class AutoRisk(Estimator):
                   "(docs/auto.md); "
                   f"record risks are {ref}'s, {how} the combined tau1/tau2.")
         if failed:
-            reason += f" Could not fit: {', '.join(failed)}."
+            reason += " Could not fit: " + ", ".join(
+                f"{label} ({_brief(why)})" for label, why in failed.items()) + "."
         if outside:
             reason += (" Caution: the file lies outside the corpus the combination was learned "
                        f"on ({outside_summary}); it extrapolates.")
@@ -607,6 +623,16 @@ def _mapped_record_risks(table: CellTable, fits: dict, params: dict, labels
     return {m: record_map(np.asarray(src.cell_risk_values[kind], float)[su_cells], fraction,
                           record, m)
             for m, kind in RECORD_RISK_KIND.items()}
+
+
+def _brief(failure: str) -> str:
+    """A candidate's failure in a few words: a refusal by the memory limit as its need and
+    the limit, anything else as the kind of error."""
+    kind, _, text = failure.partition(": ")
+    need = re.search(r"needs (.+?) but the memory limit is (.+?) \(", text)
+    if kind == "MemoryLimitError" and need:
+        return f"needs {need[1]}, over the memory limit of {need[2]}"
+    return kind
 
 
 def _record_risk_source(labels) -> str:

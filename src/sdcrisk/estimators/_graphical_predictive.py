@@ -34,10 +34,6 @@ import numpy as np
 
 from ._decomposable import COMPILED_FROM, DecomposableGraph, Margins, members, parent_index
 
-#: observed cells from which :func:`observed_moments` lets each margin's per-cell index go
-#: after its last use (below, the indexes are kept for the next model of the window)
-FORGET_INDEX_FROM = 1 << 20
-
 __all__ = [
     "CellMoments",
     "factor_params",
@@ -121,11 +117,10 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
     compiled = n_cells >= COMPILED_FROM
     rows = np.arange(0) if cells is None else cells  # the compiled pass: empty for every cell
     factors = factor_params(graph, margins, prior_weight)
-    # on a large table each margin's per-cell index (4-8 bytes an observed cell) is let go
-    # after its last factor: holding every clique's at once took 1.1 GB of the graphical
-    # fit at 2.5x10^7 cells (issue 20)
+    # each margin's per-cell index (4-8 bytes an observed cell) is let go after its last
+    # factor (a later model of the window computes it again, one pass): holding every
+    # clique's at once took 1.1 GB of the graphical fit at 2.5x10^7 cells (issue 20)
     uses = Counter(m for a_mask, b_mask, _, _ in factors for m in (a_mask, b_mask))
-    forget = len(margins.counts) >= FORGET_INDEX_FROM
     for a_mask, b_mask, a_a, a_b in factors:
         for mask, shift, sign in ((a_mask, a_a, 1.0), (b_mask, a_b, -1.0)):
             x = shift + margins(mask).counts.astype(float)
@@ -140,7 +135,7 @@ def observed_moments(graph: DecomposableGraph, margins: Margins, prior_weight: f
                 log_ratio += sign * np.log1p(1.0 / x)[index]
             del index
             uses[mask] -= 1
-            if forget and not uses[mask]:
+            if not uses[mask]:
                 margins.release_cell_index(mask)
     np.maximum(log_ratio, 1e-6, out=log_ratio)  # the floor of moments_from_counts
     return CellMoments(log_mean, _log_expm1(log_ratio, overwrite=True))

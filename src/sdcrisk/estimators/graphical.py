@@ -28,9 +28,10 @@ from ..core.measures import (
 )
 from ..core.predictive import MixturePredictive, NegativeBinomialPredictive
 from ..core.result import RiskResult, provenance
+from ..data.sizes import check_memory
 from ..data.table import CellTable
 from ..exceptions import ApproximationWarning, ParameterError, user_stacklevel
-from ._base import Estimator, check_int
+from ._base import MEMORY_REMEDIES, RECORD_ARRAYS, Estimator, check_int
 from ._decomposable import DecomposableGraph, Margins, members, occam_window
 from ._graphical_mc import run_monte_carlo
 from ._graphical_predictive import (
@@ -80,6 +81,15 @@ def _is_number(value) -> bool:
     """A real number, not a bool (True would be read as 1)."""
     return not isinstance(value, bool | np.bool_) and isinstance(
         value, int | float | np.integer | np.floating)
+
+
+#: float64 arrays of length n_cells the search and the first model's law hold at the peak,
+#: with room: resident memory rose by 7-9 a cell at 5.9x10^6 and 2.5x10^7 cells, traced
+#: allocations by up to 13 at 1.7-3.5x10^5 cells (tests/test_graphical.py)
+GRAPHICAL_CELL_ARRAYS = 16
+#: those each further model of the window adds: its law's two parameters and the two
+#: expectations cached for its row and the measures
+MODEL_CELL_ARRAYS = 4
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -214,15 +224,20 @@ class GraphicalRisk(Estimator):
         check_int("unobserved_draws", self.unobserved_draws, 2)
 
     def memory_estimate(self, table: CellTable) -> int:
-        """Bytes for the margin cache and model predictives (about 1.5 J^2 doubles per
-        observed cell over the base estimate), the f = 0 sum (dense margins of at most K
-        cells, or the importance draws), and with ``monte_carlo`` the draw chunks (24 doubles
-        per drawn cell value, chunks of at most ``max(2^21, n_cells)`` values), the kept rate draws
-        and, on small key spaces, the dense pi tables (calibrated with tracemalloc).
+        """Bytes for the search and the first model of the window: GRAPHICAL_CELL_ARRAYS
+        doubles per observed cell (the margins' counts, one clique's and one separator's
+        cell index, the moments, the law's parameters and expectations, the result's cell
+        risks), record-level arrays only
+        with households, the f = 0 sum (dense margins of at most K cells, or the importance
+        draws), and with ``monte_carlo`` the draw chunks (24 doubles per drawn cell value,
+        chunks of at most ``max(2^21, n_cells)`` values), the kept rate draws and, on small
+        key spaces, the dense pi tables. Each further model of the window holds
+        MODEL_CELL_ARRAYS more, checked once the search has found them.
         """
         j = len(table.keys)
         k = int(table.cell_space)
-        need = super().memory_estimate(table) + 12 * j * j * int(table.n_cells)
+        records = RECORD_ARRAYS * int(table.n) if table.household is not None else 0
+        need = 8 * (GRAPHICAL_CELL_ARRAYS * int(table.n_cells) + records)
         if k <= self.max_enumerated_cells:
             need += 8 * (2 * k + 6 * min(k, 1 << 20))
         else:
@@ -236,6 +251,7 @@ class GraphicalRisk(Estimator):
                          + min(values, KEEP_RATES) + 5 * draws)
             if k <= _MC_DENSE_MAX_K and k * draws <= _MC_DENSE_BUDGET:
                 need += 8 * 6 * k
+            need += 8 * 2 * j * int(table.n_cells)  # the margins' cell indexes the draws keep
         return int(need)
 
     # ---------------------------------------------------------------------------------------
@@ -268,6 +284,13 @@ class GraphicalRisk(Estimator):
                 f"best max_models={self.max_models} are averaged (raise max_models or lower "
                 "window)", ApproximationWarning, stacklevel=user_stacklevel())
 
+        if len(search.graphs) > 1:  # each further model's law over the cells
+            check_memory(self.memory_estimate(table) + 8 * MODEL_CELL_ARRAYS
+                         * int(table.n_cells) * (len(search.graphs) - 1),
+                         what=f"method {self.name!r} averaging {len(search.graphs)} models "
+                         f"over {table.n_cells:,} observed cells",
+                         remedies="lower max_models or window (fewer models averaged), or "
+                         + MEMORY_REMEDIES.removeprefix("remedies: "))
         enumerate_k = table.cell_space * len(search.graphs) <= self.max_enumerated_cells
         su = np.flatnonzero(table.counts == 1)
         n1 = len(su)
