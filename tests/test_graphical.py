@@ -853,7 +853,7 @@ def test_memory_grows_with_observed_cells_not_the_key_space():
 @pytest.mark.parametrize("dims", [(40, 30, 20, 10, 6), (12, 10, 8, 6, 5, 4, 3, 2)])
 def test_memory_estimate_bounds_the_fit_without_refusing_what_fits(dims):
     """The fit's traced allocations stay within memory_estimate, and the estimate is not
-    many times what the fit uses: 12 J^2 doubles a cell had made it 5x the peak at 8 keys
+    many times what the fit uses: 12 J^2 doubles a cell had made it 5.3x the peak at 8 keys
     and 15-20x the resident memory at 2.5x10^7 cells, so a fit of 1.7 GiB was refused as
     needing 35 GiB."""
     rng = np.random.default_rng(0)
@@ -874,7 +874,8 @@ def test_memory_estimate_bounds_the_fit_without_refusing_what_fits(dims):
         need = est.memory_estimate(tab)
         assert len(res.fitted["models"]) == 1
         assert peak <= need, (options, peak / tab.n_cells)
-        assert need <= 4 * peak, (options, need / peak)
+        # the sample-uniques scope holds its laws for those cells only
+        assert need <= (5 if "scope" in options else 3.5) * peak, (options, need / peak)
 
 
 def test_a_window_of_many_models_is_checked_once_they_are_found():

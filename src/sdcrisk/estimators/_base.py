@@ -13,6 +13,7 @@ import numpy as np
 from ..core.measures import (
     DESCRIPTIONS,
     Measure,
+    cell_blocks,
     expected_reidentifications,
     global_risk_threshold,
     household_risk,
@@ -438,7 +439,14 @@ class Estimator(ABC):
         extra, threshold = reidentification_measures(table, risk, self.max_global_risk,
                                                      groups)
         measures.update(extra)
-        p_unique = np.where(su, pred.prob_zero(), 0.0)
+        # P(U = 0) on the sample uniques, 0 elsewhere, built block by block (no cell-long
+        # P(U = 0) beside it at census scale; one block, the same call, up to 2^20 cells)
+        p_unique = np.empty(len(su))
+        for cells, _ in cell_blocks(None, len(su)):
+            where = slice(None) if cells is None else slice(cells[0], cells[-1] + 1)
+            np.copyto(p_unique[where], np.where(su[where], pred.prob_zero(cells), 0.0))
+        if groups is None:  # a fresh array: the result's own, uncopied
+            handed_over(p_unique)
         risks = {"reidentification": risk, "population_unique": p_unique,
                  **({} if reid_risk is None else {"expected_inverse": exact})}
         if groups is not None:  # fresh arrays, handed to the result uncopied
