@@ -188,11 +188,11 @@ def predictive_measures(pred: CellPredictive, *, population_size: float, level: 
     over cells is a sum over the entries weighted by it.
     """
     f = pred.f
-    su = np.flatnonzero(f == 1)
-    mult = None if multiplicity is None else np.asarray(multiplicity, float)[su]
-    n1 = len(su) if mult is None else int(round(float(mult.sum())))
-    if len(su) == len(f):  # every cell: the laws' own arrays, not cell-long gathered copies
-        su = None
+    uniques = np.flatnonzero(f == 1)
+    mult = None if multiplicity is None else np.asarray(multiplicity, float)[uniques]
+    n1 = len(uniques) if mult is None else int(round(float(mult.sum())))
+    # every cell unique: the laws' own arrays, not cell-long gathered copies
+    su = None if len(uniques) == len(f) else uniques
     tau1 = var1 = tau2 = var2 = mean = var = 0.0
     for cells, w in cell_blocks(su, len(f), mult):
         def total(x, w=w):
