@@ -195,19 +195,16 @@ def predictive_measures(pred: CellPredictive, *, population_size: float, level: 
     su = None if len(uniques) == len(f) else uniques
     tau1 = var1 = tau2 = var2 = mean = var = 0.0
     for cells, w in cell_blocks(su, len(f), mult):
-        def total(x, w=w):
-            return float(np.sum(x)) if w is None else float(np.dot(w, x))
-
         p0 = pred.prob_zero(cells)
-        tau1 += total(p0)
-        var1 += total(p0 * (1 - p0))
+        tau1 += _total(p0, w)
+        var1 += _total(p0 * (1 - p0), w)
         e1 = pred.expected_inverse(cells)
-        tau2 += total(e1)
+        tau2 += _total(e1, w)
         if n1:
-            var2 += total(pred.expected_inverse_square(cells) - e1**2)
+            var2 += _total(pred.expected_inverse_square(cells) - e1**2, w)
         del p0, e1
-        mean += total(pred.mean(cells))
-        var += total(pred.variance(cells))
+        mean += _total(pred.mean(cells), w)
+        var += _total(pred.variance(cells), w)
     kind = "predictive (model parameters fixed, normal approximation)"
     l1, u1 = _normal_interval(tau1, var1, level, 0.0, float(n1))
     l2, u2 = _normal_interval(tau2, var2, level, 0.0, float(n1))
@@ -227,6 +224,11 @@ def predictive_measures(pred: CellPredictive, *, population_size: float, level: 
     out["theta"] = Measure("theta", theta if n1 else None, description=DESCRIPTIONS["theta"]
                            + " (moment-matched NB for the SU total)")
     return out
+
+
+def _total(x: np.ndarray, weights: np.ndarray | None) -> float:
+    """The sum of ``x``, each entry weighted by ``weights`` (its multiplicity) if given."""
+    return float(np.sum(x)) if weights is None else float(np.dot(weights, x))
 
 
 #: cells per block of :func:`cell_blocks`: sums over more cells are taken block by block
