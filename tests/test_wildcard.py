@@ -265,3 +265,21 @@ def test_a_file_without_missing_values_reads_alike_with_wildcards_to_the_bit(cap
     before = json.loads(capsys.readouterr().out)["risk_before"]
     for name in ("tau1", "tau2", "expected_reidentifications", "global_risk"):
         assert before[name] == plain.measures[name].estimate, name
+
+
+def test_records_of_one_missing_pattern_are_each_sample_unique_at_alpha_0():
+    """At alpha = 0 two records with the same missing pattern (b missing, a = 2, no other
+    record with a = 2) each have f = 1: four sample-unique records in three cells. tau1
+    counted the cell once (0.03 = 3 p, P(PU | SU) over 3) while the sample-unique count said
+    4; every figure now counts records: tau1 = 4 p (P(U = 0) = p^f with p = n / N)."""
+    data = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3], "b": [1, 2, None, None, 3, 3]})
+    md = Microdata.from_source(data, ["a", "b"], population_size=600, missing="wildcard",
+                               wildcard_alpha=0.0)
+    res = NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(md))
+    assert res.sample_uniques == 4
+    p = 6 / 600
+    assert res.estimate("tau1") == pytest.approx(4 * p, rel=1e-12)
+    assert res.estimate("p_pu_given_su") == pytest.approx(p, rel=1e-12)
+    record = res.record_risk()
+    assert res.estimate("tau2") == pytest.approx(record[:4].sum(), rel=1e-12)
+    assert res.estimate("expected_reidentifications") == pytest.approx(record.sum(), rel=1e-12)

@@ -409,6 +409,7 @@ class Estimator(ABC):
         seed: int | None = None,
         sample_unique: np.ndarray | None = None,
         groups: CountGroups | None = None,
+        records: np.ndarray | None = None,
     ) -> RiskResult:
         """Measures, record risks and sdcMicro-style global figures from a predictive law.
 
@@ -418,8 +419,13 @@ class Estimator(ABC):
         With ``groups`` (:func:`count_groups`), ``pred`` and ``reid_risk`` are laid out per
         distinct count f, each standing for ``groups.cells`` cells; the result's per-cell
         risks are expanded from them (none for a FrequencyTable).
+
+        ``records`` gives how many records each cell of ``pred`` holds where that differs
+        from one sample unique per unique cell: under missing values as wildcards with
+        alpha < 1 the records of one pattern each have f = 1, and tau1, tau2 and P(PU | SU)
+        count them all, as the sample-unique count does.
         """
-        mult = None if groups is None else groups.cells
+        mult = groups.cells if groups is not None else records
         measures = predictive_measures(pred, population_size=table.population_size,
                                        level=self.ci_level, multiplicity=mult)
         exact = pred.expected_inverse()
