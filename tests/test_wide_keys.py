@@ -158,6 +158,29 @@ def test_ten_keys_or_fewer_are_never_bounded(m, n, seed, monkeypatch):
     assert sec["dis_table"] == unbounded.dis_table()
 
 
+def test_ten_keys_on_a_census_size_table_are_searched_within_the_budget(monkeypatch):
+    """Up to 10 keys every size is searched while its worst case, (2^M - 1) subsets x cells,
+    is at most FULL_SEARCH_WORK (3x10^7 records x 8 keys: 1.5x10^9, 12 s). Past it (10^8
+    records x 10 keys: 2.6x10^10, still running after 15 minutes) the budget bounds the
+    search as for a wide key set, and the page says so."""
+    table = _table(_frame(300, 10, seed=2, levels=4))
+    worst = ((1 << 10) - 1) * table.n_cells
+    full = suda2(table)
+    monkeypatch.setattr(_suda, "WORK_BUDGET", _full_work(table) // 3)
+    monkeypatch.setattr(_suda, "FULL_SEARCH_WORK", worst)  # at the limit: every size
+    _same_suda(suda2(table, max_size="auto"), full)
+    monkeypatch.setattr(_suda, "FULL_SEARCH_WORK", worst - 1)
+    res = suda2(table, max_size="auto")
+    m = res.max_size
+    assert not res.complete and 1 <= m < 10
+    explicit = suda2(table, max_size=m)
+    np.testing.assert_array_equal(res.msu_mask, explicit.msu_mask)
+    np.testing.assert_array_equal(res.cell_score, explicit.cell_score)
+    np.testing.assert_array_equal(res.cell_dis_score, explicit.cell_dis_score)
+    assert res.n_msus < full.n_msus
+    assert res.bound_note().startswith(f"MSUs searched up to size {m} of 10 keys")
+
+
 def test_sdcmicro_testdata_seven_keys_unchanged(monkeypatch, shared_data):
     # sdcMicro's per-record suda2 scores on testdata, 7 keys (../shared/data/sdcmicro/reference)
     data = pd.read_csv(shared_data("sdcmicro", "testdata.csv"))

@@ -55,9 +55,15 @@ __all__ = ["find_msus", "msus_up_to", "bounded_msus", "MsuSearch", "variable_ord
 _KERNEL = None
 #: default memory for the bitsets of the minimality test
 BITSET_BYTES = 256 * 1024**2
-#: up to this many keys :func:`bounded_msus` always searches every size (2^M - 1 subsets at
-#: most: the ordinary key sets, whose figures never depend on a budget)
+#: up to this many keys :func:`bounded_msus` searches every size (2^M - 1 subsets at most:
+#: the ordinary key sets, whose figures never depend on a budget), on tables where that
+#: search's worst case is at most FULL_SEARCH_WORK
 FULL_SEARCH_KEYS = 10
+#: worst-case work ((2^M - 1) subsets x observed cells) up to which a key set of at most
+#: FULL_SEARCH_KEYS keys gets every size whatever the budget: 3x10^7 census records x 8
+#: keys (5.9x10^6 cells, 1.5x10^9) took 12 s; 10^8 records x 10 keys (2.5x10^7 cells,
+#: 2.6x10^10) ran past 15 minutes, so such a table is searched within the budget
+FULL_SEARCH_WORK = 5_000_000_000
 #: work (cells scanned plus minimality probes) :func:`bounded_msus` may spend on wider key
 #: sets, twice at most (the search over every size, then size by size): 10^8 units take 1.5
 #: to 6 s on one core of a 2026 2-core server (1.7 to 6 x 10^7 units a second, slowest when
@@ -385,12 +391,15 @@ class MsuSearch:
 
 def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, *,
                  work_budget: int | None = None, full_keys: int = FULL_SEARCH_KEYS,
+                 full_work: int | None = None,
                  bitset_bytes: float = BITSET_BYTES) -> MsuSearch:
     """The MSUs of every size when that search fits in ``work_budget``, else those of the
     largest size bound whose search does.
 
-    With at most ``full_keys`` variables the search covers every size, whatever it costs
-    (at most 2^M - 1 subsets: linear in the cells). With more, the search over every size
+    With at most ``full_keys`` variables the search covers every size, whatever it costs,
+    when its worst case ((2^M - 1) subsets x cells) is at most ``full_work`` (linear in the
+    cells, but 2^M passes: at census scale that is hours; default FULL_SEARCH_WORK).
+    Otherwise the search over every size
     runs first and is abandoned once its work (cells scanned plus minimality probes) passes
     ``work_budget``; then the sizes are searched in turn (1, 2, ...) until a run proves that
     no larger set can be an MSU (complete after all) or the work of these runs together
@@ -400,8 +409,9 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
     file always gets the same bound.
     """
     work_budget = WORK_BUDGET if work_budget is None else int(work_budget)
+    full_work = FULL_SEARCH_WORK if full_work is None else int(full_work)
     n_vars = np.asarray(cell_codes).shape[1]
-    if n_vars <= full_keys:
+    if n_vars <= full_keys and ((1 << n_vars) - 1) * len(counts) <= full_work:
         found = _search(cell_codes, counts, n_levels, missing, n_vars, bitset_bytes, 0)
         return MsuSearch(found.cells, found.masks, found.nodes, found.work, n_vars, True)
     found = _search(cell_codes, counts, n_levels, missing, n_vars, bitset_bytes,
@@ -411,7 +421,7 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
         return MsuSearch(found.cells, found.masks, found.nodes, spent, n_vars, True)
     deepening = 0
     best: _Found | None = None
-    for size in range(1, n_vars):
+    for size in range(1, max(2, n_vars)):  # size 1 at least (one key: the whole search)
         left = 0 if best is None else max(1, work_budget - deepening)
         found = _search(cell_codes, counts, n_levels, missing, size, bitset_bytes, left)
         deepening += found.work
@@ -421,7 +431,7 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
         if found.status == _COMPLETE:
             return MsuSearch(found.cells, found.masks, found.nodes, spent, n_vars, True)
         best = found
-    assert best is not None  # M - 1 >= full_keys >= 1 sizes ran
+    assert best is not None  # the size-1 search ran without a budget
     return MsuSearch(best.cells, best.masks, best.nodes, spent, n_vars - 1, False)
 
 

@@ -381,7 +381,8 @@ def suda2(
         The key variables (a Microdata is tabulated first).
     max_size : int, "auto" or None
         Largest MSU size searched; default all sizes (M, as sdcMicro). ``"auto"``: all sizes
-        when that search fits in a work budget (always with at most 10 keys), else the
+        when that search fits in a work budget (always with at most 10 keys, below census
+        scale: ``_suda.FULL_SEARCH_WORK``), else the
         largest size whose search does (:func:`sdcrisk.analyses._suda.bounded_msus`; the
         report's default): bounded time on wide key sets, with ``complete`` False and
         :meth:`SudaResult.bound_note` saying what the bound means for the scores.

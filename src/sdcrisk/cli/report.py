@@ -94,7 +94,8 @@ def register(sub) -> None:
     r.add_argument("--no-suda", action="store_true", help="leave out the SUDA section")
     r.add_argument("--suda-max-size", default="auto", metavar="SIZE",
                    help="largest MSU size SUDA searches: auto (every size when the search "
-                   "fits a work budget, always up to 10 keys; else the largest size that "
+                   "fits a work budget, always up to 10 keys below census scale; else the "
+                   "largest size that "
                    "does, said on the page), all (every size, as sdcMicro; its time grows "
                    "steeply with the number of keys) or a number (default auto)")
     r.add_argument("--no-uniqueness", action="store_true",
