@@ -100,6 +100,23 @@ def test_wide_search_is_bounded_to_the_msus_of_the_size_it_reached(wide_table, m
     assert payload["parameters"]["max_size"] == m
 
 
+def test_a_bounded_search_prepares_the_table_once(wide_table, monkeypatch):
+    # the full attempt and each size bound share the transposed codes and the pruning pass
+    # (at 10^8 records x 10 keys the three runs' preparations were 20 of SUDA2's 40 s)
+    calls = []
+    original = _suda._deepest_unique
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(_suda, "WORK_BUDGET", _full_work(wide_table) // 3)
+    monkeypatch.setattr(_suda, "_deepest_unique", counting)
+    res = suda2(wide_table, max_size="auto")
+    assert not res.complete and res.max_size >= 2  # the full attempt and two sizes at least
+    assert len(calls) == 1
+
+
 def test_wide_search_within_the_budget_is_the_full_search(wide_table):
     # the default budget covers this small file: every size, figures of max_size=None
     res = suda2(wide_table, max_size="auto")

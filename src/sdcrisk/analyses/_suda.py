@@ -414,8 +414,9 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
     if n_vars <= full_keys and ((1 << n_vars) - 1) * len(counts) <= full_work:
         found = _search(cell_codes, counts, n_levels, missing, n_vars, bitset_bytes, 0)
         return MsuSearch(found.cells, found.masks, found.nodes, found.work, n_vars, True)
+    prepared = _prepare(cell_codes, counts, n_levels, missing)
     found = _search(cell_codes, counts, n_levels, missing, n_vars, bitset_bytes,
-                    max(1, work_budget))
+                    max(1, work_budget), prepared)
     spent = found.work
     if found.status != _STOPPED:
         return MsuSearch(found.cells, found.masks, found.nodes, spent, n_vars, True)
@@ -423,7 +424,8 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
     best: _Found | None = None
     for size in range(1, max(2, n_vars)):  # size 1 at least (one key: the whole search)
         left = 0 if best is None else max(1, work_budget - deepening)
-        found = _search(cell_codes, counts, n_levels, missing, size, bitset_bytes, left)
+        found = _search(cell_codes, counts, n_levels, missing, size, bitset_bytes, left,
+                        prepared)
         deepening += found.work
         spent += found.work
         if found.status == _STOPPED and best is not None:
@@ -456,16 +458,38 @@ class _Found:
     status: int
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What every run of the kernel over one table shares, whatever its size bound: the
+    variables' search order, the cells' codes in that order (transposed), the counts and
+    each cell's deepest unique start (at 2.5x10^7 cells the codes alone are 1 GB and the
+    pruning pass sorts the cells; :func:`bounded_msus` runs the kernel up to M times)."""
+
+    perm: np.ndarray
+    codes_t: np.ndarray
+    n_levels: np.ndarray
+    missing: np.ndarray
+    counts: np.ndarray
+    deepest: np.ndarray
+
+
+def _prepare(cell_codes, counts, n_levels, missing) -> _Prepared:
+    perm = variable_order(n_levels)
+    codes_t = np.ascontiguousarray(np.asarray(cell_codes)[:, perm].T, dtype=np.int32)
+    lv = np.asarray(n_levels, dtype=np.int64)[perm]
+    counts = np.asarray(counts, np.int64)
+    return _Prepared(perm, codes_t, lv, np.asarray(missing, dtype=np.int64)[perm], counts,
+                     _deepest_unique(codes_t, counts, lv))
+
+
 def _search(cell_codes, counts, n_levels, missing, max_size: int, bitset_bytes: float,
-            max_work: int) -> _Found:
-    """One run of the kernel up to ``max_size`` (``max_work`` > 0: stop past that work)."""
+            max_work: int, prepared: _Prepared | None = None) -> _Found:
+    """One run of the kernel up to ``max_size`` (``max_work`` > 0: stop past that work);
+    ``prepared``: :func:`_prepare` of the same table, shared by several runs."""
     cell_codes = np.asarray(cell_codes)
     n_vars = cell_codes.shape[1]
-    perm = variable_order(n_levels)
-    codes_t = np.ascontiguousarray(cell_codes[:, perm].T, dtype=np.int32)
-    lv = np.asarray(n_levels, dtype=np.int64)[perm]
-    miss = np.asarray(missing, dtype=np.int64)[perm]
-    counts = np.asarray(counts, np.int64)
+    pre = _prepare(cell_codes, counts, n_levels, missing) if prepared is None else prepared
+    counts = pre.counts
     n_unique = int(np.count_nonzero(counts == 1))
     use_bits = n_vars <= 30 and n_unique * (1 << n_vars) / 8 <= bitset_bytes
     depth = int(min(max_size, n_vars)) + 1
@@ -474,8 +498,9 @@ def _search(cell_codes, counts, n_levels, missing, max_size: int, bitset_bytes: 
                  what=f"the MSU search over {cell_codes.shape[0]:,} cells and {n_vars} keys",
                  remedies="lower max_size or use fewer keys")
     cells, masks_p, nodes, work, status = _kernel()(
-        codes_t, counts, lv, miss, int(min(max_size, n_vars)), bool(use_bits), int(max_work),
-        _deepest_unique(codes_t, counts, lv))
+        pre.codes_t, counts, pre.n_levels, pre.missing, int(min(max_size, n_vars)),
+        bool(use_bits), int(max_work), pre.deepest)
+    perm = pre.perm
     # map bits of the permuted order back to the original variable order
     masks = np.zeros_like(masks_p)
     for new, old in enumerate(perm.tolist()):
