@@ -193,7 +193,7 @@ def test_high_risk_cut_above_one_is_said_not_drawn(table, monkeypatch):
     kw = dict(contributions=False, suda=False, uniqueness=False)
     page = build_report(res, **kw)
     assert ">sdcMicro high-risk cut" in page  # drawn, with its label
-    monkeypatch.setattr(collect, "sdcmicro_high_risk", lambda r: (0, 1.655))
+    monkeypatch.setattr(collect, "sdcmicro_high_risk", lambda r, counts=None: (0, 1.655))
     page = build_report(res, **kw)
     assert ">sdcMicro high-risk cut" not in page
     assert ("sdcMicro's high-risk cut max(median + 3 MAD, 0.1) = 1.655 is above 1, the "
@@ -512,3 +512,39 @@ def test_report_of_auto_fitted_unvalidated():
     assert "<h3>auto</h3>" in page and "fitted without validation" in page
     df = variable_contributions(res)
     assert (df["method"] == "auto").all()
+
+
+@pytest.mark.parametrize("missing", ["category", "wildcard"])
+def test_record_figures_from_the_cells_are_the_record_level_figures(missing):
+    """The histogram, sdcMicro's high-risk count and the count above the threshold are taken
+    over the cells, each counted as its records (no n-long array: 2.2 GB at 10^8 records):
+    every figure equals the record-level one, to the bit."""
+    from sdcrisk.report.collect import _median, _risk_histogram, sdcmicro_high_risk
+
+    rng = np.random.default_rng(5)
+    n = 3000
+
+    def key(common, rare):  # most records on a few levels, a tail of rare ones
+        return np.where(rng.random(n) < 0.93, rng.integers(0, common, n),
+                        rng.integers(common, rare, n))
+
+    data = pd.DataFrame({"a": key(3, 60), "b": key(3, 40),
+                         "c": rng.integers(0, 4, n).astype(float)})
+    data.loc[rng.random(n) < 0.03, "c"] = np.nan
+    md = Microdata.from_source(data, ["a", "b", "c"], population_size=30_000,
+                               missing=missing)
+    res = sdcrisk.NegativeBinomialRisk(mode="sdcmicro").fit(tabulate(md))
+    records, cells, w = res.record_risk(), res.cell_risk(), res.table.counts
+    assert np.array_equal(np.bincount(res.table.record_map(), minlength=len(w)), w)
+    high = sdcmicro_high_risk(records)
+    assert high[0] > 200  # (311 and 295 records: a real count, not 0 == 0)
+    assert sdcmicro_high_risk(cells, counts=w) == high
+    a, b = _risk_histogram(records), _risk_histogram(cells, records=w)
+    np.testing.assert_array_equal(a["edges"], b["edges"])
+    np.testing.assert_array_equal(a["counts"], b["counts"])
+    assert (a["zeros"], a["n"]) == (b["zeros"], b["n"]) == (a["zeros"], 3000)
+    # the weighted median is np.median of the repeats, odd and even totals, with ties
+    for n in (7, 8, 101, 1000):
+        values = rng.integers(0, 9, n) / 8
+        counts = rng.integers(1, 5, n)
+        assert _median(values, counts) == float(np.median(np.repeat(values, counts)))
