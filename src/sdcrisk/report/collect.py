@@ -297,36 +297,32 @@ def _protected(protected, original: RiskResult) -> dict | None:
     return {"result": protected, "source": protected.table.source}
 
 
-def _risk_histogram(record_risk: np.ndarray, per_decade: int = 4,
-                    records: np.ndarray | None = None) -> dict:
-    """Histogram of log10 record risk; with ``records``, each risk stands for that many."""
-    r = np.asarray(record_risk, float)
-    w = None if records is None else np.asarray(records, np.int64)
+def _risk_histogram(risk: np.ndarray, records: np.ndarray, per_decade: int = 4) -> dict:
+    """Histogram of log10 record risk, each of ``risk`` standing for ``records`` records."""
+    r = np.asarray(risk, float)
+    w = np.asarray(records, np.int64)
     positive = r > 0
     pos = r[positive]
     lo = max(math.floor(math.log10(pos.min())) if pos.size else -1, -12)
     lo = min(lo, -1)
     edges = np.linspace(lo, 0, (0 - lo) * per_decade + 1)
-    # in place: one copy of the positive risks (n x 8 bytes), not three
+    # in place: one copy of the positive risks (8 bytes a cell), not three
     logr = np.log10(np.clip(pos, 10.0**lo, 1.0, out=pos), out=pos)
-    counts, _ = np.histogram(logr, bins=edges, weights=None if w is None else w[positive])
-    zeros = int((~positive).sum()) if w is None else int(w[~positive].sum())
-    return {"edges": edges, "counts": counts.astype(np.int64), "zeros": zeros,
-            "n": len(r) if w is None else int(w.sum())}
+    counts, _ = np.histogram(logr, bins=edges, weights=w[positive])
+    return {"edges": edges, "counts": counts.astype(np.int64),
+            "zeros": int(w[~positive].sum()), "n": int(w.sum())}
 
 
 def _record_figures(data: dict, rec_res: RiskResult, risk_threshold: float | None
                     ) -> float | None:
     """The record-risk histogram, sdcMicro's high-risk count and the count above the
-    threshold, into ``data``; returns the threshold used. A function of its own, so that the
-    n-long record risks (240 MB at 3x10^7 records) are freed before the sections after it.
-
-    Every figure is a sum over records whose risk is their cell's, so it is taken over the
-    cells, each counted as its records (``table.counts``): the same figures with no n-long
-    array (10^8 records: 0.8 GB each, 2.2 GB at the section's peak, issue 20)."""
+    threshold, into ``data``; returns the threshold used. Every figure is a sum over records
+    whose risk is their cell's, so it is taken over the cells, each counted as its records
+    (``table.counts``): the same figures with no n-long array (10^8 records: 0.8 GB each,
+    2.2 GB at the section's peak, issue 20)."""
     r = rec_res.cell_risk()
     w = np.asarray(rec_res.table.counts, np.int64)
-    data["histogram"] = _risk_histogram(r, records=w)
+    data["histogram"] = _risk_histogram(r, w)
     count, cut = sdcmicro_high_risk(r, counts=w)
     data["high_risk"] = {"count": count, "cut": cut}
     thr = rec_res.thresholds.get("record_risk_threshold")
