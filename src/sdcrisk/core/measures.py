@@ -34,6 +34,7 @@ __all__ = [
     "roc_auc",
     "theta_expectation",
     "cell_blocks",
+    "block_slices",
 ]
 
 
@@ -248,22 +249,27 @@ def cell_blocks(cells: np.ndarray | None, n_cells: int, weights: np.ndarray | No
     if total <= SUM_BLOCK:
         yield cells, weights
         return
-    for start in range(0, total, SUM_BLOCK):
-        stop = min(start + SUM_BLOCK, total)
-        yield (np.arange(start, stop) if cells is None else cells[start:stop],
-               None if weights is None else weights[start:stop])
+    for block in block_slices(total):
+        yield (np.arange(block.start, block.stop) if cells is None else cells[block],
+               None if weights is None else weights[block])
+
+
+def block_slices(n: int):
+    """Slices of at most :data:`SUM_BLOCK` positions covering ``range(n)`` (one slice up to
+    :data:`SUM_BLOCK`): the blocks of :func:`cell_blocks`, for arrays over every cell."""
+    for start in range(0, max(n, 1), SUM_BLOCK):
+        yield slice(start, min(start + SUM_BLOCK, n))
 
 
 def expected_reidentifications(f: np.ndarray, cell_risk: np.ndarray, n: int
                                ) -> dict[str, Measure]:
     """sdcMicro's ER = sum over records of the record risk, and ER / n (spec A.4)."""
     f, cell_risk = np.asarray(f), np.asarray(cell_risk)
-    if f.shape != cell_risk.shape or f.ndim != 1 or f.size <= SUM_BLOCK:
+    if f.shape != cell_risk.shape or f.ndim != 1:
         er = float(np.sum(f * cell_risk))
     else:  # block by block: no cell-long product (0.2 GB at 2.5x10^7 cells, issue 20)
         er = 0.0
-        for start in range(0, f.size, SUM_BLOCK):
-            block = slice(start, start + SUM_BLOCK)
+        for block in block_slices(f.size):
             er += float(np.sum(f[block] * cell_risk[block]))
     return {
         "expected_reidentifications": Measure(

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.measures import (
     DESCRIPTIONS,
     Measure,
-    cell_blocks,
+    block_slices,
     expected_reidentifications,
     global_risk_threshold,
     household_risk,
@@ -448,9 +448,10 @@ class Estimator(ABC):
         # P(U = 0) on the sample uniques, 0 elsewhere, built block by block (no cell-long
         # P(U = 0) beside it at census scale; one block, the same call, up to 2^20 cells)
         p_unique = np.empty(len(su))
-        for cells, _ in cell_blocks(None, len(su)):
-            where = slice(None) if cells is None else slice(cells[0], cells[-1] + 1)
-            np.copyto(p_unique[where], np.where(su[where], pred.prob_zero(cells), 0.0))
+        blocks = list(block_slices(len(su)))
+        for block in blocks:
+            cells = None if len(blocks) == 1 else np.arange(block.start, block.stop)
+            p_unique[block] = np.where(su[block], pred.prob_zero(cells), 0.0)
         if groups is None:  # a fresh array: the result's own, uncopied
             handed_over(p_unique)
         risks = {"reidentification": risk, "population_unique": p_unique,

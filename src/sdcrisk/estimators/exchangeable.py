@@ -220,17 +220,16 @@ class NegativeBinomialRisk(Estimator):
         if wc is not None:
             assumptions += (f"missing key values match every category (wildcards, sdcMicro "
                             f"freqCalc, alpha = {wc.alpha:g}); f_k is the wildcard count",)
-        records = None
+        sample_unique = records = None
         if wc is not None and groups is None:
-            unique = wc.counts == 1
-            if np.any(table.counts[unique] != 1):  # a pattern's records, each unique
+            sample_unique = wc.counts == 1
+            if np.any(table.counts[sample_unique] != 1):  # a pattern's records, each unique
                 records = table.counts.astype(float)
         return self._predictive_result(
             table, pred, reid_risk=None if self.mode == "exact" else risk,
             fitted={"p_min": float(p.min()), "p_max": float(p.max())},
-            assumptions=assumptions,
-            sample_unique=None if wc is None or groups is not None else wc.counts == 1,
-            groups=groups, records=records,
+            assumptions=assumptions, sample_unique=sample_unique, groups=groups,
+            records=records,
         )
 
 
