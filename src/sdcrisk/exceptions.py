@@ -41,7 +41,14 @@ class ConvergenceError(SdcRiskError, RuntimeError):
 
 
 class MemoryLimitError(SdcRiskError, MemoryError):
-    """A method would need more memory than the configured limit allows."""
+    """A method would need more memory than the configured limit allows: ``required`` and
+    ``limit`` bytes (None when not given)."""
+
+    def __init__(self, message: str = "", *, required: float | None = None,
+                 limit: float | None = None):
+        super().__init__(message)
+        self.required = required
+        self.limit = limit
 
 
 class SdcRiskWarning(UserWarning):

@@ -8,7 +8,6 @@ breaks.
 from __future__ import annotations
 
 import dataclasses
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -19,11 +18,17 @@ from ..core.measures import (
     Measure,
 )
 from ..core.result import RiskResult, handed_over
-from ..data.sizes import short_repr
+from ..data.sizes import format_bytes, short_repr
 from ..data.table import CellTable
 from ..estimators import options_of, without_p_pu
 from ..estimators._base import RECORD_ARRAYS, Estimator, reidentification_measures
-from ..exceptions import ApproximationWarning, ParameterError, SdcRiskError, user_stacklevel
+from ..exceptions import (
+    ApproximationWarning,
+    MemoryLimitError,
+    ParameterError,
+    SdcRiskError,
+    user_stacklevel,
+)
 from ._auto_bounds import ordered, whole_count_lower, widen_interval, within_bounds
 from ._auto_choice import MEASURES, TIE_MARGIN, Choice, choose
 
@@ -431,7 +436,7 @@ class AutoRisk(Estimator):
         shared = {"ci_level": self.ci_level, "max_global_risk": self.max_global_risk,
                   "random_state": self.random_state}
         cands = {c.label: c for c in (Candidate.parse(s) for s in CALIBRATED_CANDIDATES)}
-        fits, failed, caught = {}, {}, []
+        fits, failed, briefs, caught = {}, {}, {}, []
         # only the result whose record-level risks are reported keeps its per-cell arrays
         # (hundreds of MB each at census scale, issue 20), the others keep their measures
         # only; the fit order (FIT_ORDER) runs the memory-heavy graphical fits before any
@@ -452,6 +457,7 @@ class AutoRisk(Estimator):
                 caught += [(label, w) for w in got]
             except SdcRiskError as exc:
                 failed[label] = f"{type(exc).__name__}: {exc}"
+                briefs[label] = _brief(exc)
             _keep_risks_of(fits, _possible_refs(params, failed))
         fits = {label: fits[label] for label in cands if label in fits}
         set_name = next((name for name, labels in params["candidate_sets"].items()
@@ -505,10 +511,10 @@ class AutoRisk(Estimator):
                 warnings.warn(f"auto's candidate {label}: {w.message}", w.category,
                               stacklevel=user_stacklevel())
         return self._calibrated_result(table, fits, labels, set_name, calibrated, base,
-                                       failed, params, outside, summary, mapped)
+                                       failed, briefs, params, outside, summary, mapped)
 
     def _calibrated_result(self, table, fits, labels, set_name, calibrated, base, failed,
-                           params, outside, outside_summary, mapped) -> RiskResult:
+                           briefs, params, outside, outside_summary, mapped) -> RiskResult:
         su = float(table.sample_uniques)
         # the record-level risks come from a fixed candidate (the best single one on the
         # corpus, which also ranks records), mapped and held to the calibrated tau1/tau2; a
@@ -584,7 +590,7 @@ class AutoRisk(Estimator):
                   f"record risks are {ref}'s, {how} the combined tau1/tau2.")
         if failed:
             reason += " Could not fit: " + ", ".join(
-                f"{label} ({_brief(why)})" for label, why in failed.items()) + "."
+                f"{label} ({brief})" for label, brief in briefs.items()) + "."
         if outside:
             reason += (" Caution: the file lies outside the corpus the combination was learned "
                        f"on ({outside_summary}); it extrapolates.")
@@ -636,14 +642,14 @@ def _mapped_record_risks(table: CellTable, fits: dict, params: dict, labels
             for m, kind in RECORD_RISK_KIND.items()}
 
 
-def _brief(failure: str) -> str:
+def _brief(exc: SdcRiskError) -> str:
     """A candidate's failure in a few words: a refusal by the memory limit as its need and
     the limit, anything else as the kind of error."""
-    kind, _, text = failure.partition(": ")
-    need = re.search(r"needs (.+?) but the memory limit is (.+?) \(", text)
-    if kind == "MemoryLimitError" and need:
-        return f"needs {need[1]}, over the memory limit of {need[2]}"
-    return kind
+    if isinstance(exc, MemoryLimitError) and exc.required is not None \
+            and exc.limit is not None:
+        return (f"needs {format_bytes(exc.required)}, over the memory limit of "
+                f"{format_bytes(exc.limit)}")
+    return type(exc).__name__
 
 
 def _record_risk_source(labels) -> str:

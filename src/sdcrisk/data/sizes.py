@@ -89,12 +89,12 @@ def check_memory(required_bytes: float, *, what: str, limit: int | None = None,
     if required_bytes > limit:
         extra = f"; {remedies}" if remedies else ""
         raise MemoryLimitError(
-            f"{what} needs {_gib(required_bytes)} but the memory limit is {_gib(limit)} "
-            f"(set SDCRISK_MEMORY_LIMIT to change it){extra}"
-        )
+            f"{what} needs {format_bytes(required_bytes)} but the memory limit is "
+            f"{format_bytes(limit)} (set SDCRISK_MEMORY_LIMIT to change it){extra}",
+            required=float(required_bytes), limit=limit)
 
 
-def _gib(nbytes: float) -> str:
+def format_bytes(nbytes: float) -> str:
     gib = nbytes / 1024**3
     if gib >= 1e6:  # a key space beyond any machine: 1.39e+27 GiB, not 28 digits
         return f"{gib:.3g} GiB"
