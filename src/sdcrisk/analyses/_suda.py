@@ -396,17 +396,15 @@ def bounded_msus(cell_codes: np.ndarray, counts: np.ndarray, n_levels, missing, 
     """The MSUs of every size when that search fits in ``work_budget``, else those of the
     largest size bound whose search does.
 
-    With at most ``full_keys`` variables the search covers every size, whatever it costs,
-    when its worst case ((2^M - 1) subsets x cells) is at most ``full_work`` (linear in the
-    cells, but 2^M passes: at census scale that is hours; default FULL_SEARCH_WORK).
-    Otherwise the search over every size
-    runs first and is abandoned once its work (cells scanned plus minimality probes) passes
-    ``work_budget``; then the sizes are searched in turn (1, 2, ...) until a run proves that
-    no larger set can be an MSU (complete after all) or the work of these runs together
-    passes ``work_budget`` (that run is dropped and the previous size kept). Size 1 is always
-    searched (M passes over the cells). So the search does at most about twice the budget,
-    and the bound depends on the data and the budget only, never on the clock: the same
-    file always gets the same bound.
+    With at most ``full_keys`` variables the search covers every size, whatever it costs, when its
+    worst case ((2^M - 1) subsets x cells) is at most ``full_work`` (linear in the cells, but 2^M
+    passes: at census scale that is hours; default FULL_SEARCH_WORK). Otherwise the search over
+    every size runs first and is abandoned once its work (cells scanned plus minimality probes)
+    passes ``work_budget``; then the sizes are searched in turn (1, 2, ...) until a run proves that
+    no larger set can be an MSU (complete after all) or the work of these runs together passes
+    ``work_budget`` (that run is dropped and the previous size kept). Size 1 is always searched (M
+    passes over the cells). So the search does at most about twice the budget, and the bound depends
+    on the data and the budget only, never on the clock: the same file always gets the same bound.
     """
     work_budget = WORK_BUDGET if work_budget is None else int(work_budget)
     full_work = FULL_SEARCH_WORK if full_work is None else int(full_work)

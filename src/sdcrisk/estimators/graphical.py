@@ -220,15 +220,14 @@ class GraphicalRisk(Estimator):
         check_int("unobserved_draws", self.unobserved_draws, 2)
 
     def memory_estimate(self, table: CellTable) -> int:
-        """Bytes for the search and the first model of the window: GRAPHICAL_CELL_ARRAYS
-        doubles per observed cell (the margins' counts, one clique's and one separator's
-        cell index, the moments, the law's parameters and expectations, the result's cell
-        risks), record-level arrays only
-        with households, the f = 0 sum (dense margins of at most K cells, or the importance
-        draws), and with ``monte_carlo`` the draw chunks (24 doubles per drawn cell value,
-        chunks of at most ``max(2^21, n_cells)`` values), the kept rate draws and, on small
-        key spaces, the dense pi tables. Each further model of the window holds
-        MODEL_CELL_ARRAYS more, checked once the search has found them.
+        """Bytes for the search and the first model of the window: GRAPHICAL_CELL_ARRAYS doubles per
+        observed cell (the margins' counts, one clique's and one separator's cell index, the
+        moments, the law's parameters and expectations, the result's cell risks), record-level
+        arrays only with households, the f = 0 sum (dense margins of at most K cells, or the
+        importance draws), and with ``monte_carlo`` the draw chunks (24 doubles per drawn cell
+        value, chunks of at most ``max(2^21, n_cells)`` values), the kept rate draws and, on small
+        key spaces, the dense pi tables. Each further model of the window holds MODEL_CELL_ARRAYS
+        more, checked once the search has found them.
         """
         j = len(table.keys)
         k = int(table.cell_space)

@@ -500,12 +500,11 @@ def build_report(
     suda : bool
         Include SUDA2 scores and attribute contributions (:func:`sdcrisk.suda2`).
     suda_max_size : int, "auto" or "all"
-        Largest MSU size SUDA searches. ``"auto"`` (default): every size when that search
-        fits SUDA's work budget (always with at most 10 keys below census scale), else the
-        largest size whose
-        search does, said in the SUDA section with what the bound means for the scores
-        (wide key sets: the full search grows steeply with the number of keys). ``"all"``:
-        every size, whatever it takes (sdcMicro's suda2).
+        Largest MSU size SUDA searches. ``"auto"`` (default): every size when that search fits
+        SUDA's work budget (always with at most 10 keys below census scale), else the largest size
+        whose search does, said in the SUDA section with what the bound means for the scores (wide
+        key sets: the full search grows steeply with the number of keys). ``"all"``: every size,
+        whatever it takes (sdcMicro's suda2).
     uniqueness : bool
         Include the population-uniqueness estimators of ARX (Pitman, Zayatz, SNB and
         Dankar's rule, :func:`sdcrisk.population_uniqueness`).
